@@ -1,0 +1,76 @@
+# powerglide — build, test and generate everything from one place.
+# `make demo` and `make test` are the two commands a new user runs.
+
+GO       ?= go
+TOOLS    := $(sort $(notdir $(wildcard cmd/pg-*)))
+BIN      := bin
+PREFIX   ?= $(HOME)/.local
+VERSION  := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X github.com/powerglide/powerglide/pkg/cli.Version=$(VERSION)
+PKG      := github.com/powerglide/powerglide/pkg/...
+CMDS     := $(addprefix ./cmd/,$(TOOLS))
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2026.1
+
+.PHONY: all build install test test-unit test-e2e test-deps bench lint vet man completions schemas generate check-generated demo clean
+
+all: build
+
+build: ## build every tool into ./bin
+	@mkdir -p $(BIN)
+	@for t in $(TOOLS); do \
+		echo "go build $$t"; \
+		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$$t ./cmd/$$t || exit 1; \
+	done
+
+install: build man ## install the tools, man pages and completions under PREFIX (default ~/.local)
+	install -d $(PREFIX)/bin $(PREFIX)/share/man/man1
+	install -m 755 $(addprefix $(BIN)/,$(TOOLS)) $(PREFIX)/bin/
+	install -m 644 $(wildcard man/pg-*.1) $(PREFIX)/share/man/man1/
+	install -d $(PREFIX)/share/bash-completion/completions $(PREFIX)/share/zsh/site-functions $(PREFIX)/share/fish/vendor_completions.d
+	-install -m 644 $(wildcard completions/bash/*) $(PREFIX)/share/bash-completion/completions/
+	-install -m 644 $(wildcard completions/zsh/*) $(PREFIX)/share/zsh/site-functions/
+	-install -m 644 $(wildcard completions/fish/*) $(PREFIX)/share/fish/vendor_completions.d/
+
+test: check-generated vet test-deps ## everything CI runs: generated files current, vet, unit and e2e tests with -race
+	$(GO) test -race -count=1 -timeout 15m $(PKG)
+
+test-unit: ## unit tests only, no race detector (quick)
+	$(GO) test -count=1 -short $(PKG)
+
+test-deps: ## install what the tests need that Go does not bring (npm MCP servers)
+	@scripts/test-deps.sh
+
+bench: build ## run the benchmarks of every tool
+	@scripts/bench.sh
+
+vet:
+	$(GO) vet $(PKG) $(CMDS)
+
+lint: vet ## go vet and staticcheck
+	$(GO) run $(STATICCHECK) $(PKG) $(CMDS)
+
+schemas: ## regenerate pkg/protocol/schemas from the Go types
+	@scripts/gen-schemas.sh
+
+man: build ## regenerate man/pg-*.1 from the kong models
+	@mkdir -p man
+	@for t in $(TOOLS); do $(BIN)/$$t man > man/$$t.1 || exit 1; done
+
+completions: build ## regenerate completions/{bash,zsh,fish}
+	@mkdir -p completions/bash completions/zsh completions/fish
+	@for t in $(TOOLS); do \
+		$(BIN)/$$t completion bash > completions/bash/$$t && \
+		$(BIN)/$$t completion zsh > completions/zsh/_$$t && \
+		$(BIN)/$$t completion fish > completions/fish/$$t.fish || exit 1; \
+	done
+
+generate: schemas man completions
+
+check-generated: generate ## fail when committed generated files are stale
+	@scripts/check-generated.sh
+
+demo: build ## run the demo
+	@scripts/demo.sh
+
+clean:
+	rm -rf $(BIN)

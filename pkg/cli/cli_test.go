@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/jsonl"
+)
+
+type toyCLI struct {
+	Common `embed:""`
+	Greet  toyGreet `cmd:"" help:"Say hello."`
+	Fail   toyFail  `cmd:"" help:"Fail with a chosen code."`
+}
+
+type toyGreet struct {
+	Name  string `arg:"" optional:"" help:"Who to greet."`
+	Model string `config:"model" help:"Model to use." env:"POWERGLIDE_MODEL"`
+	Shout bool   `help:"Shout." short:"s"`
+	Mode  string `enum:"a,b" default:"a" help:"Mode."`
+}
+
+func (c *toyGreet) Run(rt *Runtime) error {
+	cfg, err := rt.Config()
+	if err != nil {
+		return err
+	}
+	msg := "hello " + c.Name + " via " + cfg.String("model")
+	if c.Shout {
+		msg = strings.ToUpper(msg)
+	}
+	_, err = rt.IO.Out.Write([]byte(msg + "\n"))
+	return err
+}
+
+type toyFail struct {
+	Code int  `arg:"" help:"Exit code."`
+	JSON bool `help:"JSON errors."`
+}
+
+func (c *toyFail) Run(rt *Runtime) error {
+	switch c.Code {
+	case 1:
+		return errors.New("Something broke.")
+	case 2:
+		return &jsonl.LineError{Name: "stdin", Line: 7, Err: errors.New("invalid JSON")}
+	case 3:
+		return Nothingf("no claimable task")
+	case 4:
+		return Limitf("step limit 200 reached")
+	case 124:
+		return context.DeadlineExceeded
+	}
+	return Silent(c.Code)
+}
+
+func toySpec() *Spec {
+	return &Spec{Name: "pg-toy", Description: "A toy.\nIt exists for tests.", CLI: &toyCLI{}, Schemas: []string{"task"}}
+}
+
+func runToy(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), toySpec(), args, Test(nil, &out, &errb, env...))
+	return code, out.String(), errb.String()
+}
+
+func TestRunExitCodes(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"HOME=" + home}
+	cases := []struct {
+		args    []string
+		code    int
+		stderr  string
+		jsonErr bool
+	}{
+		{[]string{"fail", "1"}, 1, "pg-toy: error: something broke\n", false},
+		{[]string{"fail", "2", "--json"}, 2, "pg-toy: error: stdin:7: invalid JSON\n", true},
+		{[]string{"fail", "3"}, 3, "pg-toy: error: no claimable task\n", false},
+		{[]string{"fail", "4"}, 4, "pg-toy: error: step limit 200 reached\n", false},
+		{[]string{"fail", "124"}, 124, "pg-toy: error: context deadline exceeded\n", false},
+		{[]string{"fail", "42"}, 42, "", false},
+		{[]string{"nope"}, 2, "pg-toy: error: unexpected argument nope\nrun 'pg-toy --help' for usage\n", false},
+		{[]string{"greet", "--mode", "c"}, 2, "pg-toy: error: --mode must be one of \"a\",\"b\" but got \"c\"\nrun 'pg-toy greet --help' for usage\n", false},
+	}
+	for _, c := range cases {
+		code, out, errs := runToy(t, env, c.args...)
+		if code != c.code {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, c.code, errs)
+		}
+		if errs != c.stderr {
+			t.Errorf("%v: stderr %q, want %q", c.args, errs, c.stderr)
+		}
+		if c.jsonErr != strings.Contains(out, `"type":"error"`) {
+			t.Errorf("%v: stdout %q, JSON error record expected: %v", c.args, out, c.jsonErr)
+		}
+		if c.jsonErr && !strings.Contains(out, `"line":7`) {
+			t.Errorf("%v: error record lacks the line: %s", c.args, out)
+		}
+	}
+}
+
+func TestRunHelpAndVersion(t *testing.T) {
+	code, out, _ := runToy(t, nil, "--help")
+	if code != 0 || !strings.Contains(out, "A toy.") || !strings.Contains(out, "greet") {
+		t.Fatalf("--help: %d %q", code, out)
+	}
+	code, out, _ = runToy(t, nil, "--version")
+	if code != 0 || !strings.HasPrefix(out, "pg-toy ") {
+		t.Fatalf("--version: %d %q", code, out)
+	}
+}
+
+func TestRunConfigLayers(t *testing.T) {
+	home := t.TempDir()
+	cfgDir := filepath.Join(home, ".config", "powerglide")
+	os.MkdirAll(cfgDir, 0o755)
+	os.WriteFile(filepath.Join(cfgDir, "config.json"), []byte(`{"model": "file/m"}`), 0o644)
+	env := []string{"HOME=" + home}
+	if _, out, _ := runToy(t, env, "greet", "x"); out != "hello x via file/m\n" {
+		t.Errorf("file layer: %q", out)
+	}
+	env = append(env, "POWERGLIDE_MODEL=env/m")
+	if _, out, _ := runToy(t, env, "greet", "x"); out != "hello x via env/m\n" {
+		t.Errorf("env layer: %q", out)
+	}
+	if _, out, _ := runToy(t, env, "greet", "x", "--model", "flag/m"); out != "hello x via flag/m\n" {
+		t.Errorf("flag layer: %q", out)
+	}
+	code, out, _ := runToy(t, env, "config", "--json")
+	if code != 0 || !strings.Contains(out, `{"type":"config","key":"model","value":"env/m","source":"env","origin":"POWERGLIDE_MODEL"}`) {
+		t.Errorf("config --json: %d %s", code, out)
+	}
+}
+
+func TestBrokenConfigIsUsageError(t *testing.T) {
+	home := t.TempDir()
+	cfg := filepath.Join(home, "c.json")
+	os.WriteFile(cfg, []byte("{\n  \"model\": \"x\",\n  \"retries\": \"three\"\n}\n"), 0o644)
+	code, _, errs := runToy(t, []string{"HOME=" + home, "POWERGLIDE_CONFIG=" + cfg}, "greet")
+	want := "pg-toy: error: config " + cfg + ":3: key \"retries\": expected an integer, got a string\n"
+	if code != 2 || errs != want {
+		t.Fatalf("exit %d, stderr %q, want 2 and %q", code, errs, want)
+	}
+}
+
+func TestGeneratedDocs(t *testing.T) {
+	code, out, _ := runToy(t, nil, "man")
+	if code != 0 || !strings.Contains(out, ".TH") || !strings.Contains(out, "EXIT STATUS") || !strings.Contains(out, "POWERGLIDE_MODEL") {
+		t.Fatalf("man: %d %q", code, out)
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		code, out, _ := runToy(t, nil, "completion", sh)
+		if code != 0 || !strings.Contains(out, "greet") || !strings.Contains(out, "shout") {
+			t.Fatalf("completion %s: %d %q", sh, code, out)
+		}
+	}
+	code, out, _ = runToy(t, nil, "schema")
+	if code != 0 || out != "task\n" {
+		t.Fatalf("schema: %d %q", code, out)
+	}
+	if code, _, _ = runToy(t, nil, "schema", "nope"); code != 2 {
+		t.Fatalf("schema nope: exit %d", code)
+	}
+}
+
+func TestSignalExitCode(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&SignalError{Signal: 15})
+	var out, errb bytes.Buffer
+	rt := &Runtime{Ctx: ctx, IO: Test(nil, &out, &errb), Spec: toySpec()}
+	if code := Report(rt, context.Canceled); code != 143 {
+		t.Fatalf("exit %d, want 143", code)
+	}
+}

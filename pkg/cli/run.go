@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// Version is the powerglide version, set at build time with
+// -ldflags "-X github.com/powerglide/powerglide/pkg/cli.Version=v1.2.3".
+var Version = ""
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Spec describes one binary.
+type Spec struct {
+	Name        string // e.g. "pg-queue"
+	Description string // first line: summary; the rest: details for --help and the man page
+	CLI         any    // pointer to the kong grammar; embed Common in it
+	Schemas     []string
+	Options     []kong.Option
+}
+
+// Runtime is bound into every command's Run method.
+type Runtime struct {
+	Ctx  context.Context
+	IO   *IO
+	Spec *Spec
+	// JSON, when set by the command, makes errors also go to stdout as an
+	// {"type":"error"} record. It starts as the value of a --json flag.
+	JSON bool
+	kong *kong.Kong
+	kctx *kong.Context
+	cfg  *config.Config
+}
+
+// Config resolves the configuration once: flags tagged `config:"key"` that
+// were given on the command line, then the environment, the config file and
+// the defaults.
+func (r *Runtime) Config() (*config.Config, error) {
+	if r.cfg != nil {
+		return r.cfg, nil
+	}
+	flags := map[string]string{}
+	if r.kctx != nil {
+		for _, p := range r.kctx.Path {
+			if p.Flag == nil {
+				continue
+			}
+			if key := p.Flag.Tag.Get("config"); key != "" {
+				flags[key] = fmt.Sprint(r.kctx.FlagValue(p.Flag))
+			}
+		}
+	}
+	cfg, err := config.Load(config.Options{LookupEnv: r.IO.LookupEnv, Flags: flags})
+	if err != nil {
+		return nil, err
+	}
+	r.cfg = cfg
+	return cfg, nil
+}
+
+// Home is the resolved data root, $POWERGLIDE_HOME.
+func (r *Runtime) Home() (string, error) {
+	cfg, err := r.Config()
+	if err != nil {
+		return "", err
+	}
+	return cfg.String("home"), nil
+}
+
+type exitSignal struct{ code int }
+
+// Main runs a binary against the process: it cancels the context on SIGINT
+// or SIGTERM and returns the exit code. main() passes it to os.Exit.
+func Main(spec *Spec, args []string, io *IO) int {
+	ctx, stop := SignalContext(context.Background())
+	defer stop()
+	return Run(ctx, spec, args, io)
+}
+
+// SignalError is the cause of a context cancelled by a signal.
+type SignalError struct{ Signal syscall.Signal }
+
+func (e *SignalError) Error() string { return "interrupted by " + e.Signal.String() }
+
+// ExitCode is 128+n for signal n.
+func (e *SignalError) ExitCode() int { return ExitSignalBase + int(e.Signal) }
+
+// SignalContext returns a context cancelled, with a *SignalError cause, on
+// SIGINT or SIGTERM. After the first signal the default handlers are back,
+// so a second Ctrl-C ends a tool that is slow to stop.
+func SignalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			signal.Stop(ch)
+			cancel(&SignalError{Signal: s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// Run parses args and runs the selected command. It never exits the
+// process; it returns the exit code.
+func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
+	rt := &Runtime{Ctx: ctx, IO: io, Spec: spec}
+	summary, detail, _ := strings.Cut(spec.Description, "\n")
+	opts := []kong.Option{
+		kong.Name(spec.Name),
+		kong.Description(strings.TrimSpace(summary + "\n\n" + strings.TrimSpace(detail))),
+		kong.Writers(io.Out, io.Err),
+		kong.Exit(func(c int) { panic(exitSignal{c}) }),
+		kong.Vars{"version": spec.Name + " " + version()},
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: false}),
+		kong.Bind(rt, io),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+	}
+	opts = append(opts, spec.Options...)
+	parser, err := kong.New(spec.CLI, opts...)
+	if err != nil {
+		// The grammar is wrong: a programming error, not a usage error.
+		fmt.Fprintf(io.Err, "%s: error: %v\n", spec.Name, err)
+		return ExitFailure
+	}
+	rt.kong = parser
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(exitSignal); ok {
+				code = e.code
+				return
+			}
+			panic(r)
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, lowerFirst(err.Error()))
+		var pe *kong.ParseError
+		if errors.As(err, &pe) && pe.Context != nil {
+			fmt.Fprintf(io.Err, "run '%s --help' for usage\n", commandLine(spec.Name, pe.Context))
+		}
+		return ExitUsage
+	}
+	rt.kctx = kctx
+	for _, p := range kctx.Path {
+		if p.Flag != nil && p.Flag.Name == "json" {
+			if b, ok := kctx.FlagValue(p.Flag).(bool); ok && b {
+				rt.JSON = true
+			}
+		}
+	}
+	err = kctx.Run()
+	if err == nil {
+		return ExitOK
+	}
+	return Report(rt, err)
+}
+
+func commandLine(name string, kctx *kong.Context) string {
+	if kctx.Selected() == nil {
+		return name
+	}
+	return name + " " + kctx.Selected().Path()
+}
+
+// Report prints err in the one error format and returns its exit code. A
+// context cancelled by a signal yields 128+n.
+func Report(rt *Runtime, err error) int {
+	code := ExitCode(err)
+	var sig *SignalError
+	if cause := context.Cause(rt.Ctx); errors.As(cause, &sig) && (errors.Is(err, context.Canceled) || errors.As(err, &sig)) {
+		code = sig.ExitCode()
+		err = sig
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Err == nil {
+		return code // silent exit: the command already spoke
+	}
+	msg := lowerFirst(err.Error())
+	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, msg)
+	if rt.JSON {
+		rec := protocol.ErrorEvent{Type: protocol.EventError, Tool: rt.Spec.Name, Kind: Kind(err), Message: msg, ExitCode: code}
+		if le := lineOf(err); le > 0 {
+			rec.Line = le
+		}
+		_ = jsonl.NewEncoder(rt.IO.Out).Encode(rec)
+	}
+	return code
+}
+
+func lineOf(err error) int {
+	var le *jsonl.LineError
+	if errors.As(err, &le) {
+		return le.Line
+	}
+	return 0
+}
+
+// lowerFirst lowers the first letter and drops a final period, so every
+// message reads "pg-x: error: something went wrong".
+func lowerFirst(s string) string {
+	s = strings.TrimSuffix(strings.TrimSpace(s), ".")
+	if len(s) > 1 && s[0] >= 'A' && s[0] <= 'Z' && !(s[1] >= 'A' && s[1] <= 'Z') {
+		s = strings.ToLower(s[:1]) + s[1:]
+	}
+	return s
+}

@@ -1,0 +1,231 @@
+// Package config resolves powerglide's configuration in layers:
+// command-line flags > environment > the config file > built-in defaults.
+// Every resolved value remembers the layer it came from, and a layer that
+// sets a key — even to its default value — wins over the layers below it.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Source names the layer a value came from.
+type Source string
+
+const (
+	SourceDefault Source = "default"
+	SourceFile    Source = "file"
+	SourceEnv     Source = "env"
+	SourceFlag    Source = "flag"
+)
+
+// Value is one resolved key.
+type Value struct {
+	Key    string `json:"key"`
+	Value  any    `json:"value"`
+	Source Source `json:"source"`
+	Origin string `json:"origin,omitempty"` // file:line, variable name or --flag
+	Secret bool   `json:"-"`
+}
+
+// Config is a resolved configuration.
+type Config struct {
+	File   string // the config file consulted (it may not exist)
+	values map[string]Value
+}
+
+// Options are the inputs of Load.
+type Options struct {
+	// LookupEnv reads the environment; nil means an empty environment.
+	LookupEnv func(string) (string, bool)
+	// Flags holds the raw values of config-backed flags given on the command
+	// line, by key name.
+	Flags map[string]string
+	// File overrides the config file path; otherwise $POWERGLIDE_CONFIG,
+	// then $XDG_CONFIG_HOME/powerglide/config.json, then
+	// ~/.config/powerglide/config.json.
+	File string
+}
+
+// Load resolves every registered key.
+func Load(opts Options) (*Config, error) {
+	env := opts.LookupEnv
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	c := &Config{File: opts.File, values: map[string]Value{}}
+	if c.File == "" {
+		c.File = DefaultFile(env)
+	}
+	for _, k := range Keys {
+		c.values[k.Name] = Value{Key: k.Name, Value: k.defaultValue(env), Source: SourceDefault, Secret: k.Secret}
+	}
+	if err := c.loadFile(); err != nil {
+		return nil, err
+	}
+	for _, k := range Keys {
+		for _, name := range k.Env {
+			raw, ok := env(name)
+			if !ok || raw == "" {
+				continue
+			}
+			v, err := k.parse(raw)
+			if err != nil {
+				return nil, &InputError{Where: "environment variable " + name, Key: k.Name, Err: err}
+			}
+			c.values[k.Name] = Value{Key: k.Name, Value: v, Source: SourceEnv, Origin: name, Secret: k.Secret}
+			break
+		}
+	}
+	for name, raw := range opts.Flags {
+		k, ok := Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("config: flag bound to unknown key %q", name)
+		}
+		v, err := k.parse(raw)
+		if err != nil {
+			return nil, &InputError{Where: "flag --" + flagName(name), Key: name, Err: err}
+		}
+		c.values[name] = Value{Key: name, Value: v, Source: SourceFlag, Origin: "--" + flagName(name), Secret: k.Secret}
+	}
+	return c, nil
+}
+
+func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+
+// DefaultFile returns the config file path for an environment.
+func DefaultFile(env func(string) (string, bool)) string {
+	if p, ok := env("POWERGLIDE_CONFIG"); ok && p != "" {
+		return p
+	}
+	if x, ok := env("XDG_CONFIG_HOME"); ok && x != "" {
+		return filepath.Join(x, "powerglide", "config.json")
+	}
+	home, _ := env("HOME")
+	return filepath.Join(home, ".config", "powerglide", "config.json")
+}
+
+func (c *Config) loadFile() error {
+	data, err := os.ReadFile(c.File)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return &InputError{Where: c.File, Err: err}
+	}
+	entries, err := parseFile(c.File, data)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		k, _ := Lookup(e.key)
+		v, err := k.decode(e.raw)
+		if err != nil {
+			return &InputError{Where: fmt.Sprintf("%s:%d", c.File, e.line), Key: e.key, Err: err}
+		}
+		c.values[e.key] = Value{Key: e.key, Value: v, Source: SourceFile, Origin: fmt.Sprintf("%s:%d", c.File, e.line), Secret: k.Secret}
+	}
+	return nil
+}
+
+// Get returns the resolved value of key; it panics on an unregistered key,
+// which is a programming error.
+func (c *Config) Get(key string) Value {
+	v, ok := c.values[key]
+	if !ok {
+		panic("config: unknown key " + key)
+	}
+	return v
+}
+
+// String returns a string-valued key.
+func (c *Config) String(key string) string { s, _ := c.Get(key).Value.(string); return s }
+
+// Int returns an integer-valued key.
+func (c *Config) Int(key string) int { n, _ := c.Get(key).Value.(int); return n }
+
+// Float returns a number-valued key.
+func (c *Config) Float(key string) float64 { f, _ := c.Get(key).Value.(float64); return f }
+
+// Bool returns a boolean key.
+func (c *Config) Bool(key string) bool { b, _ := c.Get(key).Value.(bool); return b }
+
+// Duration returns a duration key.
+func (c *Config) Duration(key string) time.Duration {
+	d, _ := c.Get(key).Value.(time.Duration)
+	return d
+}
+
+// Strings returns a string-list key.
+func (c *Config) Strings(key string) []string { s, _ := c.Get(key).Value.([]string); return s }
+
+// Decode unmarshals an object-valued key into v.
+func (c *Config) Decode(key string, v any) error {
+	raw, _ := c.Get(key).Value.(json.RawMessage)
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return &InputError{Where: c.Get(key).Origin, Key: key, Err: err}
+	}
+	return nil
+}
+
+// All returns every resolved value, sorted by key.
+func (c *Config) All() []Value {
+	out := make([]Value, 0, len(c.values))
+	for _, v := range c.values {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Display renders a value for people, hiding secrets.
+func (v Value) Display() string {
+	if v.Secret {
+		if s, _ := v.Value.(string); s != "" {
+			return "<set>"
+		}
+		return ""
+	}
+	switch x := v.Value.(type) {
+	case json.RawMessage:
+		return string(x)
+	case []string:
+		b, _ := json.Marshal(x)
+		return string(b)
+	case time.Duration:
+		return x.String()
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// InputError is bad configuration input: it names where the value came
+// from and the key, and maps to exit 2.
+type InputError struct {
+	Where string // file:line, env variable or flag
+	Key   string
+	Err   error
+}
+
+func (e *InputError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("config %s: %v", e.Where, e.Err)
+	}
+	return fmt.Sprintf("config %s: key %q: %v", e.Where, e.Key, e.Err)
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+// BadInput marks the error as a usage error (exit 2).
+func (e *InputError) BadInput() bool { return true }

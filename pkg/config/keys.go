@@ -1,0 +1,234 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the type of a key's value.
+type Kind int
+
+const (
+	KindString Kind = iota
+	KindInt
+	KindFloat
+	KindBool
+	KindDuration
+	KindStrings // a JSON array of strings; comma-separated in env and flags
+	KindObject  // any JSON object, decoded by the tool that owns it
+)
+
+func (k Kind) String() string {
+	return [...]string{"string", "integer", "number", "boolean", "duration", "list of strings", "object"}[k]
+}
+
+// Key is one configuration key.
+type Key struct {
+	Name    string
+	Kind    Kind
+	Env     []string // variables, in order of preference
+	Default any
+	// DefaultFunc computes a default from the environment (e.g. under $HOME).
+	DefaultFunc func(env func(string) (string, bool)) any
+	Secret      bool
+	Help        string
+}
+
+// Keys is the registry of every configuration key, one place for all tools.
+var Keys = []Key{
+	{Name: "home", Kind: KindString, Env: []string{"POWERGLIDE_HOME"}, Help: "data root: teams/, sessions/, pty/",
+		DefaultFunc: func(env func(string) (string, bool)) any {
+			h, _ := env("HOME")
+			return filepath.Join(h, ".powerglide")
+		}},
+	{Name: "model", Kind: KindString, Env: []string{"POWERGLIDE_MODEL"}, Default: "anthropic/claude-sonnet-4-5", Help: "model id or fallback chain (provider/model,...)"},
+	{Name: "max_tokens", Kind: KindInt, Env: []string{"POWERGLIDE_MAX_TOKENS"}, Default: 8192, Help: "default max_tokens of a model request"},
+	{Name: "retries", Kind: KindInt, Env: []string{"POWERGLIDE_RETRIES"}, Default: 4, Help: "retries per model before falling back"},
+	{Name: "timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_TIMEOUT"}, Default: 10 * time.Minute, Help: "overall timeout of a model call"},
+	{Name: "attempt_timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_ATTEMPT_TIMEOUT"}, Default: 5 * time.Minute, Help: "timeout of one model attempt"},
+	{Name: "anthropic_api_key", Kind: KindString, Env: []string{"ANTHROPIC_API_KEY"}, Secret: true, Help: "Anthropic API key"},
+	{Name: "anthropic_base_url", Kind: KindString, Env: []string{"ANTHROPIC_BASE_URL"}, Help: "Anthropic API base URL"},
+	{Name: "openai_api_key", Kind: KindString, Env: []string{"OPENAI_API_KEY"}, Secret: true, Help: "OpenAI API key"},
+	{Name: "openai_base_url", Kind: KindString, Env: []string{"OPENAI_BASE_URL"}, Help: "OpenAI API base URL"},
+	{Name: "providers", Kind: KindObject, Help: `named providers: {"ollama":{"kind":"openai-compatible","base_url":"http://localhost:11434/v1"}}`},
+	{Name: "models", Kind: KindObject, Help: `model table overrides: {"anthropic/x":{"context_window":200000,"input_per_mtok":3}}`},
+	{Name: "tools_dir", Kind: KindString, Env: []string{"POWERGLIDE_TOOLS_DIR"}, Help: "directory of external tools",
+		DefaultFunc: func(env func(string) (string, bool)) any {
+			return filepath.Join(filepath.Dir(DefaultFile(env)), "tools")
+		}},
+	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
+	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},
+}
+
+// Lookup finds a registered key.
+func Lookup(name string) (Key, bool) {
+	for _, k := range Keys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+func (k Key) defaultValue(env func(string) (string, bool)) any {
+	if k.DefaultFunc != nil {
+		return k.DefaultFunc(env)
+	}
+	if k.Default != nil {
+		return k.Default
+	}
+	switch k.Kind {
+	case KindInt:
+		return 0
+	case KindFloat:
+		return 0.0
+	case KindBool:
+		return false
+	case KindDuration:
+		return time.Duration(0)
+	case KindStrings:
+		return []string{}
+	case KindObject:
+		return json.RawMessage(nil)
+	}
+	return ""
+}
+
+// parse reads a value from an environment variable or a flag.
+func (k Key) parse(raw string) (any, error) {
+	switch k.Kind {
+	case KindString:
+		return raw, nil
+	case KindInt:
+		n, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, fmt.Errorf("expected an integer, got %q", raw)
+		}
+		return n, nil
+	case KindFloat:
+		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil {
+			return nil, fmt.Errorf("expected a number, got %q", raw)
+		}
+		return f, nil
+	case KindBool:
+		b, err := strconv.ParseBool(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, fmt.Errorf("expected true or false, got %q", raw)
+		}
+		return b, nil
+	case KindDuration:
+		d, err := time.ParseDuration(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, fmt.Errorf("expected a duration such as 30s or 10m, got %q", raw)
+		}
+		return d, nil
+	case KindStrings:
+		if strings.HasPrefix(strings.TrimSpace(raw), "[") {
+			return k.decode(json.RawMessage(raw))
+		}
+		var out []string
+		for _, s := range strings.Split(raw, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	case KindObject:
+		return k.decode(json.RawMessage(raw))
+	}
+	return nil, fmt.Errorf("unsupported kind")
+}
+
+// decode reads a value from its JSON form in the config file.
+func (k Key) decode(raw json.RawMessage) (any, error) {
+	wrongType := fmt.Errorf("expected %s, got %s", article(k.Kind), jsonKind(raw))
+	switch k.Kind {
+	case KindString:
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, wrongType
+		}
+		return s, nil
+	case KindInt:
+		var f float64
+		if json.Unmarshal(raw, &f) != nil {
+			return nil, wrongType
+		}
+		if f != float64(int(f)) {
+			return nil, fmt.Errorf("expected an integer, got %s", raw)
+		}
+		return int(f), nil
+	case KindFloat:
+		var f float64
+		if json.Unmarshal(raw, &f) != nil {
+			return nil, wrongType
+		}
+		return f, nil
+	case KindBool:
+		var b bool
+		if json.Unmarshal(raw, &b) != nil {
+			return nil, wrongType
+		}
+		return b, nil
+	case KindDuration:
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, fmt.Errorf(`expected a duration string such as "30s", got %s`, jsonKind(raw))
+		}
+		return k.parse(s)
+	case KindStrings:
+		var ss []string
+		if json.Unmarshal(raw, &ss) != nil {
+			return nil, wrongType
+		}
+		if ss == nil {
+			ss = []string{}
+		}
+		return ss, nil
+	case KindObject:
+		if jsonKind(raw) != "an object" {
+			return nil, wrongType
+		}
+		return json.RawMessage(bytes.Clone(raw)), nil
+	}
+	return nil, errors.New("unsupported kind")
+}
+
+func article(k Kind) string {
+	switch k {
+	case KindInt:
+		return "an integer"
+	case KindObject:
+		return "an object"
+	case KindStrings:
+		return "a list of strings"
+	}
+	return "a " + k.String()
+}
+
+func jsonKind(raw json.RawMessage) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "nothing"
+	}
+	switch t[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}

@@ -1,0 +1,78 @@
+// Package e2e runs the testscript end-to-end tests in testdata/script: every
+// pg-* tool is registered as a command, so scripts pipe the real tools into
+// each other. Each tool registers itself in a file of its own
+// (tool_<name>_test.go) by adding its Spec to tools.
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// tools maps a binary name to the Spec its main.go runs.
+var tools = map[string]func() *cli.Spec{}
+
+func TestMain(m *testing.M) {
+	cmds := map[string]func(){}
+	for name, spec := range tools {
+		cmds[name] = func() {
+			os.Exit(cli.Main(spec(), os.Args[1:], cli.Std(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
+		}
+	}
+	testscript.Main(m, cmds)
+}
+
+// scriptDir is where the txtar scripts of one tool live.
+func scriptDir(name string) string {
+	return filepath.Join("..", "..", "testdata", "script", name)
+}
+
+// runScripts runs every script in testdata/script/<dir>.
+func runScripts(t *testing.T, dir string) {
+	t.Helper()
+	testscript.Run(t, Params(scriptDir(dir)))
+}
+
+// Params are the testscript settings every script runs with: a private
+// home, data root and config dir, so no test reads the user's files.
+func Params(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			home := filepath.Join(env.WorkDir, ".home")
+			env.Setenv("HOME", home)
+			env.Setenv("POWERGLIDE_HOME", filepath.Join(home, ".powerglide"))
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+			for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "POWERGLIDE_CONFIG", "POWERGLIDE_MODEL"} {
+				env.Setenv(k, "")
+			}
+			return os.MkdirAll(home, 0o755)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"validate": cmdValidate,
+		},
+	}
+}
+
+func TestToolsRegistered(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join("..", "..", "cmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, e := range entries {
+		if _, ok := tools[e.Name()]; e.IsDir() && !ok {
+			missing = append(missing, e.Name())
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("binaries under cmd/ not registered in the e2e harness: %v", missing)
+	}
+}

@@ -1,0 +1,179 @@
+package protocol
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+// UnknownTypeError reports a record whose type the reader does not know.
+type UnknownTypeError struct {
+	Family string
+	Type   string
+}
+
+func (e *UnknownTypeError) Error() string {
+	if e.Type == "" {
+		return fmt.Sprintf("%s record has no \"type\" field", e.Family)
+	}
+	return fmt.Sprintf("unknown %s record type %q", e.Family, e.Type)
+}
+
+// BadInput marks the error as bad input (exit 2).
+func (e *UnknownTypeError) BadInput() bool { return true }
+
+// Family is a set of record types that share a stream, told apart by their
+// "type" field.
+type Family struct {
+	Name  string
+	types map[string]func() any
+}
+
+func family(name string, types map[string]func() any) *Family {
+	return &Family{Name: name, types: types}
+}
+
+// Types lists the record types of the family.
+func (f *Family) Types() []string {
+	out := make([]string, 0, len(f.types))
+	for t := range f.types {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New returns a new zero record of type t, or nil.
+func (f *Family) New(t string) any {
+	if mk, ok := f.types[t]; ok {
+		return mk()
+	}
+	return nil
+}
+
+// Decode reads one record. Fields the type does not know are allowed
+// (records may gain fields); an unknown type is an *UnknownTypeError.
+func (f *Family) Decode(line []byte) (any, error) {
+	t, err := TypeOf(line)
+	if err != nil {
+		return nil, err
+	}
+	v := f.New(t)
+	if v == nil {
+		return nil, &UnknownTypeError{Family: f.Name, Type: t}
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return nil, fmt.Errorf("%s record %q: %w", f.Name, t, err)
+	}
+	return v, nil
+}
+
+// TypeOf reads the "type" field of a JSON object.
+func TypeOf(line []byte) (string, error) {
+	var head struct {
+		Type *string `json:"type"`
+	}
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 || t[0] != '{' {
+		return "", errors.New("record is not a JSON object")
+	}
+	if err := json.Unmarshal(t, &head); err != nil {
+		return "", fmt.Errorf("invalid record: %w", err)
+	}
+	if head.Type == nil {
+		return "", &UnknownTypeError{Family: "protocol"}
+	}
+	return *head.Type, nil
+}
+
+// The record families.
+var (
+	ModelEvents = family("model-event", map[string]func() any{
+		EventStart:    func() any { return &StartEvent{} },
+		EventText:     func() any { return &TextEvent{} },
+		EventThinking: func() any { return &ThinkingEvent{} },
+		EventToolCall: func() any { return &ToolCallEvent{} },
+		EventUsage:    func() any { return &UsageEvent{} },
+		EventRetry:    func() any { return &RetryEvent{} },
+		EventFallback: func() any { return &FallbackEvent{} },
+		EventError:    func() any { return &ErrorEvent{} },
+		EventEnd:      func() any { return &EndEvent{} },
+	})
+	LoopEvents = family("loop-event", map[string]func() any{
+		LoopState:      func() any { return &LoopStateEvent{} },
+		LoopAssistant:  func() any { return &LoopAssistantEvent{} },
+		LoopToolCall:   func() any { return &LoopToolCallEvent{} },
+		LoopToolResult: func() any { return &LoopToolResultEvent{} },
+		LoopVerify:     func() any { return &LoopVerifyEvent{} },
+		LoopCommit:     func() any { return &LoopCommitEvent{} },
+		LoopLimit:      func() any { return &LoopLimitEvent{} },
+		LoopTask:       func() any { return &LoopTaskEvent{} },
+		LoopLog:        func() any { return &LoopLogEvent{} },
+		EventError:     func() any { return &ErrorEvent{} },
+	})
+	JournalEvents = family("journal-event", map[string]func() any{
+		JournalTask:    func() any { return &TaskEvent{} },
+		JournalWorker:  func() any { return &WorkerEvent{} },
+		JournalMonitor: func() any { return &MonitorEvent{} },
+	})
+	ToolOutputs = family("tool-output", map[string]func() any{
+		"result":   func() any { return &ToolResult{} },
+		EventError: func() any { return &ErrorEvent{} },
+	})
+)
+
+// DecodeRequest reads a model request strictly: unknown fields are errors
+// that name the field, and the request is validated.
+func DecodeRequest(data []byte) (*Request, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Request
+	if err := dec.Decode(&r); err != nil {
+		return nil, requestError(err)
+	}
+	if dec.More() {
+		return nil, FieldError{Field: "(request)", Msg: "unexpected data after the request"}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func requestError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return FieldError{Field: te.Field, Msg: fmt.Sprintf("expected %s, got %s", te.Type, te.Value)}
+	}
+	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
+		return FieldError{Field: strings.Trim(strings.TrimPrefix(s, "json: unknown field "), `"`), Msg: "unknown field"}
+	}
+	return FieldError{Field: "(request)", Msg: "invalid JSON: " + err.Error()}
+}
+
+//go:embed schemas/*.json
+var schemaFS embed.FS
+
+// SchemaNames lists the embedded JSON Schemas.
+func SchemaNames() []string {
+	entries, _ := fs.ReadDir(schemaFS, "schemas")
+	var out []string
+	for _, e := range entries {
+		out = append(out, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	return out
+}
+
+// Schema returns the JSON Schema called name.
+func Schema(name string) ([]byte, error) {
+	b, err := schemaFS.ReadFile("schemas/" + name + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("no schema %q (known: %s)", name, strings.Join(SchemaNames(), ", "))
+	}
+	return b, nil
+}

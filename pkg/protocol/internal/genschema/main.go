@@ -1,0 +1,138 @@
+// Command genschema writes the JSON Schemas of the protocol types into a
+// directory (`make schemas`). It is kept apart from package protocol so
+// that no tool carries the schema reflector.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+const base = "https://powerglide.dev/schema/v1/"
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: genschema DIR")
+		os.Exit(2)
+	}
+	if err := write(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "genschema: error:", err)
+		os.Exit(1)
+	}
+}
+
+func write(dir string) error {
+	schemas := map[string]*jsonschema.Schema{
+		"request":     reflectType(reflect.TypeFor[protocol.Request]()),
+		"message":     reflectType(reflect.TypeFor[protocol.Message]()),
+		"tool-def":    reflectType(reflect.TypeFor[protocol.ToolDef]()),
+		"tool-list":   {Type: "array", Items: reflectType(reflect.TypeFor[protocol.ToolDef]())},
+		"tool-call":   reflectType(reflect.TypeFor[protocol.ToolCall]()),
+		"tool-result": reflectType(reflect.TypeFor[protocol.ToolResult]()),
+		"task":        reflectType(reflect.TypeFor[protocol.Task]()),
+		"worker":      reflectType(reflect.TypeFor[protocol.Worker]()),
+		"error":       reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
+	}
+	for _, f := range []*protocol.Family{protocol.ModelEvents, protocol.LoopEvents, protocol.JournalEvents, protocol.ToolOutputs} {
+		s := &jsonschema.Schema{Description: f.Name + " records, told apart by their type field"}
+		for _, t := range f.Types() {
+			s.OneOf = append(s.OneOf, reflectType(reflect.TypeOf(f.New(t)).Elem()))
+		}
+		schemas[f.Name] = s
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, s := range schemas {
+		s.Version = "https://json-schema.org/draft/2020-12/schema"
+		s.ID = jsonschema.ID(base + name + ".json")
+		if s.Title == "" {
+			s.Title = "powerglide " + name
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(s); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var rawMessage = reflect.TypeFor[json.RawMessage]()
+
+func reflector() *jsonschema.Reflector {
+	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
+	r.Mapper = func(t reflect.Type) *jsonschema.Schema {
+		switch t {
+		case reflect.TypeFor[protocol.Content]():
+			return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+				{Type: "string", Description: "shorthand for one text block"},
+				{Type: "array", Items: reflectType(reflect.TypeFor[protocol.Block]())},
+			}}
+		case rawMessage:
+			return &jsonschema.Schema{}
+		}
+		return nil
+	}
+	return r
+}
+
+// reflectType reflects a struct and marks the fields that may be null
+// (pointers without omitempty) as nullable, which the reflector does not.
+func reflectType(t reflect.Type) *jsonschema.Schema {
+	s := reflector().ReflectFromType(t)
+	s.Version, s.ID = "", ""
+	nullable(t, s)
+	return s
+}
+
+func nullable(t reflect.Type, s *jsonschema.Schema) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		if s.Items != nil && t != rawMessage {
+			nullable(t.Elem(), s.Items)
+		}
+		return
+	case reflect.Struct:
+	default:
+		return
+	}
+	if s.Properties == nil {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		ps, ok := s.Properties.Get(name)
+		if !ok {
+			continue
+		}
+		nullable(f.Type, ps)
+		if f.Type.Kind() == reflect.Pointer && !strings.Contains(opts, "omitempty") {
+			copy := *ps
+			*ps = jsonschema.Schema{AnyOf: []*jsonschema.Schema{&copy, {Type: "null"}}}
+		}
+	}
+}

@@ -1,0 +1,325 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Roles of a message.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Content block types.
+const (
+	BlockText             = "text"
+	BlockToolCall         = "tool_call"
+	BlockToolResult       = "tool_result"
+	BlockThinking         = "thinking"
+	BlockRedactedThinking = "redacted_thinking"
+)
+
+// Request is one model call, pg-llm's input.
+type Request struct {
+	// ID tags the request in `pg-llm serve`; every event of it carries the ID.
+	ID          string    `json:"id,omitempty"`
+	Model       string    `json:"model,omitempty" jsonschema:"description=provider/model or a fallback chain a,b,c; defaults to the configured model"`
+	System      string    `json:"system,omitempty"`
+	Messages    []Message `json:"messages"`
+	Tools       []ToolDef `json:"tools,omitempty"`
+	MaxTokens   int       `json:"max_tokens,omitempty" jsonschema:"minimum=0"`
+	Temperature *float64  `json:"temperature,omitempty" jsonschema:"minimum=0"`
+	// Cache asks for prompt caching (Anthropic cache_control on the system
+	// prompt and the latest turns).
+	Cache bool `json:"cache,omitempty"`
+	// Thinking enables extended thinking with a token budget.
+	Thinking *Thinking `json:"thinking,omitempty"`
+	// ToolChoice is "auto" (default), "any", "none" or a tool name.
+	ToolChoice string   `json:"tool_choice,omitempty"`
+	Stop       []string `json:"stop,omitempty"`
+}
+
+// Thinking configures extended thinking.
+type Thinking struct {
+	BudgetTokens int `json:"budget_tokens" jsonschema:"minimum=0"`
+}
+
+// Message is one turn of a conversation. On input, content may be a plain
+// string (one text block); it is always written as an array of blocks.
+type Message struct {
+	Role    string  `json:"role" jsonschema:"enum=user,enum=assistant,enum=tool"`
+	Content Content `json:"content"`
+}
+
+// Content is a message's list of blocks.
+type Content []Block
+
+// UnmarshalJSON accepts a string or an array of blocks.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	t := bytes.TrimSpace(b)
+	if len(t) > 0 && t[0] == '"' {
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return err
+		}
+		*c = Content{{Type: BlockText, Text: s}}
+		return nil
+	}
+	var blocks []Block
+	if err := json.Unmarshal(t, &blocks); err != nil {
+		return err
+	}
+	*c = blocks
+	return nil
+}
+
+// Text joins the text blocks of the content.
+func (c Content) Text() string {
+	var b bytes.Buffer
+	for _, bl := range c {
+		if bl.Type == BlockText {
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
+}
+
+// ToolCalls returns the tool_call blocks of the content.
+func (c Content) ToolCalls() []ToolCall {
+	var out []ToolCall
+	for _, bl := range c {
+		if bl.Type == BlockToolCall {
+			out = append(out, ToolCall{ID: bl.ID, Name: bl.Name, Input: bl.Input})
+		}
+	}
+	return out
+}
+
+// Block is one content block. Which fields are set depends on Type:
+// text: text; tool_call: id, name, input; tool_result: id, output,
+// is_error; thinking: thinking, signature; redacted_thinking: data.
+type Block struct {
+	Type      string          `json:"type" jsonschema:"enum=text,enum=tool_call,enum=tool_result,enum=thinking,enum=redacted_thinking"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty" jsonschema:"type=object"`
+	Output    string          `json:"output,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
+}
+
+// Validate checks a request's fields; errors name the field.
+func (r *Request) Validate() error {
+	if len(r.Messages) == 0 {
+		return FieldError{Field: "messages", Msg: "at least one message is required"}
+	}
+	if r.MaxTokens < 0 {
+		return FieldError{Field: "max_tokens", Msg: "must not be negative"}
+	}
+	if r.Temperature != nil && *r.Temperature < 0 {
+		return FieldError{Field: "temperature", Msg: "must not be negative"}
+	}
+	if r.Thinking != nil && r.Thinking.BudgetTokens < 0 {
+		return FieldError{Field: "thinking.budget_tokens", Msg: "must not be negative"}
+	}
+	for i, m := range r.Messages {
+		f := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case RoleUser, RoleAssistant, RoleTool:
+		case "":
+			return FieldError{Field: f + ".role", Msg: "is required"}
+		default:
+			return FieldError{Field: f + ".role", Msg: fmt.Sprintf("unknown role %q (want user, assistant or tool)", m.Role)}
+		}
+		for j, b := range m.Content {
+			if err := b.validate(fmt.Sprintf("%s.content[%d]", f, j)); err != nil {
+				return err
+			}
+		}
+	}
+	for i, t := range r.Tools {
+		if t.Name == "" {
+			return FieldError{Field: fmt.Sprintf("tools[%d].name", i), Msg: "is required"}
+		}
+	}
+	return nil
+}
+
+func (b Block) validate(f string) error {
+	switch b.Type {
+	case BlockText, BlockThinking, BlockRedactedThinking:
+	case BlockToolCall:
+		if b.ID == "" {
+			return FieldError{Field: f + ".id", Msg: "is required for a tool_call"}
+		}
+		if b.Name == "" {
+			return FieldError{Field: f + ".name", Msg: "is required for a tool_call"}
+		}
+		if len(b.Input) > 0 && !json.Valid(b.Input) {
+			return FieldError{Field: f + ".input", Msg: "is not valid JSON"}
+		}
+	case BlockToolResult:
+		if b.ID == "" {
+			return FieldError{Field: f + ".id", Msg: "is required for a tool_result"}
+		}
+	case "":
+		return FieldError{Field: f + ".type", Msg: "is required"}
+	default:
+		return FieldError{Field: f + ".type", Msg: fmt.Sprintf("unknown block type %q", b.Type)}
+	}
+	return nil
+}
+
+// FieldError names the field of a record that is wrong.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e FieldError) Error() string { return fmt.Sprintf("field %s: %s", e.Field, e.Msg) }
+
+// BadInput marks the error as a usage error (exit 2).
+func (e FieldError) BadInput() bool { return true }
+
+// Usage counts tokens and their cost.
+type Usage struct {
+	InputTokens      int     `json:"input_tokens"`
+	OutputTokens     int     `json:"output_tokens"`
+	CacheReadTokens  int     `json:"cache_read_tokens"`
+	CacheWriteTokens int     `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + o.InputTokens,
+		OutputTokens:     u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		CostUSD:          u.CostUSD + o.CostUSD,
+	}
+}
+
+// Tokens is the total of all token counts.
+func (u Usage) Tokens() int {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// Model event types, in the order a call emits them.
+const (
+	EventStart    = "start"
+	EventText     = "text"
+	EventThinking = "thinking"
+	EventToolCall = "tool_call"
+	EventUsage    = "usage"
+	EventRetry    = "retry"
+	EventFallback = "fallback"
+	EventError    = "error"
+	EventEnd      = "end"
+)
+
+// StartEvent opens a model call's stream.
+type StartEvent struct {
+	Type      string `json:"type" jsonschema:"enum=start"`
+	ID        string `json:"id,omitempty" jsonschema:"description=the request id in serve mode"`
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	RequestID string `json:"request_id,omitempty" jsonschema:"description=the provider's id of the request or message"`
+}
+
+// TextEvent is a delta of the answer's text.
+type TextEvent struct {
+	Type string `json:"type" jsonschema:"enum=text"`
+	ID   string `json:"id,omitempty"`
+	Text string `json:"text"`
+}
+
+// ThinkingEvent is a delta of extended thinking.
+type ThinkingEvent struct {
+	Type string `json:"type" jsonschema:"enum=thinking"`
+	ID   string `json:"id,omitempty"`
+	Text string `json:"text"`
+}
+
+// ToolCallEvent is one complete tool call. Call has the shape pg-tool
+// serve reads, so `jq -c .call` pipes it straight into pg-tool.
+type ToolCallEvent struct {
+	Type string   `json:"type" jsonschema:"enum=tool_call"`
+	ID   string   `json:"id,omitempty"`
+	Call ToolCall `json:"call"`
+}
+
+// UsageEvent reports token use so far.
+type UsageEvent struct {
+	Type  string `json:"type" jsonschema:"enum=usage"`
+	ID    string `json:"id,omitempty"`
+	Model string `json:"model,omitempty"`
+	Usage Usage  `json:"usage"`
+}
+
+// RetryEvent announces a retry after a retryable failure.
+type RetryEvent struct {
+	Type    string `json:"type" jsonschema:"enum=retry"`
+	ID      string `json:"id,omitempty"`
+	Model   string `json:"model,omitempty"`
+	Attempt int    `json:"attempt"`
+	DelayMS int64  `json:"delay_ms"`
+	Reason  string `json:"reason"`
+}
+
+// FallbackEvent announces a move to the next model of the chain.
+type FallbackEvent struct {
+	Type   string `json:"type" jsonschema:"enum=fallback"`
+	ID     string `json:"id,omitempty"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+}
+
+// Error kinds of a model call.
+const (
+	KindAuth            = "auth"
+	KindBadRequest      = "bad_request"
+	KindContextOverflow = "context_overflow"
+	KindRateLimit       = "rate_limit"
+	KindOverloaded      = "overloaded"
+	KindServer          = "server"
+	KindNetwork         = "network"
+	KindTimeout         = "timeout"
+)
+
+// ErrorEvent is the error record every tool writes in JSON mode, and the
+// error event of a model call.
+type ErrorEvent struct {
+	Type      string `json:"type" jsonschema:"enum=error"`
+	ID        string `json:"id,omitempty"`
+	Tool      string `json:"tool,omitempty" jsonschema:"description=the tool that failed, e.g. pg-queue"`
+	Kind      string `json:"kind,omitempty"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable,omitempty"`
+	Status    int    `json:"status,omitempty" jsonschema:"description=HTTP status, when there was one"`
+	Model     string `json:"model,omitempty"`
+	Line      int    `json:"line,omitempty" jsonschema:"description=input line the error is about"`
+	ExitCode  int    `json:"exit_code,omitempty"`
+}
+
+// EndEvent closes a successful model call.
+type EndEvent struct {
+	Type       string  `json:"type" jsonschema:"enum=end"`
+	ID         string  `json:"id,omitempty"`
+	Model      string  `json:"model,omitempty"`
+	StopReason string  `json:"stop_reason" jsonschema:"description=end_turn, tool_use, max_tokens, stop_sequence, ..."`
+	Message    Message `json:"message"`
+	Usage      Usage   `json:"usage"`
+}
+
+// ErrNoEnd is returned when a model stream ends without an end event.
+var ErrNoEnd = errors.New("model stream ended without an end event")

@@ -1,0 +1,112 @@
+package protocol
+
+import "time"
+
+// Loop event types: pg-loop's stdout, and logs/worker-<n>.jsonl.
+const (
+	LoopState      = "state"
+	LoopAssistant  = "assistant"
+	LoopToolCall   = "tool_call"
+	LoopToolResult = "tool_result"
+	LoopVerify     = "verify"
+	LoopCommit     = "commit"
+	LoopLimit      = "limit"
+	LoopTask       = "task"
+	LoopLog        = "log"
+)
+
+// LoopStateEvent is one transition of the loop's state machine.
+type LoopStateEvent struct {
+	Type    string    `json:"type" jsonschema:"enum=state"`
+	TS      time.Time `json:"ts"`
+	Worker  string    `json:"worker,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Task    string    `json:"task,omitempty"`
+	Step    int       `json:"step"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// LoopAssistantEvent is the model's answer of one turn.
+type LoopAssistantEvent struct {
+	Type     string    `json:"type" jsonschema:"enum=assistant"`
+	TS       time.Time `json:"ts"`
+	Task     string    `json:"task,omitempty"`
+	Step     int       `json:"step"`
+	Text     string    `json:"text,omitempty"`
+	Thinking string    `json:"thinking,omitempty"`
+	Model    string    `json:"model,omitempty"`
+	Usage    Usage     `json:"usage"`
+	Total    Usage     `json:"total" jsonschema:"description=usage of the whole run so far"`
+}
+
+// LoopToolCallEvent is a tool call about to run.
+type LoopToolCallEvent struct {
+	Type string    `json:"type" jsonschema:"enum=tool_call"`
+	TS   time.Time `json:"ts"`
+	Task string    `json:"task,omitempty"`
+	Step int       `json:"step"`
+	Call ToolCall  `json:"call"`
+}
+
+// LoopToolResultEvent is a tool call's result.
+type LoopToolResultEvent struct {
+	Type   string     `json:"type" jsonschema:"enum=tool_result"`
+	TS     time.Time  `json:"ts"`
+	Task   string     `json:"task,omitempty"`
+	Step   int        `json:"step"`
+	Result ToolResult `json:"result"`
+}
+
+// LoopVerifyEvent is the outcome of a verify command.
+type LoopVerifyEvent struct {
+	Type     string    `json:"type" jsonschema:"enum=verify"`
+	TS       time.Time `json:"ts"`
+	Task     string    `json:"task,omitempty"`
+	Step     int       `json:"step"`
+	Command  string    `json:"command"`
+	OK       bool      `json:"ok"`
+	ExitCode int       `json:"exit_code"`
+	Output   string    `json:"output,omitempty"`
+	Attempt  int       `json:"attempt"`
+}
+
+// LoopCommitEvent is a git commit made by the loop.
+type LoopCommitEvent struct {
+	Type    string    `json:"type" jsonschema:"enum=commit"`
+	TS      time.Time `json:"ts"`
+	Task    string    `json:"task,omitempty"`
+	Hash    string    `json:"hash,omitempty"`
+	Message string    `json:"message"`
+	Skipped bool      `json:"skipped,omitempty" jsonschema:"description=true when nothing had changed"`
+}
+
+// LoopLimitEvent reports a safety limit that stopped the loop.
+type LoopLimitEvent struct {
+	Type   string    `json:"type" jsonschema:"enum=limit"`
+	TS     time.Time `json:"ts"`
+	Task   string    `json:"task,omitempty"`
+	Step   int       `json:"step"`
+	Limit  string    `json:"limit" jsonschema:"description=steps, breaker, budget_tokens, budget_usd, iterations, verify"`
+	Reason string    `json:"reason"`
+}
+
+// LoopTaskEvent marks a task starting or ending in the loop.
+type LoopTaskEvent struct {
+	Type   string    `json:"type" jsonschema:"enum=task"`
+	TS     time.Time `json:"ts"`
+	Task   string    `json:"task"`
+	Title  string    `json:"title,omitempty"`
+	Status string    `json:"status" jsonschema:"description=started, done, failed, released"`
+	Reason string    `json:"reason,omitempty"`
+	Usage  Usage     `json:"usage"`
+}
+
+// LoopLogEvent is a free-form diagnostic of the loop.
+type LoopLogEvent struct {
+	Type    string    `json:"type" jsonschema:"enum=log"`
+	TS      time.Time `json:"ts"`
+	Level   string    `json:"level" jsonschema:"enum=info,enum=warn,enum=error"`
+	Message string    `json:"message"`
+}

@@ -1,0 +1,68 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Task statuses. A pending task whose depends_on are not all done is
+// reported as blocked and cannot be claimed.
+const (
+	StatusPending   = "pending"
+	StatusClaimed   = "claimed"
+	StatusDone      = "done"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Task is one entry of the team queue (DESIGN.md §3). Fields may be added,
+// not renamed.
+type Task struct {
+	ID          string            `json:"id"`
+	Title       string            `json:"title"`
+	Prompt      string            `json:"prompt,omitempty"`
+	Status      string            `json:"status" jsonschema:"enum=pending,enum=claimed,enum=done,enum=failed,enum=cancelled"`
+	Priority    int               `json:"priority"`
+	DependsOn   []string          `json:"depends_on"`
+	Labels      map[string]string `json:"labels"`
+	Verify      string            `json:"verify,omitempty"`
+	Attempts    int               `json:"attempts"`
+	MaxAttempts int               `json:"max_attempts"`
+	Claim       *Claim            `json:"claim"`
+	Result      json.RawMessage   `json:"result"`
+	Error       *string           `json:"error"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	// Blocked is set in listings when a dependency is not done; it is not
+	// stored.
+	Blocked bool `json:"blocked,omitempty"`
+}
+
+// Claim is a lease on a task with its fencing token.
+type Claim struct {
+	Worker string    `json:"worker"`
+	Token  int64     `json:"token"`
+	Until  time.Time `json:"until"`
+}
+
+// Worker is the record a worker keeps in worker-<n>.json.
+type Worker struct {
+	Worker      string    `json:"worker"`
+	PID         int       `json:"pid"`
+	PIDStart    string    `json:"pid_start" jsonschema:"description=the process start time, to tell a reused pid"`
+	Host        string    `json:"host"`
+	Epoch       int       `json:"epoch"`
+	State       string    `json:"state"`
+	Task        string    `json:"task,omitempty"`
+	Step        int       `json:"step"`
+	Session     string    `json:"session,omitempty"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+	ProgressAt  time.Time `json:"progress_at"`
+	StartedAt   time.Time `json:"started_at"`
+	Usage       Usage     `json:"usage"`
+	Velocity    float64   `json:"velocity"`
+	Paused      bool      `json:"paused,omitempty"`
+	LastTool    string    `json:"last_tool,omitempty"`
+	LastError   *string   `json:"last_error"`
+	LastResult  string    `json:"last_result,omitempty"`
+}

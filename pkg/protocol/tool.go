@@ -1,0 +1,30 @@
+package protocol
+
+import "encoding/json"
+
+// ToolDef describes a tool to a model; `pg-tool list` prints an array.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema" jsonschema:"type=object"`
+}
+
+// ToolCall is one call of a tool; pg-tool serve reads these as lines.
+type ToolCall struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input,omitempty" jsonschema:"type=object"`
+}
+
+// ToolResult is pg-tool's answer to a call.
+type ToolResult struct {
+	Type       string  `json:"type" jsonschema:"enum=result"`
+	ID         string  `json:"id"`
+	Name       string  `json:"name"`
+	OK         bool    `json:"ok"`
+	Output     string  `json:"output"`
+	Error      *string `json:"error"`
+	Truncated  bool    `json:"truncated"`
+	FullOutput string  `json:"full_output,omitempty" jsonschema:"description=file holding the whole output when it was truncated"`
+	DurationMS int64   `json:"duration_ms"`
+}

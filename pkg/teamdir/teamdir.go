@@ -1,0 +1,79 @@
+// Package teamdir names the files of a team directory,
+// $POWERGLIDE_HOME/teams/<team>/ (DESIGN.md §3), and the other places under
+// the data root.
+package teamdir
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// File names inside a team directory. The seed's names are kept.
+const (
+	QueueFile  = "task-queue.json"
+	EventsFile = "events.jsonl"
+	LockFile   = "lock"
+	LogsDir    = "logs"
+)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidName reports whether s can name a team, a worker or a session: it
+// becomes part of a path, so no separators and no leading dot.
+func ValidName(kind, s string) error {
+	if !nameRE.MatchString(s) {
+		return fmt.Errorf("invalid %s name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", kind, s)
+	}
+	return nil
+}
+
+// Dir is one team's directory.
+type Dir struct {
+	Home string // the data root
+	Team string
+}
+
+// New checks the team name and returns its directory.
+func New(home, team string) (Dir, error) {
+	if err := ValidName("team", team); err != nil {
+		return Dir{}, err
+	}
+	return Dir{Home: home, Team: team}, nil
+}
+
+// Path is the team directory.
+func (d Dir) Path() string { return filepath.Join(d.Home, "teams", d.Team) }
+
+// Queue is task-queue.json.
+func (d Dir) Queue() string { return filepath.Join(d.Path(), QueueFile) }
+
+// Events is events.jsonl, the team's journal.
+func (d Dir) Events() string { return filepath.Join(d.Path(), EventsFile) }
+
+// Lock is the flock target guarding the queue.
+func (d Dir) Lock() string { return filepath.Join(d.Path(), LockFile) }
+
+// Worker is worker-<n>.json.
+func (d Dir) Worker(n string) string { return filepath.Join(d.Path(), "worker-"+n+".json") }
+
+// Log is logs/worker-<n>.jsonl.
+func (d Dir) Log(n string) string { return filepath.Join(d.Path(), LogsDir, "worker-"+n+".jsonl") }
+
+// Ensure creates the team directory and its logs directory.
+func (d Dir) Ensure() error {
+	if err := os.MkdirAll(filepath.Join(d.Path(), LogsDir), 0o755); err != nil {
+		return fmt.Errorf("create team dir: %w", err)
+	}
+	return nil
+}
+
+// Teams is the directory holding every team.
+func Teams(home string) string { return filepath.Join(home, "teams") }
+
+// Sessions is the directory of pg-loop sessions.
+func Sessions(home string) string { return filepath.Join(home, "sessions") }
+
+// Pty is the directory of pg-pty sessions.
+func Pty(home string) string { return filepath.Join(home, "pty") }
