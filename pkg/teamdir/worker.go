@@ -1,0 +1,85 @@
+package teamdir
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// WriteWorker atomically replaces worker-<n>.json with rec.
+func (d Dir) WriteWorker(rec *protocol.Worker) error {
+	if err := ValidName("worker", rec.Worker); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(d.Worker(rec.Worker), append(b, '\n'), 0o644)
+}
+
+// ReadWorker reads worker-<n>.json.
+func (d Dir) ReadWorker(n string) (*protocol.Worker, error) {
+	return readWorker(d.Worker(n))
+}
+
+func readWorker(path string) (*protocol.Worker, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var w protocol.Worker
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &w, nil
+}
+
+// Workers reads every worker-<n>.json of the team, sorted by worker name
+// (numerically when the names are numbers). Unreadable records are
+// returned as errors alongside the good ones.
+func (d Dir) Workers() ([]*protocol.Worker, []error) {
+	paths, _ := filepath.Glob(filepath.Join(d.Path(), "worker-*.json"))
+	var out []*protocol.Worker
+	var errs []error
+	for _, p := range paths {
+		if strings.Contains(filepath.Base(p), ".tmp-") {
+			continue
+		}
+		w, err := readWorker(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return WorkerLess(out[i].Worker, out[j].Worker) })
+	return out, errs
+}
+
+// WorkerLess orders worker names numerically when both are numbers.
+func WorkerLess(a, b string) bool {
+	if len(a) != len(b) && isDigits(a) && isDigits(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Velocity is worker-<n>.velocity: a number the worker re-reads every
+// iteration (1 = normal, 0 = paused); pg-dash and people write it.
+func (d Dir) Velocity(n string) string { return filepath.Join(d.Path(), "worker-"+n+".velocity") }
