@@ -99,9 +99,9 @@ func TestSamplesValidateAndRoundTrip(t *testing.T) {
 
 func TestSchemasRejectWrongRecords(t *testing.T) {
 	bad := []struct{ schema, doc string }{
-		{"model-event", `{"type":"text"}`},                             // text missing
-		{"model-event", `{"type":"nope","text":"x"}`},                  // unknown type
-		{"task", `{"id":"t","title":"x","status":"weird"}`},            // bad status, missing fields
+		{"model-event", `{"type":"text"}`},                              // text missing
+		{"model-event", `{"type":"nope","text":"x"}`},                   // unknown type
+		{"task", `{"id":"t","title":"x","status":"weird"}`},             // bad status, missing fields
 		{"tool-result", `{"type":"result","id":"1","name":"x","ok":1}`}, // ok not a boolean
 		{"request", `{"messages":[{"role":"system","content":"x"}]}`},   // bad role
 	}
@@ -138,18 +138,18 @@ func TestDecodeRequest(t *testing.T) {
 	}
 	cases := map[string]string{
 		`{"messages":[]}`: "field messages: at least one message is required",
-		`{"messages":[{"role":"user","content":"x"}],"max_tokens":"lots"}`:                    "field max_tokens: expected int, got string",
-		`{"messages":[{"role":"user","content":"x"}],"temprature":0.5}`:                       "field temprature: unknown field",
-		`{"messages":[{"role":"bot","content":"x"}]}`:                                         `field messages[0].role: unknown role "bot"`,
-		`{"messages":[{"role":"user","content":[{"type":"tool_call","name":"x"}]}]}`:          "field messages[0].content[0].id: is required for a tool_call",
-		`{"messages":[{"role":"user","content":[{"type":"image"}]}]}`:                         `field messages[0].content[0].type: unknown block type "image"`,
-		`{"messages":[{"role":"user","content":"x"}]} {}`:                                     "unexpected data after the request",
-		`{"messages":[{"role":"user","content":"x"}],"thinking":{"budget_tokens":-1}}`:        "field thinking.budget_tokens: must not be negative",
-		`{"messages":[{"role":"user","content":"x"}],"tools":[{"description":"no name"}]}`:    "field tools[0].name: is required",
-		`{"messages":[{"role":"user","content":[{"type":"tool_result"}]}],"max_tokens":1}`:    "field messages[0].content[0].id: is required for a tool_result",
-		`{"messages":[{"role":"user","content":"x"}],"temperature":-1}`:                       "field temperature: must not be negative",
-		`{"messages":[{"role":"user","content":5}]}`:                                          "field",
-		`not json`:                                                                            "invalid JSON",
+		`{"messages":[{"role":"user","content":"x"}],"max_tokens":"lots"}`:                 "field max_tokens: expected int, got string",
+		`{"messages":[{"role":"user","content":"x"}],"temprature":0.5}`:                    "field temprature: unknown field",
+		`{"messages":[{"role":"bot","content":"x"}]}`:                                      `field messages[0].role: unknown role "bot"`,
+		`{"messages":[{"role":"user","content":[{"type":"tool_call","name":"x"}]}]}`:       "field messages[0].content[0].id: is required for a tool_call",
+		`{"messages":[{"role":"user","content":[{"type":"image"}]}]}`:                      `field messages[0].content[0].type: unknown block type "image"`,
+		`{"messages":[{"role":"user","content":"x"}]} {}`:                                  "unexpected data after the request",
+		`{"messages":[{"role":"user","content":"x"}],"thinking":{"budget_tokens":-1}}`:     "field thinking.budget_tokens: must not be negative",
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"description":"no name"}]}`: "field tools[0].name: is required",
+		`{"messages":[{"role":"user","content":[{"type":"tool_result"}]}],"max_tokens":1}`: "field messages[0].content[0].id: is required for a tool_result",
+		`{"messages":[{"role":"user","content":"x"}],"temperature":-1}`:                    "field temperature: must not be negative",
+		`{"messages":[{"role":"user","content":5}]}`:                                       "field",
+		`not json`: "invalid JSON",
 	}
 	for in, want := range cases {
 		_, err := protocol.DecodeRequest([]byte(in))
