@@ -46,10 +46,10 @@ Stdin is empty: interactive programs do not work here, use the term_* tools for 
 }
 
 type bashInput struct {
-	Command     string `json:"command"`
-	TimeoutMS   int64  `json:"timeout_ms"`
+	Command     string  `json:"command"`
+	TimeoutMS   int64   `json:"timeout_ms"`
 	Workdir     *string `json:"workdir"`
-	Description string `json:"description"`
+	Description string  `json:"description"`
 }
 
 // lockedBuffer collects the combined output of a command and its children.

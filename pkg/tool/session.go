@@ -25,7 +25,7 @@ type Session struct {
 
 	mu       sync.Mutex
 	verifyMu sync.Mutex
-	cwd string // bash's working directory, relative to the root
+	cwd      string // bash's working directory, relative to the root
 
 	builtins map[string]*Tool
 	order    []*Tool

@@ -107,7 +107,7 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 }
 
 var termSendTool = &Tool{
-	Name: "term_send",
+	Name:        "term_send",
 	Description: `Type into a terminal session: "text" is sent as is (include "\n" to press Enter), then "keys" are pressed in order: Enter, Tab, Escape, Backspace, Up, Down, Left, Right, C-c (Ctrl-C), C-d, C-z, and other C-<letter>.`,
 	Schema: json.RawMessage(`{
   "type": "object",

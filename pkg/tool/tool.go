@@ -46,13 +46,13 @@ func (t *Tool) Def() protocol.ToolDef {
 
 // Options configure a Session.
 type Options struct {
-	Root      string   // workspace root; "" is the working directory
-	Preset    string   // "full" (default) or "readonly"
-	Allow     []string // globs over tool names; when set, only matching tools exist
-	Deny      []string // globs over tool names removed after Allow
-	ToolsDir  string   // external tools directory ("" for none)
-	MCP       []string // MCP servers as "name=command args"
-	Verify    string   // edit veto command, run with bash -c in the root
+	Root     string   // workspace root; "" is the working directory
+	Preset   string   // "full" (default) or "readonly"
+	Allow    []string // globs over tool names; when set, only matching tools exist
+	Deny     []string // globs over tool names removed after Allow
+	ToolsDir string   // external tools directory ("" for none)
+	MCP      []string // MCP servers as "name=command args"
+	Verify   string   // edit veto command, run with bash -c in the root
 	// VerifyTimeout bounds one run of the verify command (default 5m).
 	VerifyTimeout time.Duration
 	MaxOutput     int    // output cap in characters (default 30000; <0 disables)
