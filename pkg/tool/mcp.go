@@ -251,7 +251,7 @@ func (srv *mcpServer) call(ctx context.Context, name string, input json.RawMessa
 		if msg == "" {
 			msg = "the tool reported an error"
 		}
-		return out, fmt.Errorf("%s", msg)
+		return "", errors.New(msg)
 	}
 	return out, nil
 }
