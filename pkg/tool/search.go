@@ -218,6 +218,11 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	g := &grepper{re: re, in: in, fsys: s.root.FS()}
 	if lit, complete := re.LiteralPrefix(); complete && lit != "" {
 		g.literal = []byte(lit)
+	} else if !strings.Contains(in.Pattern, "$") {
+		// One pass over the whole file skips most files; line by line
+		// only where it matched. (?m) keeps ^ meaning a line start; $ is
+		// left out because of CRLF files.
+		g.whole = regexp.MustCompile("(?m)" + expr)
 	}
 	results := make([]grepFile, len(files))
 	var next, lines int64
@@ -249,30 +254,27 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		return "", err
 	}
 	var out bytes.Buffer
-	shown, matchedFiles, total := 0, 0, 0
-	stopped := false
+	shown, matches, stopped := 0, 0, false
 	for _, res := range results {
-		if res.lines == 0 {
-			continue
-		}
-		matchedFiles++
-		total += res.count
-		if stopped {
-			continue
-		}
+		matches += res.lines
 		for _, l := range res.out {
-			if shown == in.MaxResults {
-				stopped = true
-				break
+			if l != "--\n" {
+				if shown == in.MaxResults {
+					stopped = true
+					break
+				}
+				shown++
 			}
 			out.WriteString(l)
-			shown++
+		}
+		if res.lines > len(res.out) && res.lines > 0 && in.OutputMode == "content" && shown == in.MaxResults {
+			stopped = true
 		}
 	}
-	if matchedFiles == 0 {
+	if matches == 0 {
 		return fmt.Sprintf("no matches for %s in %s (%d files searched)\n", in.Pattern, start, len(files)), nil
 	}
-	if stopped || int(next) < len(files) && lines >= int64(in.MaxResults) {
+	if stopped || matches > shown || int(next) < len(files) && lines >= int64(in.MaxResults) {
 		fmt.Fprintf(&out, "[results stopped at %d lines; narrow the pattern, path or glob, or raise max_results]\n", in.MaxResults)
 	}
 	return out.String(), nil
@@ -280,6 +282,7 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 
 type grepper struct {
 	re      *regexp.Regexp
+	whole   *regexp.Regexp // prefilter over the whole file, when safe
 	literal []byte
 	in      grepInput
 	fsys    fs.FS
@@ -305,7 +308,7 @@ func (g *grepper) file(p string) grepFile {
 		if !bytes.Contains(data, g.literal) {
 			return grepFile{}
 		}
-	} else if !g.re.Match(data) {
+	} else if g.whole != nil && !g.whole.Match(data) {
 		return grepFile{}
 	}
 	var res grepFile
@@ -337,6 +340,10 @@ func (g *grepper) file(p string) grepFile {
 			return true
 		}
 		res.count++
+		res.lines++
+		if res.lines > g.in.MaxResults {
+			return res.lines <= g.in.MaxResults+1 // one more says "there is more"
+		}
 		if c > 0 {
 			from := max(n-c, lastPrinted+1, 1)
 			if lastPrinted > 0 && from > lastPrinted+1 {
@@ -347,7 +354,6 @@ func (g *grepper) file(p string) grepFile {
 			}
 		}
 		res.out = append(res.out, fmt.Sprintf("%s:%d:%s\n", p, n, cutLine(line)))
-		res.lines++
 		lastPrinted = n
 		if c > 0 {
 			for k := n + 1; k <= min(n+c, len(all)); k++ {
@@ -358,7 +364,7 @@ func (g *grepper) file(p string) grepFile {
 				lastPrinted = k
 			}
 		}
-		return res.lines < g.in.MaxResults
+		return true
 	})
 	return res
 }

@@ -164,8 +164,10 @@ func (s *Session) capOutput(call protocol.ToolCall, out string) (string, bool, s
 	}
 	file, err := s.saveFull(call, out)
 	total := utf8.RuneCountInString(out)
-	head := cutRunes(out, limit*2/3, true)
-	tail := cutRunes(out, limit-utf8.RuneCountInString(head), false)
+	// The marker takes about 300 characters of the budget.
+	budget := max(limit-300, limit/2)
+	head := cutRunes(out, budget*2/3, true)
+	tail := cutRunes(out, budget-utf8.RuneCountInString(head), false)
 	omitted := total - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
 	var marker string
 	if err != nil {
