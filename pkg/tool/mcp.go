@@ -144,7 +144,7 @@ func (srv *mcpServer) startLocked(ctx context.Context) error {
 	client := mcp.NewClient(&mcp.Implementation{Name: "pg-tool", Version: "1"}, nil)
 	cctx, cancel := context.WithTimeout(ctx, mcpStartTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
 	if err != nil {
 		if cmd.Process != nil {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -108,7 +108,7 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 
 var termSendTool = &Tool{
 	Name:        "term_send",
-	Description: `Type into a terminal session: "text" is sent as is (include "\n" to press Enter), then "keys" are pressed in order: Enter, Tab, Escape, Backspace, Up, Down, Left, Right, C-c (Ctrl-C), C-d, C-z, and other C-<letter>.`,
+	Description: `Type into a terminal session: "text" is sent as is (include "\n" to press Enter), then "keys" are pressed in order: Enter, Tab, Esc, Backspace, Delete, Up, Down, Left, Right, Home, End, PgUp, PgDn, F1..F12, C-a..C-z (C-c is Ctrl-C), M-x (Alt-x).`,
 	Schema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -144,7 +144,7 @@ var termSendTool = &Tool{
 
 var termReadTool = &Tool{
 	Name: "term_read",
-	Description: `Read a terminal session's output since an offset (default: from the start). With "wait", wait until the output matches that regular expression or the timeout passes.
+	Description: `Read a terminal session's output since an offset (default: where the previous read ended). With "wait", wait until the output matches that regular expression or the timeout passes.
 The result ends with the offset to pass as "since" next time, so each read returns only new output. For full-screen programs use term_screen instead.`,
 	Schema: json.RawMessage(`{
   "type": "object",
