@@ -755,7 +755,7 @@ func (r *Runner) verify() (Input, string) {
 		if !out.OK {
 			verified = false
 			missing = append(missing, "verify")
-			tr.lastVerify = out.Output
+			tr.lastVerify = strings.TrimSpace(fmt.Sprintf("`%s` exited %d\n%s", cmd, out.ExitCode, out.Output))
 			feedback = fmt.Sprintf("The check `%s` failed (exit %d):\n```\n%s\n```\nFix the problem, then answer again with a summary.", cmd, out.ExitCode, out.Output)
 			if r.promise(tr.task) != "" {
 				feedback = "Your promise was refused: the work does not pass its check yet.\n" + feedback
