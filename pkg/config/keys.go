@@ -63,6 +63,7 @@ var Keys = []Key{
 			return filepath.Join(filepath.Dir(DefaultFile(env)), "tools")
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
+	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Default: "default", Help: "team name: the queue and workers in $POWERGLIDE_HOME/teams/<team>/"},
 	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},
 }
 

@@ -43,7 +43,11 @@ func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *ch
 			kept = append(kept, e)
 			continue
 		}
-		buf = append(buf, s.json(e)...)
+		js, err := s.json(e)
+		if err != nil {
+			return err
+		}
+		buf = append(buf, js...)
 		buf = append(buf, '\n')
 		st := statusNames[e.status]
 		s.hdr.Archived[st]++

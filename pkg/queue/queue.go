@@ -90,7 +90,7 @@ func (q *Queue) keep() int {
 }
 
 // current returns the cached state when task-queue.json has not changed
-// since it was read, else reads it.
+// since it was read, else reads it. Callers hold q.mu.
 func (q *Queue) current() (*state, error) {
 	if q.cache != nil {
 		fi, err := os.Stat(q.dir.Queue())
@@ -101,22 +101,41 @@ func (q *Queue) current() (*state, error) {
 			return q.cache, nil
 		}
 	}
+	q.drop()
 	s, err := load(q.dir.Path())
 	if err != nil {
-		q.cache = nil
 		return nil, err
 	}
 	q.cache = s
 	return s, nil
 }
 
-// read returns a consistent view for read-only calls without taking the
-// team lock: the file is replaced atomically and the index is only used
-// when it matches the version read.
-func (q *Queue) read() (*state, error) {
+// drop forgets the cached state.
+func (q *Queue) drop() {
+	q.cache.close()
+	q.cache = nil
+}
+
+// Close releases the open task-queue.json the queue keeps between calls.
+// The queue stays usable.
+func (q *Queue) Close() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.current()
+	q.drop()
+	return nil
+}
+
+// view runs a read-only fn on a consistent state without taking the team
+// lock: the file is replaced atomically, the state reads the version it
+// opened, and the index is only used when it matches that version.
+func (q *Queue) view(fn func(s *state) error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s, err := q.current()
+	if err != nil {
+		return err
+	}
+	return fn(s)
 }
 
 // change is what a mutation did.
@@ -151,14 +170,14 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 	now := q.now()
 	var c change
 	if err := fn(s, now, &c); err != nil {
-		q.cache = nil // fn may have changed entries before failing
+		q.drop() // fn may have changed entries before failing
 		return err
 	}
 	if len(c.events) == 0 {
 		return nil
 	}
 	if err := q.commit(s, now, &c); err != nil {
-		q.cache = nil
+		q.drop()
 		return err
 	}
 	if err := jsonl.Append(q.dir.Events(), toAny(c.events)...); err != nil {
@@ -773,10 +792,18 @@ func (q *Queue) List(opts ListOptions) ([]protocol.Task, error) {
 			return nil, &InputError{Index: -1, Msg: fmt.Sprintf("unknown status %q (pending, claimed, done, failed, cancelled, blocked)", st)}
 		}
 	}
-	s, err := q.read()
+	var out []protocol.Task
+	err := q.view(func(s *state) error {
+		out = nil
+		return q.list(s, opts, &out)
+	})
 	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+func (q *Queue) list(s *state, opts ListOptions, out *[]protocol.Task) error {
 	want := func(t *protocol.Task) bool {
 		if opts.Worker != "" && (t.Claim == nil || t.Claim.Worker != opts.Worker || t.Status != protocol.StatusClaimed) {
 			return false
@@ -791,33 +818,54 @@ func (q *Queue) List(opts ListOptions) ([]protocol.Task, error) {
 		}
 		return false
 	}
-	var out []protocol.Task
+	// A cheap look at the index fields before decoding a task.
+	maybe := func(e *entry) bool {
+		if opts.Worker != "" && (e.status != stClaimed || e.worker != opts.Worker) {
+			return false
+		}
+		if len(opts.Status) == 0 {
+			return true
+		}
+		for _, st := range opts.Status {
+			if st == statusNames[e.status] || (st == "blocked" && e.status == stPending) {
+				return true
+			}
+		}
+		return false
+	}
 	if opts.Archived {
 		live := map[string]bool{}
 		for _, e := range s.entries {
 			live[e.id] = true
 		}
+		var arch []protocol.Task
 		err := q.eachArchived(func(t *protocol.Task) {
 			if !live[t.ID] && want(t) {
-				out = append(out, *t)
+				arch = append(arch, *t)
 			}
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = dedupeLast(out)
+		*out = dedupeLast(arch)
+	}
+	if err := s.readAll(); err != nil {
+		return err
 	}
 	for _, e := range s.entries {
+		if !maybe(e) {
+			continue
+		}
 		t, err := s.task(e)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t.Blocked = e.status == stPending && !s.depsDone(e)
 		if want(t) {
-			out = append(out, *t)
+			*out = append(*out, *t)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // dedupeLast keeps the last copy of each id (the archive may hold a task
@@ -841,18 +889,23 @@ func dedupeLast(ts []protocol.Task) []protocol.Task {
 
 // Show returns one task, live or archived.
 func (q *Queue) Show(id string) (*protocol.Task, error) {
-	s, err := q.read()
-	if err != nil {
-		return nil, err
-	}
-	if i, ok := s.index(id); ok {
+	var out *protocol.Task
+	err := q.view(func(s *state) error {
+		i, ok := s.index(id)
+		if !ok {
+			return nil
+		}
 		e := s.entries[i]
 		t, err := s.task(e)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t.Blocked = e.status == stPending && !s.depsDone(e)
-		return t, nil
+		out = t
+		return nil
+	})
+	if err != nil || out != nil {
+		return out, err
 	}
 	a, err := q.scanArchive(map[string]bool{id: true})
 	if err != nil {

@@ -516,3 +516,39 @@ func TestConcurrentHandles(t *testing.T) {
 	}
 	checkFiles(t, q)
 }
+
+func benchQueue(b *testing.B, live int) {
+	dir, _ := teamdir.New(b.TempDir(), "bench")
+	q, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := make([]protocol.Task, live)
+	for i := range in {
+		in[i] = protocol.Task{Title: fmt.Sprintf("task %d", i), Prompt: "do the thing described in the issue and make the tests pass", Labels: map[string]string{"area": "bench"}}
+	}
+	if _, err := q.Add(in); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// A fresh handle per call, as a fresh process would have.
+		h, _ := Open(dir)
+		t, err := h.Claim("w", time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, _ = Open(dir)
+		if _, err := h.Complete(t.ID, t.Claim.Token, nil); err != nil {
+			b.Fatal(err)
+		}
+		if i%500 == 499 { // keep the live count steady
+			b.StopTimer()
+			q.Add(in[:500:500])
+			b.StartTimer()
+		}
+	}
+}
+
+func BenchmarkClaimComplete1k(b *testing.B)  { benchQueue(b, 1000) }
+func BenchmarkClaimComplete10k(b *testing.B) { benchQueue(b, 10000) }

@@ -52,10 +52,19 @@ type Throughput struct {
 
 // Stats counts the tasks. It reads without taking the team lock.
 func (q *Queue) Stats() (*Stats, error) {
-	s, err := q.read()
+	var st *Stats
+	err := q.view(func(s *state) error {
+		st = q.stats(s)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	st.Throughput = q.throughput(st.TS)
+	return st, nil
+}
+
+func (q *Queue) stats(s *state) *Stats {
 	now := q.now()
 	st := &Stats{Type: "stats", TS: now, Live: len(s.entries)}
 	for _, n := range s.hdr.Archived {
@@ -122,8 +131,7 @@ func (q *Queue) Stats() (*Stats, error) {
 		st.OldestPending = oldest.id
 		st.OldestPendingAge = float64(nowNs-oldest.created) / 1e9
 	}
-	st.Throughput = q.throughput(now)
-	return st, nil
+	return st
 }
 
 // throughput counts complete events in the last 15 minutes of the journal,

@@ -1,16 +1,19 @@
 package queue
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -123,9 +126,14 @@ func newEntry(t *protocol.Task, raw []byte) *entry {
 type state struct {
 	hdr     header
 	entries []*entry
-	data    []byte // task-queue.json as read
-	byID    map[string]int
-	stat    fileStamp
+	// f is the version of task-queue.json the entries describe, kept open:
+	// a task is read from it on demand and unchanged tasks are copied from
+	// it into the next version (copy_file_range) without passing through
+	// memory. data is its whole content once something needed it.
+	f    *os.File
+	data []byte
+	byID map[string]int
+	stat fileStamp
 }
 
 // fileStamp identifies one version of task-queue.json: it is replaced by
@@ -147,6 +155,13 @@ func emptyState() *state {
 		Archived: map[string]int{}, FinishedDeps: map[string]string{}}}
 }
 
+func (s *state) close() {
+	if s != nil && s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
+
 func (s *state) index(id string) (int, bool) {
 	if s.byID == nil {
 		s.byID = make(map[string]int, len(s.entries))
@@ -159,17 +174,41 @@ func (s *state) index(id string) (int, bool) {
 }
 
 // json returns the task's JSON.
-func (s *state) json(e *entry) []byte {
+func (s *state) json(e *entry) ([]byte, error) {
 	if e.raw != nil {
-		return e.raw
+		return e.raw, nil
 	}
-	return s.data[e.off : e.off+e.n]
+	if s.data != nil {
+		return s.data[e.off : e.off+e.n], nil
+	}
+	b := make([]byte, e.n)
+	if _, err := s.f.ReadAt(b, int64(e.off)); err != nil {
+		return nil, fmt.Errorf("read task-queue.json: %w", err)
+	}
+	return b, nil
+}
+
+// readAll loads the whole file, for calls that decode most tasks.
+func (s *state) readAll() error {
+	if s.data != nil || s.f == nil {
+		return nil
+	}
+	data := make([]byte, s.stat.size)
+	if _, err := s.f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read task-queue.json: %w", err)
+	}
+	s.data = data
+	return nil
 }
 
 // task decodes one live task.
 func (s *state) task(e *entry) (*protocol.Task, error) {
+	js, err := s.json(e)
+	if err != nil {
+		return nil, err
+	}
 	var t protocol.Task
-	if err := json.Unmarshal(s.json(e), &t); err != nil {
+	if err := json.Unmarshal(js, &t); err != nil {
 		return nil, fmt.Errorf("task-queue.json: task %s: %w", e.id, err)
 	}
 	normalize(&t)
@@ -229,8 +268,9 @@ func (s *state) depsDone(e *entry) bool {
 	return true
 }
 
-// load reads the queue. A missing file is an empty queue. The index is used
-// when it matches the file; otherwise the file is decoded whole.
+// load reads the queue. A missing file is an empty queue. When the index
+// matches the file, only the header line and the index are read;
+// otherwise the file is decoded whole.
 func load(dir string) (*state, error) {
 	qpath := filepath.Join(dir, teamdir.QueueFile)
 	f, err := os.Open(qpath)
@@ -240,27 +280,41 @@ func load(dir string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open task-queue.json: %w", err)
 	}
-	defer f.Close()
+	s, err := loadFile(dir, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func loadFile(dir string, f *os.File) (*state, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("stat task-queue.json: %w", err)
 	}
-	data := make([]byte, fi.Size())
-	if _, err := readFull(f, data); err != nil {
+	s := &state{f: f, stat: stampOf(fi)}
+	head := make([]byte, min(s.stat.size, 64<<10))
+	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read task-queue.json: %w", err)
 	}
-	s := &state{data: data, stat: stampOf(fi)}
-	if len(bytes.TrimSpace(data)) == 0 {
-		st := emptyState()
-		st.stat = s.stat
-		return st, nil
-	}
-	if hdr, ok := fastHeader(data); ok {
+	if hdr, ok := fastHeader(head); ok {
 		s.hdr = hdr
 		if entries, ok := readIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat); ok {
 			s.entries = entries
 			return s, nil
 		}
+	}
+	if err := s.readAll(); err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(s.data)) == 0 {
+		e := emptyState()
+		e.f, e.stat, e.data = s.f, s.stat, s.data
+		return e, nil
+	}
+	if hdr, ok := fastHeader(s.data); ok {
+		s.hdr = hdr
 		if s.parseLines() {
 			return s, nil
 		}
@@ -269,18 +323,6 @@ func load(dir string) (*state, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func readFull(f *os.File, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := f.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 func fixHeader(h *header) {
@@ -381,7 +423,9 @@ func (s *state) parseDocument() error {
 	return nil
 }
 
-// save replaces task-queue.json with the state, then refreshes the index.
+// save writes the next version of task-queue.json and refreshes the
+// index. Runs of unchanged tasks are copied from the previous version with
+// copy_file_range; only changed tasks are encoded.
 func (s *state) save(dir string, now time.Time) error {
 	s.hdr.Generation++
 	s.hdr.UpdatedAt = now
@@ -389,37 +433,79 @@ func (s *state) save(dir string, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("encode queue header: %w", err)
 	}
-	size := len(hb) + len(tasksOpen) + 1 + len(tasksClose)
-	for _, e := range s.entries {
-		size += len(s.json(e)) + 2
-	}
-	buf := make([]byte, 0, size)
-	buf = append(buf, hb[:len(hb)-1]...)
-	buf = append(buf, tasksOpen...)
-	buf = append(buf, '\n')
-	for i, e := range s.entries {
-		js := s.json(e)
-		e.off, e.n = len(buf), len(js)
-		buf = append(buf, js...)
-		if i < len(s.entries)-1 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, '\n')
-	}
-	buf = append(buf, tasksClose...)
 	qpath := filepath.Join(dir, teamdir.QueueFile)
-	if err := atomicfile.WriteFile(qpath, buf, 0o644); err != nil {
+	err = atomicfile.Write(qpath, 0o644, func(tmp *os.File) error {
+		w := bufio.NewWriterSize(tmp, 256<<10)
+		w.Write(hb[:len(hb)-1])
+		w.WriteString(tasksOpen)
+		w.WriteByte('\n')
+		pos := len(hb) - 1 + len(tasksOpen) + 1
+		for i := 0; i < len(s.entries); {
+			e := s.entries[i]
+			if e.raw == nil && s.data == nil {
+				// A run of tasks that sit together in the old file.
+				j := i
+				for j+1 < len(s.entries) && s.entries[j+1].raw == nil && s.entries[j+1].off == s.entries[j].off+s.entries[j].n+2 {
+					j++
+				}
+				start, end := e.off, s.entries[j].off+s.entries[j].n
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				if _, err := s.f.Seek(int64(start), io.SeekStart); err != nil {
+					return err
+				}
+				n, err := io.Copy(tmp, &io.LimitedReader{R: s.f, N: int64(end - start)})
+				if err != nil {
+					return err
+				}
+				if n != int64(end-start) {
+					return fmt.Errorf("copy tasks: short copy")
+				}
+				for k := i; k <= j; k++ {
+					s.entries[k].off += pos - start
+				}
+				pos += end - start
+				i = j + 1
+			} else {
+				js, err := s.json(e)
+				if err != nil {
+					return err
+				}
+				e.off, e.n = pos, len(js)
+				w.Write(js)
+				pos += len(js)
+				i++
+			}
+			if i < len(s.entries) {
+				w.WriteString(",\n")
+				pos += 2
+			} else {
+				w.WriteByte('\n')
+				pos++
+			}
+		}
+		w.WriteString(tasksClose)
+		return w.Flush()
+	})
+	if err != nil {
 		return err
 	}
-	s.data = buf
 	for _, e := range s.entries {
 		e.raw = nil
 	}
-	fi, err := os.Stat(qpath)
+	s.close()
+	s.data = nil
+	f, err := os.Open(qpath)
 	if err != nil {
+		return fmt.Errorf("open task-queue.json: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
 		return fmt.Errorf("stat task-queue.json: %w", err)
 	}
-	s.stat = stampOf(fi)
+	s.f, s.stat = f, stampOf(fi)
 	// The index is a cache: when writing it fails, the next reader
 	// rebuilds it from task-queue.json.
 	_ = writeIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.entries)
@@ -448,7 +534,7 @@ func writeIndex(path string, gen int64, st fileStamp, entries []*entry) error {
 			b = appendString(b, d)
 		}
 	}
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable()))
 	// Written by rename but not synced: after a power loss the checksum or
 	// the stamp tells a stale or torn index, which is then rebuilt.
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+IndexFile+".tmp-*")
@@ -471,46 +557,54 @@ func writeIndex(path string, gen int64, st fileStamp, entries []*entry) error {
 	return nil
 }
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// crcTable is built on first use: a process that never reads or writes
+// the index does not pay for it.
+var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
-// indexReader decodes the index, remembering the first error.
+// indexReader decodes the index from one string, so ids and worker names
+// are substrings of it rather than separate allocations.
 type indexReader struct {
-	b   []byte
+	b   string
 	bad bool
 }
 
-func (r *indexReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad, r.b = true, nil
-		return 0
+func (r *indexReader) uvarint() uint64 {
+	var x uint64
+	var sh uint
+	for i := 0; i < len(r.b) && i < binary.MaxVarintLen64; i++ {
+		c := r.b[i]
+		if c < 0x80 {
+			r.b = r.b[i+1:]
+			return x | uint64(c)<<sh
+		}
+		x |= uint64(c&0x7f) << sh
+		sh += 7
 	}
-	r.b = r.b[n:]
-	return v
+	r.bad, r.b = true, ""
+	return 0
 }
 
-func (r *indexReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad, r.b = true, nil
-		return 0
+func (r *indexReader) varint() int64 {
+	ux := r.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	r.b = r.b[n:]
-	return v
+	return x
 }
 
 func (r *indexReader) str() string {
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
-		r.bad, r.b = true, nil
+		r.bad, r.b = true, ""
 		return ""
 	}
-	s := string(r.b[:n])
+	s := r.b[:n]
 	r.b = r.b[n:]
 	return s
 }
@@ -533,10 +627,10 @@ func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
 		return nil, false
 	}
 	body := b[:len(b)-4]
-	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+	if crc32.Checksum(body, crcTable()) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return nil, false
 	}
-	r := &indexReader{b: body[len(indexMagic):]}
+	r := &indexReader{b: string(body[len(indexMagic):])}
 	if r.varint() != gen || r.varint() != st.ino || r.varint() != st.size || r.varint() != st.mtime {
 		return nil, false
 	}
@@ -544,15 +638,17 @@ func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
 	if r.bad || n > uint64(len(r.b)) {
 		return nil, false
 	}
-	entries := make([]*entry, 0, n)
-	for i := uint64(0); i < n && !r.bad; i++ {
-		e := &entry{id: r.str(), status: r.byte()}
+	backing := make([]entry, n)
+	entries := make([]*entry, n)
+	for i := range backing {
+		e := &backing[i]
+		e.id, e.status = r.str(), r.byte()
 		e.priority, e.attempts, e.maxAttempts = r.varint(), r.varint(), r.varint()
 		e.token, e.until, e.created, e.updated = r.varint(), r.varint(), r.varint(), r.varint()
 		e.off, e.n = int(r.varint()), int(r.varint())
 		e.worker = r.str()
 		nd := r.uvarint()
-		if nd > uint64(len(r.b)) {
+		if r.bad || nd > uint64(len(r.b)) {
 			return nil, false
 		}
 		if nd > 0 {
@@ -561,10 +657,10 @@ func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
 				e.deps[j] = r.str()
 			}
 		}
-		if e.off < 0 || e.n <= 0 || int64(e.off+e.n) > st.size || e.status > stCancelled {
+		if r.bad || e.off < 0 || e.n <= 0 || int64(e.off+e.n) > st.size || e.status > stCancelled {
 			return nil, false
 		}
-		entries = append(entries, e)
+		entries[i] = e
 	}
 	if r.bad || len(r.b) != 0 {
 		return nil, false
