@@ -4,6 +4,7 @@
 package pgqueue
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -598,10 +599,11 @@ func (c *StatsCmd) Run(rt *cli.Runtime, root *CLI) error {
 // $ pg-queue watch --jq 'select(.op == "complete") | .task' -r
 // $ pg-queue watch --from-start --count 1 --jq 'select(.op == "claim")'
 type WatchCmd struct {
-	FromStart bool   `help:"Print the journal from its start, not only new lines."`
-	JQ        string `name:"jq" help:"jq filter applied to each journal record." placeholder:"EXPR"`
-	Raw       bool   `short:"r" help:"With --jq, print strings without quotes."`
-	Count     int    `help:"Exit after printing this many lines (0: follow until interrupted)." placeholder:"N"`
+	FromStart bool          `help:"Print the journal from its start, not only new lines."`
+	JQ        string        `name:"jq" help:"jq filter applied to each journal record." placeholder:"EXPR"`
+	Raw       bool          `short:"r" help:"With --jq, print strings without quotes."`
+	Count     int           `help:"Exit after printing this many lines (0: follow until interrupted)." placeholder:"N"`
+	For       time.Duration `help:"Stop following after this long (exit 0)." placeholder:"D"`
 }
 
 // Run follows events.jsonl until interrupted (or --count lines).
@@ -618,10 +620,19 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 	debug.SetGCPercent(100)
 	fl := jsonl.Follow(q.Dir().Events(), jsonl.FollowOptions{FromStart: c.FromStart})
 	defer fl.Close()
+	ctx := rt.Ctx
+	if c.For > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.For)
+		defer cancel()
+	}
 	printed := 0
 	for c.Count <= 0 || printed < c.Count {
-		line, err := fl.Next(rt.Ctx)
+		line, err := fl.Next(ctx)
 		if err != nil {
+			if c.For > 0 && errors.Is(err, context.DeadlineExceeded) && rt.Ctx.Err() == nil {
+				return nil
+			}
 			return err
 		}
 		if p.jq == nil {
