@@ -500,6 +500,7 @@ type ListCmd struct {
 
 // Run prints the tasks.
 func (c *ListCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = c.JQ != "" || rt.IO.JSON(root.JSON)
 	q, err := root.open(rt)
 	if err != nil {
 		return err
@@ -512,10 +513,9 @@ func (c *ListCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return fail(err)
 	}
-	if c.JQ == "" && !rt.IO.JSON(root.JSON) {
+	if !rt.JSON {
 		return table(rt.IO.Out, ts)
 	}
-	rt.JSON = true
 	for i := range ts {
 		if _, err := p.print(&ts[i]); err != nil {
 			return err
