@@ -64,6 +64,9 @@ var Keys = []Key{
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
 	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},
+	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Help: "team name: its files are $POWERGLIDE_HOME/teams/<team>/"},
+	{Name: "dash_stale", Kind: KindDuration, Env: []string{"POWERGLIDE_DASH_STALE"}, Default: 30 * time.Second, Help: "pg-dash: heartbeat age shown as stale (red)"},
+	{Name: "dash_refresh", Kind: KindDuration, Env: []string{"POWERGLIDE_DASH_REFRESH"}, Default: time.Second, Help: "pg-dash: polling interval when file notifications are unavailable"},
 }
 
 // Lookup finds a registered key.
