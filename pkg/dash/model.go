@@ -40,10 +40,11 @@ type Options struct {
 	// available (or Poll forces polling).
 	Refresh time.Duration
 	Poll    bool
-	Now     func() time.Time // the clock shown; tests fix it
-	Host    string           // this host: only its pids are checked or signalled
-	View    string           // the view to start in
-	Worker  string           // the worker to select first
+	Now     func() time.Time                 // the clock shown; tests fix it
+	Host    string                           // this host: only its pids are checked or signalled
+	Alive   func(pid int, start string) bool // liveness check; nil means proc.Matches
+	View    string                           // the view to start in
+	Worker  string                           // the worker to select first
 }
 
 // Throttles: the team is reread at most this often, a log tail more often.
@@ -70,17 +71,18 @@ type Model struct {
 	lineWarn map[string]*lineWarning // invalid lines, by file
 	warnKeys []string
 
-	sel       int    // selected worker index
-	selID     string // its id, to keep the selection across reloads
-	log       LogView
-	logFor    string // the worker whose log is loaded
-	logPos    TailPos
-	logGen    int
-	tasksSel  int
-	filter    textinput.Model
-	filtering bool
-	detail    bool // showing a task's detail
-	detailTop int
+	sel        int    // selected worker index
+	selID      string // its id, to keep the selection across reloads
+	log        LogView
+	logFor     string // the worker whose log is loaded
+	logPos     TailPos
+	logMissing bool
+	logGen     int
+	tasksSel   int
+	filter     textinput.Model
+	filtering  bool
+	detail     bool // showing a task's detail
+	detailTop  int
 
 	confirm *confirmStop
 	status  string
@@ -124,7 +126,7 @@ func New(opt Options) *Model {
 	}
 	m := &Model{
 		opt:          opt,
-		loader:       Loader{Dir: opt.Dir, Host: opt.Host},
+		loader:       Loader{Dir: opt.Dir, Host: opt.Host, Alive: opt.Alive},
 		keys:         newKeyMap(),
 		help:         help.New(),
 		view:         ViewOverview,
@@ -423,6 +425,7 @@ func (m *Model) applyTail(msg tailMsg) tea.Cmd {
 		m.warnLine("logs/worker-"+m.logFor+".jsonl", "log "+msg.read.Reset)
 	}
 	m.logPos = msg.read.Pos
+	m.logMissing = msg.read.Missing
 	m.log.Append(msg.entries...)
 	for _, e := range msg.invalid {
 		m.warnLine("logs/worker-"+m.logFor+".jsonl", e)

@@ -130,6 +130,9 @@ func (s *Snapshot) ETA(now time.Time) (time.Duration, bool) {
 type Loader struct {
 	Dir  teamdir.Dir
 	Host string // this host's name: only its pids are checked
+	// Alive tells whether pid is still the process that started at start;
+	// nil means proc.Matches.
+	Alive func(pid int, start string) bool
 }
 
 // LoadResult is a snapshot and the journal read since the last load.
@@ -180,7 +183,11 @@ func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
 			}
 		}
 		if l.Host != "" && w.Host == l.Host && w.PID > 0 && w.PIDStart != "" {
-			if proc.Matches(w.PID, w.PIDStart) {
+			alive := l.Alive
+			if alive == nil {
+				alive = proc.Matches
+			}
+			if alive(w.PID, w.PIDStart) {
 				wi.Alive = AliveYes
 			} else {
 				wi.Alive = AliveNo

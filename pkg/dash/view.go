@@ -54,7 +54,11 @@ func (m *Model) Render() string {
 		} else if m.opt.Stream != nil {
 			title = "stdin"
 		}
-		body = rule(title+" · "+m.log.position(), w) + "\n" + m.log.Render(w, bodyH-1)
+		logBody := m.log.Render(w, bodyH-1)
+		if m.logMissing && m.log.Len() == 0 {
+			logBody = stDim.Render(fit("  "+title+" does not exist yet", w))
+		}
+		body = rule(title+" · "+m.log.position(), w) + "\n" + logBody
 	case ViewTasks:
 		body = m.tasksBody(w, bodyH, now)
 	}
@@ -164,14 +168,15 @@ func (m *Model) bottomLines(w int) []string {
 	var status string
 	switch {
 	case m.confirm != nil:
-		status = stBadB.Render(fit(fmt.Sprintf("Stop worker %s? SIGTERM to process group %d. y to confirm, any other key to cancel", m.confirm.worker, m.confirm.pid), w))
+		status = stBadB.Render(fit(fmt.Sprintf("Stop worker %s (SIGTERM to process group %d)? y/N", m.confirm.worker, m.confirm.pid), w))
 	case m.filtering:
 		m.filter.SetWidth(max(w-2, 10))
 		status = fit(m.filter.View(), w)
 	case m.status != "":
 		status = toneStyle(m.statusT).Render(fit(m.status, w))
 	}
-	helpBar := m.help.ShortHelpView(m.bindings())
+	m.help.SetWidth(w)
+	helpBar := fit(m.help.ShortHelpView(m.bindings()), w)
 	if m.help.ShowAll {
 		full := strings.Split(m.help.FullHelpView(m.fullBindings()), "\n")
 		return append([]string{status}, full...)
@@ -463,36 +468,29 @@ func (m *Model) workerHeader(width int, now time.Time) []string {
 	return append(flow(first, "  ", width), flow(second, " · ", width)...)
 }
 
-// filteredTasks applies the filter: words naming a status keep tasks of
-// those statuses; other words must appear in the id or title.
+// filteredTasks applies the filter. Every word must match a task: a word
+// matches when it starts a status name ("fail", "blocked", "running" for
+// claimed) or appears in the id or title; "done,failed" matches either.
 func (m *Model) filteredTasks() []protocol.Task {
 	tasks := sortTasks(m.snap.Tasks)
-	f := strings.Fields(strings.ToLower(m.filter.Value()))
-	if len(f) == 0 {
+	words := strings.Fields(strings.ToLower(m.filter.Value()))
+	if len(words) == 0 {
 		return tasks
-	}
-	statuses := map[string]bool{}
-	var words []string
-	for _, w := range f {
-		switch w {
-		case "pending", "blocked", "claimed", "running", "done", "failed", "cancelled":
-			if w == "running" {
-				w = "claimed"
-			}
-			statuses[w] = true
-		default:
-			words = append(words, w)
-		}
 	}
 	var out []protocol.Task
 	for _, t := range tasks {
-		if len(statuses) > 0 && !statuses[StatusOf(t)] {
-			continue
-		}
+		st := StatusOf(t)
 		hay := strings.ToLower(t.ID + " " + t.Title)
 		ok := true
 		for _, w := range words {
-			ok = ok && strings.Contains(hay, w)
+			any := false
+			for _, alt := range strings.Split(w, ",") {
+				if alt == "" {
+					continue
+				}
+				any = any || strings.HasPrefix(st, alt) || (st == "claimed" && strings.HasPrefix("running", alt)) || strings.Contains(hay, alt)
+			}
+			ok = ok && any
 		}
 		if ok {
 			out = append(out, t)
