@@ -76,9 +76,13 @@ func (l *LogView) Render(width, height int) string {
 			rev = append(rev, lines[j])
 		}
 	}
-	if skip > 0 {
-		// Scrolled past the top: clamp.
-		l.Scroll -= skip
+	if len(rev) < height && l.Scroll > 0 {
+		// Scrolled past the top: clamp so the first line is at the top.
+		total := 0
+		for _, e := range l.entries {
+			total += len(e.render(width))
+		}
+		l.Scroll = max(total-height, 0)
 		return l.Render(width, height)
 	}
 	out := make([]string, len(rev))

@@ -51,6 +51,9 @@ type Options struct {
 const (
 	minLoadInterval = 200 * time.Millisecond
 	minTailInterval = 50 * time.Millisecond
+	// livenessInterval is how often the team is reread with no change
+	// notified, to see processes that died.
+	livenessInterval = 5 * time.Second
 )
 
 // Model is the dashboard.
@@ -184,8 +187,9 @@ type (
 		err error
 	}
 	actionMsg struct {
-		text string
-		tone string
+		text    string
+		tone    string
+		recheck bool
 	}
 	streamBatchMsg streamMsg
 )
@@ -320,6 +324,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.SetWidth(msg.Width)
 		return m, nil
 	case clockMsg:
+		// Liveness and ages change without any file changing: reread now
+		// and then even when nothing was notified.
+		if m.opt.Stream == nil && time.Since(m.lastLoad) > livenessInterval {
+			return m, tea.Batch(clock(), m.requestLoad())
+		}
 		return m, clock()
 	case loadedMsg:
 		return m, m.applyLoad(LoadResult(msg))
@@ -368,6 +377,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.applyStream(streamMsg(msg))
 	case actionMsg:
 		m.setStatus(msg.text, msg.tone)
+		if msg.recheck {
+			// A signalled process takes a moment to go: look again.
+			return m, tea.Batch(m.requestLoad(), tea.Tick(500*time.Millisecond, func(time.Time) tea.Msg { return loadTimerMsg{} }))
+		}
 		return m, m.requestLoad()
 	case tea.MouseWheelMsg:
 		return m, m.wheel(msg)
@@ -756,15 +769,23 @@ func stepVelocity(cur float64, dir int) float64 {
 }
 
 func (m *Model) setVelocity(id string, v float64) tea.Cmd {
+	// Show the new velocity at once, so a second key acts on it; the next
+	// load reads it back from the file.
+	for i := range m.snap.Workers {
+		if m.snap.Workers[i].Worker.Worker == id {
+			vv := v
+			m.snap.Workers[i].VelocityFile = &vv
+		}
+	}
 	path := m.opt.Dir.Velocity(id)
 	return func() tea.Msg {
 		if err := atomicfile.WriteFile(path, []byte(FormatVelocity(v)), 0o644); err != nil {
-			return actionMsg{"write velocity: " + err.Error(), "bad"}
+			return actionMsg{"write velocity: " + err.Error(), "bad", false}
 		}
 		if v == 0 {
-			return actionMsg{fmt.Sprintf("worker %s paused (velocity 0)", id), "ok"}
+			return actionMsg{fmt.Sprintf("worker %s paused (velocity 0)", id), "ok", false}
 		}
-		return actionMsg{fmt.Sprintf("worker %s velocity %s", id, strings.TrimSpace(FormatVelocity(v))), "ok"}
+		return actionMsg{fmt.Sprintf("worker %s velocity %s", id, strings.TrimSpace(FormatVelocity(v))), "ok", false}
 	}
 }
 
@@ -775,10 +796,10 @@ func stopWorker(c *confirmStop) tea.Cmd {
 		sent, err := proc.SignalGroup(c.pid, c.start, syscall.SIGTERM)
 		switch {
 		case err != nil:
-			return actionMsg{fmt.Sprintf("stop worker %s: %v", c.worker, err), "bad"}
+			return actionMsg{fmt.Sprintf("stop worker %s: %v", c.worker, err), "bad", false}
 		case !sent:
-			return actionMsg{fmt.Sprintf("worker %s: process %d is gone or its pid was reused: nothing signalled", c.worker, c.pid), "warn"}
+			return actionMsg{fmt.Sprintf("worker %s: process %d is gone or its pid was reused: nothing signalled", c.worker, c.pid), "warn", false}
 		}
-		return actionMsg{fmt.Sprintf("sent SIGTERM to worker %s (process group %d)", c.worker, c.pid), "ok"}
+		return actionMsg{fmt.Sprintf("sent SIGTERM to worker %s (process group %d)", c.worker, c.pid), "ok", true}
 	}
 }

@@ -18,7 +18,9 @@ type TailPos struct {
 	Dev     uint64 // identity of the file read, to notice a replacement
 	Ino     uint64
 	Partial []byte // an unfinished last line, kept until its newline
+	Head    []byte // the file's first bytes, to notice it was rewritten in place
 	Open    bool   // the file has been read at least once
+	Gone    bool   // the file was read, then went away: its successor is new
 }
 
 // TailRead is what one read found.
@@ -51,7 +53,7 @@ func ReadTail(pos TailPos, backlog int64) (TailRead, error) {
 		if pos.Open {
 			r.Reset = "removed"
 		}
-		r.Pos = TailPos{Path: pos.Path}
+		r.Pos = TailPos{Path: pos.Path, Gone: pos.Open || pos.Gone}
 		r.Missing = true
 		return r, nil
 	}
@@ -66,6 +68,9 @@ func ReadTail(pos TailPos, backlog int64) (TailRead, error) {
 	dev, ino := fileID(st)
 	skipFirst := false
 	switch {
+	case !pos.Open && pos.Gone:
+		r.Reset = "rotated"
+		r.Pos = TailPos{Path: pos.Path, Dev: dev, Ino: ino, Open: true}
 	case !pos.Open:
 		r.Pos = TailPos{Path: pos.Path, Dev: dev, Ino: ino, Open: true}
 		if backlog > 0 && st.Size() > backlog {
@@ -75,9 +80,17 @@ func ReadTail(pos TailPos, backlog int64) (TailRead, error) {
 	case dev != pos.Dev || ino != pos.Ino:
 		r.Reset = "rotated"
 		r.Pos = TailPos{Path: pos.Path, Dev: dev, Ino: ino, Open: true}
-	case st.Size() < pos.Off:
+	case st.Size() < pos.Off || !sameHead(f, pos.Head):
+		// Shorter than what was read, or rewritten from the start (a
+		// truncation followed by more writes than before).
 		r.Reset = "truncated"
 		r.Pos = TailPos{Path: pos.Path, Dev: dev, Ino: ino, Open: true}
+	}
+	if len(r.Pos.Head) < headLen && st.Size() > int64(len(r.Pos.Head)) {
+		h := make([]byte, min(int64(headLen), st.Size()))
+		if n, err := f.ReadAt(h, 0); err == nil || errors.Is(err, io.EOF) {
+			r.Pos.Head = h[:n]
+		}
 	}
 	n := st.Size() - r.Pos.Off
 	if n <= 0 {
@@ -120,6 +133,21 @@ func ReadTail(pos TailPos, backlog int64) (TailRead, error) {
 		data = data[i+1:]
 	}
 	return r, nil
+}
+
+// headLen is how much of a file's start identifies it.
+const headLen = 64
+
+func sameHead(f *os.File, head []byte) bool {
+	if len(head) == 0 {
+		return true
+	}
+	b := make([]byte, len(head))
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return true // cannot tell; keep reading
+	}
+	return bytes.Equal(b[:n], head)
 }
 
 func fileID(st fs.FileInfo) (uint64, uint64) {

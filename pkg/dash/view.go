@@ -156,9 +156,15 @@ func (m *Model) warningLine(w int) string {
 	if len(msgs) == 0 {
 		return ""
 	}
-	s := "⚠ " + msgs[len(msgs)-1]
+	// A file that cannot be read now matters more than lines skipped
+	// before: show it first.
+	show := msgs[len(msgs)-1]
+	if len(m.problems) > 0 {
+		show = msgs[0]
+	}
+	s := "⚠ " + show
 	if len(msgs) > 1 {
-		s = fmt.Sprintf("⚠ %d warnings; %s", len(msgs), msgs[len(msgs)-1])
+		s = fmt.Sprintf("⚠ %d warnings; %s", len(msgs), show)
 	}
 	return stWarn.Render(fit(oneLine(s), w))
 }
