@@ -135,7 +135,11 @@ func WriteJSON(w io.Writer, rec SnapshotRecord) error {
 func WriteText(w io.Writer, rec SnapshotRecord) error {
 	var b strings.Builder
 	c := rec.Counts
-	fmt.Fprintf(&b, "team %s: %d tasks, %d done, %d failed, %d pending, %d blocked, %d running", rec.Team, c.Total, c.Done, c.Failed, c.Pending, c.Blocked, c.Claimed)
+	what := "team " + rec.Team
+	if rec.Stream != nil {
+		what = "stream on stdin"
+	}
+	fmt.Fprintf(&b, "%s: %d task%s, %d done, %d failed, %d pending, %d blocked, %d running", what, c.Total, plural(c.Total), c.Done, c.Failed, c.Pending, c.Blocked, c.Claimed)
 	if c.Cancelled > 0 {
 		fmt.Fprintf(&b, ", %d cancelled", c.Cancelled)
 	}
@@ -143,10 +147,13 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 	eta := "unknown"
 	if rec.ETAS != nil {
 		eta = Age(time.Duration(*rec.ETAS * float64(time.Second)))
+		if c.Remaining() == 0 {
+			eta = "finished"
+		}
 	}
 	fmt.Fprintf(&b, "tokens %s, cost %s, elapsed %s, ETA %s\n", Tokens(usageTokens(rec.Usage)), Cost(rec.Usage.CostUSD), Age(time.Duration(rec.ElapsedS*float64(time.Second))), eta)
 	if rec.Stream != nil {
-		fmt.Fprintf(&b, "stream: %d events, %d invalid lines", rec.Stream.Events, rec.Stream.Invalid)
+		fmt.Fprintf(&b, "%d events, %d invalid line%s", rec.Stream.Events, rec.Stream.Invalid, plural(rec.Stream.Invalid))
 		if rec.Stream.Ended != "" {
 			fmt.Fprintf(&b, ", ended: %s", rec.Stream.Ended)
 		}

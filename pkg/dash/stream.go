@@ -147,6 +147,7 @@ func (st *StreamState) Apply(e *Entry) {
 		case "started":
 			t.Status = protocol.StatusClaimed
 			t.Attempts++
+			t.Claim = &protocol.Claim{} // its worker is named in Snapshot
 			w.Task = ev.Task
 		case "done":
 			t.Status = protocol.StatusDone
@@ -187,9 +188,15 @@ func (st *StreamState) task(id string) *protocol.Task {
 
 // Snapshot renders the stream state as a one-worker team.
 func (st *StreamState) Snapshot() Snapshot {
+	tasks := append([]protocol.Task(nil), st.Tasks...)
+	for i := range tasks {
+		if tasks[i].Claim != nil {
+			tasks[i].Claim = &protocol.Claim{Worker: st.Worker.Worker.Worker}
+		}
+	}
 	return Snapshot{
 		Team:        "stdin",
-		Tasks:       append([]protocol.Task(nil), st.Tasks...),
+		Tasks:       tasks,
 		Workers:     []WorkerInfo{st.Worker},
 		QueueExists: true,
 		DirExists:   true,
