@@ -53,7 +53,7 @@ const (
 	minTailInterval = 50 * time.Millisecond
 	// livenessInterval is how often the team is reread with no change
 	// notified, to see processes that died.
-	livenessInterval = 5 * time.Second
+	livenessInterval = 10 * time.Second
 )
 
 // Model is the dashboard.
@@ -99,6 +99,9 @@ type Model struct {
 	polling                       bool
 	watch                         *watcher
 	lastVelocity                  map[string]float64
+
+	frame   string // the last frame drawn, reused while frameOK
+	frameOK bool
 
 	stream *streamReader
 	sstate *StreamState
@@ -233,10 +236,18 @@ func (m *Model) poll() tea.Cmd {
 	return tea.Tick(m.opt.Refresh, func(time.Time) tea.Msg { return pollMsg{} })
 }
 
+// watchDebounce gathers a burst of notifications into one change.
+const watchDebounce = 25 * time.Millisecond
+
 func waitWatch(w *watcher) tea.Cmd {
 	return func() tea.Msg {
 		c, ok := w.wait()
-		return changeMsg{c, ok}
+		if !ok {
+			return changeMsg{c, ok}
+		}
+		time.Sleep(watchDebounce)
+		more, _ := w.take()
+		return changeMsg{c.merge(more), ok}
 	}
 }
 
@@ -318,6 +329,12 @@ func readLog(pos TailPos, gen int, now time.Time) tailMsg {
 
 // Update folds a message into the model.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg.(type) {
+	case changeMsg, loadTimerMsg, tailTimerMsg, pollMsg, watchStartMsg:
+		// These only schedule reads: the frame stays as drawn.
+	default:
+		m.frameOK = false
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height

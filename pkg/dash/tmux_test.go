@@ -112,7 +112,7 @@ func liveTeam(t *testing.T) (teamdir.Dir, *exec.Cmd, chan error) {
 			"worker": fmt.Sprint(i), "pid": 0, "pid_start": "", "host": host, "epoch": 1,
 			"state": "thinking", "task": fmt.Sprintf("t-%d", i), "step": i,
 			"heartbeat_at": now, "progress_at": now, "started_at": now.Add(-time.Minute),
-			"usage": map[string]any{"input_tokens": 1000 * i, "output_tokens": 100 * i, "cost_usd": 0.01 * float64(i)},
+			"usage":    map[string]any{"input_tokens": 1000 * i, "output_tokens": 100 * i, "cost_usd": 0.01 * float64(i)},
 			"velocity": 1, "last_error": nil,
 		}
 		if i == 1 {

@@ -14,7 +14,10 @@ import (
 
 // View draws the screen.
 func (m *Model) View() tea.View {
-	v := tea.NewView(m.Render())
+	if !m.frameOK {
+		m.frame, m.frameOK = m.Render(), true
+	}
+	v := tea.NewView(m.frame)
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "pg-dash " + m.snap.Team

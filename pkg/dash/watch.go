@@ -121,11 +121,34 @@ func (w *watcher) wait() (Changes, bool) {
 	case <-w.done:
 		return Changes{}, false
 	}
+	return w.take()
+}
+
+// take returns what is pending without waiting.
+func (w *watcher) take() (Changes, bool) {
 	w.mu.Lock()
 	c := w.pending
 	w.pending = Changes{}
 	w.mu.Unlock()
+	select {
+	case <-w.notify: // taken with it
+	default:
+	}
 	return c, true
+}
+
+func (c Changes) merge(o Changes) Changes {
+	c.Team = c.Team || o.Team
+	if c.Err == nil {
+		c.Err = o.Err
+	}
+	for k := range o.Logs {
+		if c.Logs == nil {
+			c.Logs = map[string]bool{}
+		}
+		c.Logs[k] = true
+	}
+	return c
 }
 
 func (w *watcher) close() {
