@@ -57,7 +57,7 @@ func loadedModel(b *testing.B, d teamdir.Dir, w, h int, view string) *Model {
 	b.Helper()
 	m := New(Options{Dir: d, Now: func() time.Time { return fixtureNow }, View: view})
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	m.Update(loadedMsg(m.loader.Load(TailPos{}, fixtureNow)))
+	m.Update(loadedMsg{m.loader.Load(TailPos{}, fixtureNow), 1})
 	m.logFor = m.selectedID()
 	return m
 }

@@ -9,6 +9,7 @@ package dash
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"syscall"
 	"time"
@@ -100,12 +101,22 @@ type Model struct {
 	watch                         *watcher
 	lastVelocity                  map[string]float64
 
+	// Velocities written but maybe not yet seen by a load: a load started
+	// before the write landed must not undo them on screen.
+	velPending map[string]velPending
+	loadSeq    int
+
 	frame   string // the last frame drawn, reused while frameOK
 	frameOK bool
 
 	stream *streamReader
 	sstate *StreamState
 	ended  bool
+}
+
+type velPending struct {
+	v      float64
+	minSeq int // loads from this sequence number on have seen the write
 }
 
 type lineWarning struct {
@@ -138,6 +149,7 @@ func New(opt Options) *Model {
 		view:         ViewOverview,
 		lineWarn:     map[string]*lineWarning{},
 		lastVelocity: map[string]float64{},
+		velPending:   map[string]velPending{},
 		width:        80,
 		height:       24,
 		selID:        opt.Worker,
@@ -169,7 +181,10 @@ func New(opt Options) *Model {
 
 // Messages.
 type (
-	loadedMsg    LoadResult
+	loadedMsg struct {
+		LoadResult
+		seq int
+	}
 	loadTimerMsg struct{}
 	tailMsg      struct {
 		gen     int
@@ -193,6 +208,7 @@ type (
 		text    string
 		tone    string
 		recheck bool
+		worker  string // a velocity was written for this worker
 	}
 	streamBatchMsg streamMsg
 )
@@ -273,8 +289,9 @@ func (m *Model) requestLoad() tea.Cmd {
 		return tea.Tick(wait, func(time.Time) tea.Msg { return loadTimerMsg{} })
 	}
 	m.loading, m.dirty, m.lastLoad = true, false, time.Now()
-	l, jpos, now := m.loader, m.jpos, m.opt.Now()
-	return func() tea.Msg { return loadedMsg(l.Load(jpos, now)) }
+	m.loadSeq++
+	l, jpos, now, seq := m.loader, m.jpos, m.opt.Now(), m.loadSeq
+	return func() tea.Msg { return loadedMsg{l.Load(jpos, now), seq} }
 }
 
 // requestTail reads what was appended to the shown worker's log.
@@ -348,7 +365,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, clock()
 	case loadedMsg:
-		return m, m.applyLoad(LoadResult(msg))
+		for i := range msg.Snap.Workers {
+			w := &msg.Snap.Workers[i]
+			if p, ok := m.velPending[w.Worker.Worker]; ok {
+				if msg.seq >= p.minSeq {
+					delete(m.velPending, w.Worker.Worker)
+				} else {
+					v := p.v
+					w.VelocityFile = &v
+				}
+			}
+		}
+		return m, m.applyLoad(msg.LoadResult)
 	case loadTimerMsg:
 		m.loadTimer = false
 		return m, m.requestLoad()
@@ -394,6 +422,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.applyStream(streamMsg(msg))
 	case actionMsg:
 		m.setStatus(msg.text, msg.tone)
+		if p, ok := m.velPending[msg.worker]; ok && msg.worker != "" {
+			p.minSeq = m.loadSeq + 1
+			m.velPending[msg.worker] = p
+		}
 		if msg.recheck {
 			// A signalled process takes a moment to go: look again.
 			return m, tea.Batch(m.requestLoad(), tea.Tick(500*time.Millisecond, func(time.Time) tea.Msg { return loadTimerMsg{} }))
@@ -794,15 +826,16 @@ func (m *Model) setVelocity(id string, v float64) tea.Cmd {
 			m.snap.Workers[i].VelocityFile = &vv
 		}
 	}
+	m.velPending[id] = velPending{v: v, minSeq: math.MaxInt}
 	path := m.opt.Dir.Velocity(id)
 	return func() tea.Msg {
 		if err := atomicfile.WriteFile(path, []byte(FormatVelocity(v)), 0o644); err != nil {
-			return actionMsg{"write velocity: " + err.Error(), "bad", false}
+			return actionMsg{text: "write velocity: " + err.Error(), tone: "bad", worker: id}
 		}
 		if v == 0 {
-			return actionMsg{fmt.Sprintf("worker %s paused (velocity 0)", id), "ok", false}
+			return actionMsg{text: fmt.Sprintf("worker %s paused (velocity 0)", id), tone: "ok", worker: id}
 		}
-		return actionMsg{fmt.Sprintf("worker %s velocity %s", id, strings.TrimSpace(FormatVelocity(v))), "ok", false}
+		return actionMsg{text: fmt.Sprintf("worker %s velocity %s", id, strings.TrimSpace(FormatVelocity(v))), tone: "ok", worker: id}
 	}
 }
 
@@ -813,10 +846,10 @@ func stopWorker(c *confirmStop) tea.Cmd {
 		sent, err := proc.SignalGroup(c.pid, c.start, syscall.SIGTERM)
 		switch {
 		case err != nil:
-			return actionMsg{fmt.Sprintf("stop worker %s: %v", c.worker, err), "bad", false}
+			return actionMsg{text: fmt.Sprintf("stop worker %s: %v", c.worker, err), tone: "bad"}
 		case !sent:
-			return actionMsg{fmt.Sprintf("worker %s: process %d is gone or its pid was reused: nothing signalled", c.worker, c.pid), "warn", false}
+			return actionMsg{text: fmt.Sprintf("worker %s: process %d is gone or its pid was reused: nothing signalled", c.worker, c.pid), tone: "warn"}
 		}
-		return actionMsg{fmt.Sprintf("sent SIGTERM to worker %s (process group %d)", c.worker, c.pid), "ok", true}
+		return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d)", c.worker, c.pid), tone: "ok", recheck: true}
 	}
 }

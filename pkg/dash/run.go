@@ -16,7 +16,7 @@ func RunTUI(ctx context.Context, m *Model, in io.Reader, out io.Writer, env []st
 		tea.WithInput(in),
 		tea.WithOutput(out),
 		tea.WithEnvironment(env),
-		tea.WithFPS(30),
+		tea.WithFPS(20),
 	)
 	_, err := p.Run()
 	m.Close()

@@ -9,23 +9,49 @@ import (
 
 // The palette uses the 16 basic colours, which every terminal maps to its
 // own theme, so the dashboard reads on dark and light backgrounds alike.
+// ink is a style reduced to the escape codes around a one-line string:
+// lipgloss renders a style anew on every call, which is too slow for a
+// table redrawn every second; an ink is computed once.
+type ink struct{ pre, post string }
+
+func newInk(st lipgloss.Style) ink {
+	r := st.Render("\x00")
+	i := strings.IndexByte(r, 0)
+	if i < 0 {
+		return ink{}
+	}
+	return ink{r[:i], r[i+1:]}
+}
+
+// Render paints one line.
+func (k ink) Render(s string) string {
+	if s == "" || k.pre == "" {
+		return s
+	}
+	return k.pre + s + k.post
+}
+
 var (
-	stBold   = lipgloss.NewStyle().Bold(true)
-	stDim    = lipgloss.NewStyle().Foreground(lipgloss.BrightBlack)
-	stOK     = lipgloss.NewStyle().Foreground(lipgloss.Green)
-	stBad    = lipgloss.NewStyle().Foreground(lipgloss.Red)
-	stBadB   = lipgloss.NewStyle().Foreground(lipgloss.Red).Bold(true)
-	stWarn   = lipgloss.NewStyle().Foreground(lipgloss.Yellow)
-	stInfo   = lipgloss.NewStyle().Foreground(lipgloss.Cyan)
-	stThink  = lipgloss.NewStyle().Foreground(lipgloss.Magenta).Italic(true)
-	stSel    = lipgloss.NewStyle().Reverse(true)
-	stTitle  = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Blue)
-	stRule   = lipgloss.NewStyle().Foreground(lipgloss.BrightBlack)
-	stBarOn  = lipgloss.NewStyle().Foreground(lipgloss.Green)
-	stBarOff = lipgloss.NewStyle().Foreground(lipgloss.BrightBlack)
+	stBold    = newInk(lipgloss.NewStyle().Bold(true))
+	stDim     = newInk(lipgloss.NewStyle().Foreground(lipgloss.BrightBlack))
+	stOK      = newInk(lipgloss.NewStyle().Foreground(lipgloss.Green))
+	stBad     = newInk(lipgloss.NewStyle().Foreground(lipgloss.Red))
+	stBadB    = newInk(lipgloss.NewStyle().Foreground(lipgloss.Red).Bold(true))
+	stWarn    = newInk(lipgloss.NewStyle().Foreground(lipgloss.Yellow))
+	stInfo    = newInk(lipgloss.NewStyle().Foreground(lipgloss.Cyan))
+	stThink   = newInk(lipgloss.NewStyle().Foreground(lipgloss.Magenta).Italic(true))
+	stSel     = newInk(lipgloss.NewStyle().Reverse(true))
+	stTitle   = newInk(lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Blue))
+	stRule    = newInk(lipgloss.NewStyle().Foreground(lipgloss.BrightBlack))
+	stBarOn   = newInk(lipgloss.NewStyle().Foreground(lipgloss.Green))
+	stBarOff  = newInk(lipgloss.NewStyle().Foreground(lipgloss.BrightBlack))
+	stMagenta = newInk(lipgloss.NewStyle().Foreground(lipgloss.Magenta))
+	stYellow  = newInk(lipgloss.NewStyle().Foreground(lipgloss.Yellow))
+	stCyan    = newInk(lipgloss.NewStyle().Foreground(lipgloss.Cyan))
+	stBlue    = newInk(lipgloss.NewStyle().Foreground(lipgloss.Blue))
 )
 
-func toneStyle(tone string) lipgloss.Style {
+func toneStyle(tone string) ink {
 	switch tone {
 	case "ok":
 		return stOK
@@ -40,20 +66,20 @@ func toneStyle(tone string) lipgloss.Style {
 	case "info":
 		return stInfo
 	}
-	return lipgloss.NewStyle()
+	return ink{}
 }
 
 // stateStyle colours a worker state.
-func stateStyle(state string) lipgloss.Style {
+func stateStyle(state string) ink {
 	switch state {
 	case "thinking":
-		return lipgloss.NewStyle().Foreground(lipgloss.Magenta)
+		return stMagenta
 	case "tool_call", "executing":
-		return lipgloss.NewStyle().Foreground(lipgloss.Yellow)
+		return stYellow
 	case "observing":
-		return lipgloss.NewStyle().Foreground(lipgloss.Cyan)
+		return stCyan
 	case "verify":
-		return lipgloss.NewStyle().Foreground(lipgloss.Blue)
+		return stBlue
 	case "commit", "done":
 		return stOK
 	case "failed", "dead":
@@ -65,12 +91,12 @@ func stateStyle(state string) lipgloss.Style {
 }
 
 // taskStatusStyle colours a task status.
-func taskStatusStyle(s string) lipgloss.Style {
+func taskStatusStyle(s string) ink {
 	switch s {
 	case "claimed":
-		return lipgloss.NewStyle().Foreground(lipgloss.Yellow)
+		return stYellow
 	case "pending":
-		return lipgloss.NewStyle()
+		return ink{}
 	case "blocked":
 		return stDim
 	case "done":
@@ -80,7 +106,18 @@ func taskStatusStyle(s string) lipgloss.Style {
 	case "cancelled":
 		return stDim
 	}
-	return lipgloss.NewStyle()
+	return ink{}
+}
+
+// width is the display width of s; plain ASCII, the common case, is
+// measured without parsing graphemes.
+func width(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || c < 0x20 {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
 }
 
 // cell fits s into exactly w columns: truncated with an ellipsis or padded.
@@ -88,7 +125,7 @@ func cell(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	n := ansi.StringWidth(s)
+	n := width(s)
 	if n > w {
 		return ansi.Truncate(s, w, "…")
 	}
@@ -97,7 +134,7 @@ func cell(s string, w int) string {
 
 // rcell right-aligns s in w columns.
 func rcell(s string, w int) string {
-	n := ansi.StringWidth(s)
+	n := width(s)
 	if n > w {
 		return ansi.Truncate(s, w, "…")
 	}
@@ -106,7 +143,10 @@ func rcell(s string, w int) string {
 
 // fit truncates a line to w columns.
 func fit(s string, w int) string {
-	if ansi.StringWidth(s) > w {
+	if len(s) <= w {
+		return s // never wider than its bytes
+	}
+	if width(s) > w {
 		return ansi.Truncate(s, w, "…")
 	}
 	return s

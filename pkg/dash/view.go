@@ -135,7 +135,7 @@ func (h Header) Render(width int) []string {
 	return lines
 }
 
-func countStyle(n int, st interface{ Render(...string) string }) interface{ Render(...string) string } {
+func countStyle(n int, st ink) ink {
 	if n == 0 {
 		return stDim
 	}
@@ -398,7 +398,13 @@ func (t WorkersTable) row(w WorkerInfo, cols []column, sel bool, width int) stri
 		}
 		b.WriteString(s + " ")
 	}
-	return fit(strings.TrimRight(b.String(), " "), width)
+	row := strings.TrimRight(b.String(), " ")
+	if width < 40 {
+		// The layout gives the cells at most width columns, except on a
+		// very narrow terminal.
+		row = fit(row, width)
+	}
+	return row
 }
 
 // JournalPanel shows the last lines of events.jsonl.
