@@ -15,27 +15,13 @@ import (
 )
 
 const description = `Show a powerglide team live in the terminal: queue progress, workers, their logs.
-pg-dash watches $POWERGLIDE_HOME/teams/<team>/ (task-queue.json, events.jsonl,
-worker-<n>.json, worker-<n>.velocity and logs/worker-<n>.jsonl) with file
-notifications, polling every --refresh where those are not available, and
-redraws as the files change. Files that are missing, rotated, truncated or hold
-invalid lines are reported on a warning line; the view keeps going.
+pg-dash watches $POWERGLIDE_HOME/teams/<team>/ (task-queue.json, events.jsonl, worker-<n>.json, worker-<n>.velocity and logs/worker-<n>.jsonl) with file notifications, polling every --refresh where those are not available, and redraws as the files change. Files that are missing, rotated, truncated or hold invalid lines are reported on a warning line; the view keeps going.
 
-Views (Tab cycles): the team overview (counts, progress, tokens, cost, elapsed
-time, ETA and the workers table), the selected worker's live log (thinking,
-tool calls with their arguments, truncated results, verify outcomes, state
-changes), and the tasks (filter by status or text with /, Enter for a task's
-detail and result).
+Views (Tab cycles): the team overview (counts, progress, tokens, cost, elapsed time, ETA and the workers table), the selected worker's live log (thinking, tool calls with their arguments, truncated results, verify outcomes, state changes), and the tasks (filter by status or text with /, Enter for a task's detail and result).
 
-Keys: arrows or j/k move or scroll (the mouse wheel too), Enter opens, Esc goes
-back, p pauses or resumes the selected worker (writes 0 or its last velocity to
-worker-<n>.velocity), + and - change its velocity, x stops it after
-confirmation (SIGTERM to its process group, only while its recorded pid still
-has the recorded start time), ? shows every key, q quits.
+Keys: arrows or j/k move or scroll (the mouse wheel too), Enter opens, Esc goes back, p pauses or resumes the selected worker (writes 0 or its last velocity to worker-<n>.velocity), + and - change its velocity, x stops it after confirmation (SIGTERM to its process group, only while its recorded pid still has the recorded start time), ? shows every key, q quits.
 
-The dashboard draws on the terminal (stdout, or stderr when stdout is
-redirected). --once prints a plain-text snapshot to stdout instead, for
-scripts and non-terminals; --once --json prints it as one JSON record.`
+The dashboard draws on the terminal (stdout, or stderr when stdout is redirected). --once prints a plain-text snapshot to stdout instead, for scripts and non-terminals; --once --json prints it as one JSON record. The flags are those of the show command: pg-dash show --help.`
 
 // CLI is pg-dash's grammar.
 type CLI struct {
@@ -120,6 +106,9 @@ func (c *ShowCmd) Run(rt *cli.Runtime) error {
 			return cli.Usagef("%v", err)
 		}
 	} else {
+		if rt.IO.InTTY && !c.Once {
+			return cli.Usagef("stdin is a terminal: pipe a loop's events into pg-dash - (pg-loop ... | pg-dash -)")
+		}
 		opt.Stream = rt.IO.In
 	}
 
