@@ -82,6 +82,25 @@ func TestLiveChanges(t *testing.T) {
 	}
 }
 
+// TestTeamRemoved: the team directory goes and comes back; the dashboard
+// polls once notifications stop.
+func TestTeamRemoved(t *testing.T) {
+	d := fixtureDir(t)
+	h := startHarness(t, Options{Dir: d, Refresh: 50 * time.Millisecond}, 100, 30)
+	h.waitFor("retry-after")
+	if err := os.RemoveAll(d.Path()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("no team directory yet")
+	if err := d.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteWorker(&protocol.Worker{Worker: "1", State: "commit", HeartbeatAt: fixtureNow}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("no task-queue.json yet", "1  commit")
+}
+
 // TestTeamAppears starts on a team that does not exist yet.
 func TestTeamAppears(t *testing.T) {
 	home := t.TempDir()

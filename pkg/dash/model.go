@@ -98,6 +98,9 @@ type Model struct {
 	tailing, tailDirty, tailTimer bool
 	lastTail                      time.Time
 	polling                       bool
+	pollGen                       int  // the live chain of poll ticks
+	watchTrying                   bool // a watcher is being started
+	watchFailed                   time.Time
 	watch                         *watcher
 	lastVelocity                  map[string]float64
 
@@ -198,7 +201,7 @@ type (
 		c  Changes
 		ok bool
 	}
-	pollMsg       struct{}
+	pollMsg       struct{ gen int }
 	clockMsg      struct{}
 	watchStartMsg struct {
 		w   *watcher
@@ -223,9 +226,11 @@ func (m *Model) Init() tea.Cmd {
 	cmds = append(cmds, m.requestLoad())
 	if m.opt.Poll {
 		m.polling = true
+		m.pollGen++
 		cmds = append(cmds, m.poll())
 	} else {
 		dir := m.opt.Dir
+		m.watchTrying = true
 		cmds = append(cmds, func() tea.Msg {
 			w, err := newWatcher(dir)
 			return watchStartMsg{w, err}
@@ -249,7 +254,8 @@ func clock() tea.Cmd {
 }
 
 func (m *Model) poll() tea.Cmd {
-	return tea.Tick(m.opt.Refresh, func(time.Time) tea.Msg { return pollMsg{} })
+	gen := m.pollGen
+	return tea.Tick(m.opt.Refresh, func(time.Time) tea.Msg { return pollMsg{gen} })
 }
 
 // watchDebounce gathers a burst of notifications into one change.
@@ -386,11 +392,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.tailTimer = false
 		return m, m.requestTail()
 	case watchStartMsg:
+		m.watchTrying = false
 		if msg.err != nil {
+			m.watchFailed = time.Now()
+			if m.polling {
+				return m, nil
+			}
 			m.polling = true
+			m.pollGen++
 			return m, m.poll()
 		}
-		m.watch = msg.w
+		m.watch, m.polling = msg.w, false
+		m.pollGen++ // ends the poll chain
 		// Files may have changed between the first load and the watch.
 		return m, tea.Batch(waitWatch(m.watch), m.requestLoad())
 	case changeMsg:
@@ -402,6 +415,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setStatus("file notifications failed ("+msg.c.Err.Error()+"): polling", "warn")
 			m.watch.close()
 			m.watch, m.polling = nil, true
+			m.pollGen++
 			return m, tea.Batch(m.poll(), m.requestLoad())
 		}
 		if msg.c.Team {
@@ -413,6 +427,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmds = append(cmds, waitWatch(m.watch))
 		return m, tea.Batch(cmds...)
 	case pollMsg:
+		if msg.gen != m.pollGen || !m.polling {
+			return m, nil // a chain that was replaced
+		}
 		cmds := []tea.Cmd{m.poll(), m.requestLoad()}
 		if m.logFor != "" {
 			cmds = append(cmds, m.requestTail())
@@ -465,6 +482,16 @@ func (m *Model) applyLoad(r LoadResult) tea.Cmd {
 	}
 	m.fixSelection()
 	var cmds []tea.Cmd
+	if m.polling && !m.opt.Poll && r.Snap.DirExists && !m.watchTrying && time.Since(m.watchFailed) > 30*time.Second {
+		// Polling because there was no directory to watch (or the watch
+		// failed): try notifications again now that it is there.
+		m.watchTrying = true
+		dir := m.opt.Dir
+		cmds = append(cmds, func() tea.Msg {
+			w, err := newWatcher(dir)
+			return watchStartMsg{w, err}
+		})
+	}
 	if m.dirty || r.Journal.More {
 		cmds = append(cmds, m.requestLoad())
 	}

@@ -1,6 +1,7 @@
 package dash
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -70,6 +71,14 @@ func (w *watcher) run() {
 
 func (w *watcher) event(ev fsnotify.Event, logs string) {
 	if ev.Op == fsnotify.Chmod {
+		return
+	}
+	if ev.Name == w.dir.Path() && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
+		// The team directory itself went: nothing more will be notified.
+		w.mu.Lock()
+		w.pending.Err = errors.New("the team directory was removed")
+		w.mu.Unlock()
+		w.poke()
 		return
 	}
 	name := filepath.Base(ev.Name)
