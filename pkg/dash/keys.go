@@ -13,7 +13,7 @@ type keyMap struct {
 
 func newKeyMap() keyMap {
 	return keyMap{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑↓", "move")),
 		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		PgUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
 		PgDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+d", "space"), key.WithHelp("pgdn", "page down")),
@@ -26,11 +26,11 @@ func newKeyMap() keyMap {
 		Tab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "view")),
 		ShiftTab: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
 		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume")),
-		Faster:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+/-", "velocity")),
+		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
+		Faster:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+/-", "speed")),
 		Slower:   key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "slower")),
 		Stop:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "stop")),
-		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "more keys")),
+		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "keys")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 }

@@ -213,7 +213,8 @@ func (m *Model) bindings() []key.Binding {
 	}
 	switch m.view {
 	case ViewWorker:
-		return append(append([]key.Binding{k.Up, k.Bottom, k.Prev, k.Tab}, ctl...), k.Back, k.Quit, k.Help)
+		// Most needed first: a narrow terminal cuts the end.
+		return append(append([]key.Binding{k.Up, k.Bottom, k.Prev}, ctl...), k.Quit, k.Help, k.Tab, k.Back)
 	case ViewTasks:
 		if m.detail {
 			return []key.Binding{k.Up, k.Back, k.Tab, k.Quit}
