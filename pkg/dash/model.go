@@ -161,6 +161,7 @@ func New(opt Options) *Model {
 	case ViewWorker, ViewTasks:
 		m.view = opt.View
 	}
+	m.help.ShortSeparator = "  "
 	ti := textinput.New()
 	ti.Prompt = "/"
 	ti.Placeholder = "status or text (done failed pending blocked claimed cancelled)"
