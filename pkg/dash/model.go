@@ -162,6 +162,7 @@ func New(opt Options) *Model {
 		m.view = opt.View
 	}
 	m.help.ShortSeparator = "  "
+	m.help.SetWidth(m.width)
 	ti := textinput.New()
 	ti.Prompt = "/"
 	ti.Placeholder = "status or text (done failed pending blocked claimed cancelled)"
@@ -170,6 +171,7 @@ func New(opt Options) *Model {
 	ti.SetStyles(st)
 	ti.CharLimit = 200
 	m.filter = ti
+	m.filter.SetWidth(m.width - 2)
 	if opt.Stream != nil {
 		m.sstate = NewStreamState()
 		m.snap = m.sstate.Snapshot()
@@ -363,6 +365,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.help.SetWidth(msg.Width)
+		m.filter.SetWidth(max(msg.Width-2, 10))
 		return m, nil
 	case clockMsg:
 		// Liveness and ages change without any file changing: reread now

@@ -179,12 +179,10 @@ func (m *Model) bottomLines(w int) []string {
 	case m.confirm != nil:
 		status = stBadB.Render(fit(fmt.Sprintf("Stop worker %s (SIGTERM to process group %d)? y/N", m.confirm.worker, m.confirm.pid), w))
 	case m.filtering:
-		m.filter.SetWidth(max(w-2, 10))
 		status = fit(m.filter.View(), w)
 	case m.status != "":
 		status = toneStyle(m.statusT).Render(fit(m.status, w))
 	}
-	m.help.SetWidth(w)
 	helpBar := fit(m.help.ShortHelpView(m.bindings()), w)
 	if m.help.ShowAll {
 		full := strings.Split(m.help.FullHelpView(m.fullBindings()), "\n")
