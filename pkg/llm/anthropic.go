@@ -1,0 +1,313 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// Anthropic calls the Messages API through the official SDK, streaming.
+// The SDK's own retries are off: the Router retries, so each retry is an
+// event.
+type Anthropic struct {
+	name   string
+	client anthropic.Client
+}
+
+// NewAnthropic returns the provider; base may be empty (api.anthropic.com).
+func NewAnthropic(name, key, base string, hc *http.Client) *Anthropic {
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithAPIKey(key),
+		option.WithMaxRetries(0),
+		option.WithHTTPClient(hc),
+	}
+	if base != "" {
+		opts = append(opts, option.WithBaseURL(base))
+	}
+	return &Anthropic{name: name, client: anthropic.NewClient(opts...)}
+}
+
+// anthropicParams converts a request to the Messages API's parameters. The
+// tools go in as raw JSON (toolsJSON) so their schemas pass unchanged.
+func anthropicParams(model string, req *protocol.Request) (anthropic.MessageNewParams, []map[string]any) {
+	p := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: int64(req.MaxTokens)}
+	if req.System != "" {
+		sys := anthropic.TextBlockParam{Text: req.System}
+		if req.Cache {
+			sys.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		p.System = []anthropic.TextBlockParam{sys}
+	}
+	for _, m := range req.Messages {
+		role := anthropic.MessageParamRoleUser
+		if m.Role == protocol.RoleAssistant {
+			role = anthropic.MessageParamRoleAssistant
+		}
+		var blocks []anthropic.ContentBlockParamUnion
+		for _, b := range m.Content {
+			switch b.Type {
+			case protocol.BlockText:
+				if b.Text != "" {
+					blocks = append(blocks, anthropic.NewTextBlock(b.Text))
+				}
+			case protocol.BlockToolCall:
+				in := b.Input
+				if len(in) == 0 {
+					in = json.RawMessage("{}")
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(b.ID, in, b.Name))
+			case protocol.BlockToolResult:
+				blocks = append(blocks, anthropic.NewToolResultBlock(b.ID, b.Output, b.IsError))
+			case protocol.BlockThinking:
+				blocks = append(blocks, anthropic.NewThinkingBlock(b.Signature, b.Thinking))
+			case protocol.BlockRedactedThinking:
+				blocks = append(blocks, anthropic.NewRedactedThinkingBlock(b.Data))
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		// The API wants turns to alternate; tool results are user turns, so
+		// a tool message followed by a user message becomes one turn.
+		if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == role {
+			p.Messages[n-1].Content = append(p.Messages[n-1].Content, blocks...)
+			continue
+		}
+		p.Messages = append(p.Messages, anthropic.MessageParam{Role: role, Content: blocks})
+	}
+	if req.Cache {
+		// Breakpoints on the last two user turns: the newest is written, the
+		// one before it was written by the previous call and is read.
+		marked := 0
+		for i := len(p.Messages) - 1; i >= 0 && marked < 2; i-- {
+			if p.Messages[i].Role != anthropic.MessageParamRoleUser {
+				continue
+			}
+			c := p.Messages[i].Content
+			if cc := c[len(c)-1].GetCacheControl(); cc != nil {
+				*cc = anthropic.NewCacheControlEphemeralParam()
+				marked++
+			}
+		}
+	}
+	if req.Temperature != nil {
+		p.Temperature = anthropic.Float(*req.Temperature)
+	}
+	if req.Thinking != nil && req.Thinking.BudgetTokens > 0 {
+		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(req.Thinking.BudgetTokens))
+	}
+	if len(req.Stop) > 0 {
+		p.StopSequences = req.Stop
+	}
+	switch req.ToolChoice {
+	case "", "auto":
+	case "any":
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
+	case "none":
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	default:
+		p.ToolChoice = anthropic.ToolChoiceParamOfTool(req.ToolChoice)
+	}
+	var tools []map[string]any
+	for i, t := range req.Tools {
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		tool := map[string]any{"name": t.Name, "input_schema": schema}
+		if t.Description != "" {
+			tool["description"] = t.Description
+		}
+		if req.Cache && i == len(req.Tools)-1 && req.System == "" {
+			tool["cache_control"] = map[string]string{"type": "ephemeral"}
+		}
+		tools = append(tools, tool)
+	}
+	return p, tools
+}
+
+// Stream runs one attempt.
+func (a *Anthropic) Stream(ctx context.Context, model string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
+	params, tools := anthropicParams(model, req)
+	var resp *http.Response
+	opts := []option.RequestOption{option.WithResponseInto(&resp)}
+	if len(tools) > 0 {
+		opts = append(opts, option.WithJSONSet("tools", tools))
+	}
+	stream := a.client.Messages.NewStreaming(ctx, params, opts...)
+	defer stream.Close()
+	if err := stream.Err(); err != nil {
+		return nil, anthropicError(err)
+	}
+	reqID := ""
+	if resp != nil {
+		reqID = resp.Header.Get("request-id")
+	}
+	em.Start(a.name, em.Model, reqID)
+	return decodeAnthropic(stream, em)
+}
+
+// anthropicStream is what decodeAnthropic reads; the SDK's stream has it.
+type anthropicStream interface {
+	Next() bool
+	Current() anthropic.MessageStreamEventUnion
+	Err() error
+}
+
+// decodeAnthropic assembles the message from the stream's events and
+// emits content as it completes: text and thinking deltas at once, a
+// tool call when its block stops (its input arrives as input_json_delta
+// fragments).
+func decodeAnthropic(stream anthropicStream, em *Emitter) (*protocol.EndEvent, error) {
+	type block struct {
+		b    protocol.Block
+		json strings.Builder
+	}
+	var (
+		blocks  []*block
+		end     = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
+		stopped bool
+	)
+	at := func(i int64) (*block, error) {
+		if i < 0 || int(i) >= len(blocks) {
+			return nil, fmt.Errorf("anthropic stream: event for unknown content block %d", i)
+		}
+		return blocks[i], nil
+	}
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "message_start":
+			u := ev.Message.Usage
+			end.Usage = protocol.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens),
+				CacheReadTokens: int(u.CacheReadInputTokens), CacheWriteTokens: int(u.CacheCreationInputTokens)}
+		case "content_block_start":
+			cb := ev.ContentBlock
+			b := &block{}
+			switch cb.Type {
+			case "text":
+				b.b = protocol.Block{Type: protocol.BlockText, Text: cb.Text}
+				em.Text(cb.Text)
+			case "thinking":
+				b.b = protocol.Block{Type: protocol.BlockThinking, Thinking: cb.Thinking, Signature: cb.Signature}
+				em.Thinking(cb.Thinking)
+			case "redacted_thinking":
+				b.b = protocol.Block{Type: protocol.BlockRedactedThinking, Data: cb.Data}
+			case "tool_use", "server_tool_use":
+				b.b = protocol.Block{Type: protocol.BlockToolCall, ID: cb.ID, Name: cb.Name}
+			default:
+				b.b = protocol.Block{Type: cb.Type}
+			}
+			if int(ev.Index) != len(blocks) {
+				return nil, fmt.Errorf("anthropic stream: content block %d started out of order", ev.Index)
+			}
+			blocks = append(blocks, b)
+		case "content_block_delta":
+			b, err := at(ev.Index)
+			if err != nil {
+				return nil, err
+			}
+			d := ev.Delta
+			switch d.Type {
+			case "text_delta":
+				b.b.Text += d.Text
+				em.Text(d.Text)
+			case "input_json_delta":
+				b.json.WriteString(d.PartialJSON)
+			case "thinking_delta":
+				b.b.Thinking += d.Thinking
+				em.Thinking(d.Thinking)
+			case "signature_delta":
+				b.b.Signature += d.Signature
+			}
+		case "content_block_stop":
+			b, err := at(ev.Index)
+			if err != nil {
+				return nil, err
+			}
+			if b.b.Type == protocol.BlockToolCall {
+				in, err := parseInput(b.json.String())
+				if err != nil {
+					return nil, fmt.Errorf("anthropic stream: tool call %s: %w", b.b.Name, err)
+				}
+				b.b.Input = in
+				em.ToolCall(protocol.ToolCall{ID: b.b.ID, Name: b.b.Name, Input: in})
+			}
+		case "message_delta":
+			end.StopReason = string(ev.Delta.StopReason)
+			u := ev.Usage
+			end.Usage.OutputTokens = int(u.OutputTokens)
+			// Newer streams repeat the cumulative input counts here.
+			if u.InputTokens > 0 {
+				end.Usage.InputTokens = int(u.InputTokens)
+			}
+			if u.CacheReadInputTokens > 0 {
+				end.Usage.CacheReadTokens = int(u.CacheReadInputTokens)
+			}
+			if u.CacheCreationInputTokens > 0 {
+				end.Usage.CacheWriteTokens = int(u.CacheCreationInputTokens)
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, anthropicError(err)
+	}
+	if !stopped {
+		return nil, ErrTruncated
+	}
+	for _, b := range blocks {
+		switch b.b.Type {
+		case protocol.BlockText, protocol.BlockToolCall, protocol.BlockThinking, protocol.BlockRedactedThinking:
+			end.Message.Content = append(end.Message.Content, b.b)
+		}
+	}
+	if end.StopReason == "" {
+		end.StopReason = "end_turn"
+	}
+	return end, nil
+}
+
+// anthropicError classifies an SDK error. An error event inside a 200
+// stream carries status 200 and the error type (e.g. overloaded_error).
+func anthropicError(err error) error {
+	var ae *anthropic.Error
+	if errors.As(err, &ae) {
+		raw := ae.RawJSON()
+		status := ae.StatusCode
+		var h http.Header
+		if ae.Response != nil {
+			h = ae.Response.Header
+		}
+		e := classifyHTTP(status, string(ae.Type()), raw, h)
+		if status == http.StatusOK {
+			if e.Kind == protocol.KindBadRequest && ae.Type() != "invalid_request_error" {
+				e.Kind, e.Retryable = protocol.KindServer, true
+			}
+			e.Status = 0
+			e.Message = "error event in stream: " + apiMessage(0, raw)
+		} else {
+			e.Message = apiMessage(status, raw)
+		}
+		e.Err = err
+		return e
+	}
+	if s := err.Error(); strings.HasPrefix(s, "received error while streaming") {
+		e := classifyHTTP(0, "", s, nil)
+		if e.Kind == protocol.KindBadRequest {
+			e.Kind, e.Retryable = protocol.KindServer, true
+		}
+		e.Message, e.Err = s, err
+		return e
+	}
+	return err
+}
