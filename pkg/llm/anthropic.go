@@ -98,10 +98,11 @@ func anthropicParams(model string, req *protocol.Request) (anthropic.MessageNewP
 			}
 		}
 	}
-	if req.Temperature != nil {
+	thinking := req.Thinking != nil && req.Thinking.BudgetTokens > 0
+	if req.Temperature != nil && !thinking { // the API takes no temperature with thinking
 		p.Temperature = anthropic.Float(*req.Temperature)
 	}
-	if req.Thinking != nil && req.Thinking.BudgetTokens > 0 {
+	if thinking {
 		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(req.Thinking.BudgetTokens))
 	}
 	if len(req.Stop) > 0 {
