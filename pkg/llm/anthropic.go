@@ -17,14 +17,18 @@ import (
 // The SDK's own retries are off: the Router retries, so each retry is an
 // event.
 type Anthropic struct {
-	name   string
-	client anthropic.Client
+	name     string
+	messages anthropic.MessageService
 }
 
 // NewAnthropic returns the provider; base may be empty (api.anthropic.com).
 func NewAnthropic(name, key, base string, hc *http.Client) *Anthropic {
+	// The message service alone, not anthropic.NewClient: the client
+	// reaches every API of the SDK, which keeps them all in the binary
+	// (tens of MB, slower start), and reads ANTHROPIC_* from the process
+	// environment behind the configuration's back.
 	opts := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(),
+		option.WithEnvironmentProduction(),
 		option.WithAPIKey(key),
 		option.WithMaxRetries(0),
 		option.WithHTTPClient(hc),
@@ -32,7 +36,7 @@ func NewAnthropic(name, key, base string, hc *http.Client) *Anthropic {
 	if base != "" {
 		opts = append(opts, option.WithBaseURL(base))
 	}
-	return &Anthropic{name: name, client: anthropic.NewClient(opts...)}
+	return &Anthropic{name: name, messages: anthropic.NewMessageService(opts...)}
 }
 
 // anthropicParams converts a request to the Messages API's parameters. The
@@ -143,7 +147,7 @@ func (a *Anthropic) Stream(ctx context.Context, model string, req *protocol.Requ
 	if len(tools) > 0 {
 		opts = append(opts, option.WithJSONSet("tools", tools))
 	}
-	stream := a.client.Messages.NewStreaming(ctx, params, opts...)
+	stream := a.messages.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		return nil, anthropicError(err)

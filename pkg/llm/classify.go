@@ -153,7 +153,14 @@ func apiMessage(status int, body string) string {
 		}
 	}
 	if status > 0 {
-		return fmt.Sprintf("%d %s: %s", status, http.StatusText(status), msg)
+		text := http.StatusText(status)
+		switch {
+		case status == 529:
+			text = "Overloaded"
+		case text == "":
+			text = "Error"
+		}
+		return fmt.Sprintf("%d %s: %s", status, text, msg)
 	}
 	return msg
 }

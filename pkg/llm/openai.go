@@ -23,12 +23,13 @@ import (
 type OpenAI struct {
 	name       string
 	compatible bool
-	client     openai.Client
+	chat       openai.ChatCompletionService
 }
 
-// NewOpenAI returns the provider. The key and base URL are passed
-// explicitly so the SDK's reading of OPENAI_* from the process environment
-// never overrides the configuration.
+// NewOpenAI returns the provider. It builds the chat completion service
+// alone, not openai.NewClient: the client reaches every API of the SDK,
+// which keeps them all in the binary, and reads OPENAI_* from the process
+// environment behind the configuration's back.
 func NewOpenAI(name, key, base string, compatible bool, hc *http.Client) *OpenAI {
 	if base == "" {
 		base = "https://api.openai.com/v1"
@@ -36,15 +37,13 @@ func NewOpenAI(name, key, base string, compatible bool, hc *http.Client) *OpenAI
 	opts := []option.RequestOption{
 		option.WithAPIKey(key),
 		option.WithBaseURL(base),
-		option.WithOrganization(""),
-		option.WithProject(""),
 		option.WithMaxRetries(0),
 		option.WithHTTPClient(hc),
 	}
 	if key == "" {
 		opts = append(opts, option.WithHeaderDel("authorization"))
 	}
-	return &OpenAI{name: name, compatible: compatible, client: openai.NewClient(opts...)}
+	return &OpenAI{name: name, compatible: compatible, chat: openai.NewChatCompletionService(opts...)}
 }
 
 func openaiParams(model string, req *protocol.Request, compatible bool) (openai.ChatCompletionNewParams, error) {
@@ -137,7 +136,7 @@ func (o *OpenAI) Stream(ctx context.Context, model string, req *protocol.Request
 		return nil, &Error{Kind: protocol.KindBadRequest, Message: err.Error(), Err: err}
 	}
 	var resp *http.Response
-	stream := o.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&resp))
+	stream := o.chat.NewStreaming(ctx, params, option.WithResponseInto(&resp))
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		return nil, openaiError(err)

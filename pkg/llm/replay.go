@@ -125,7 +125,7 @@ func (r *Replay) next(req *protocol.Request) (*ReplayCall, error) {
 	case firstUnused < 0:
 		msg += ", all already played)"
 	case r.calls[firstUnused].Request != nil:
-		msg += fmt.Sprintf("); the next unplayed call (line %d) differs at %s", firstUnused+1, firstDiff(r.calls[firstUnused].Request, req))
+		msg += fmt.Sprintf("); the next unplayed call (call %d) differs at %s", firstUnused+1, firstDiff(r.calls[firstUnused].Request, req))
 	default:
 		msg += ")"
 	}

@@ -317,6 +317,9 @@ var errAttemptTimeout = errors.New("attempt timed out")
 func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
 	p, model, err := r.Resolve(id)
 	if err != nil {
+		if e, ok := err.(*Error); ok {
+			e.Model = id
+		}
 		return nil, err
 	}
 	info, priced := r.opts.Models.Lookup(id)
