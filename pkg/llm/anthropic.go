@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -143,76 +144,171 @@ func anthropicParams(model string, req *protocol.Request) (anthropic.MessageNewP
 func (a *Anthropic) Stream(ctx context.Context, model string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
 	params, tools := anthropicParams(model, req)
 	var resp *http.Response
-	opts := []option.RequestOption{option.WithResponseInto(&resp)}
+	tap := &bodyTap{}
+	opts := []option.RequestOption{option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware)}
 	if len(tools) > 0 {
 		opts = append(opts, option.WithJSONSet("tools", tools))
 	}
 	stream := a.messages.NewStreaming(ctx, params, opts...)
-	defer stream.Close()
+	body := tap.take()
+	if body != nil {
+		defer body.Close()
+	}
 	if err := stream.Err(); err != nil {
+		stream.Close()
 		return nil, anthropicError(err)
+	}
+	stream.Close()
+	if body == nil {
+		return nil, &Error{Kind: protocol.KindServer, Retryable: true, Message: "anthropic: no response body"}
 	}
 	reqID := ""
 	if resp != nil {
 		reqID = resp.Header.Get("request-id")
 	}
 	em.Start(a.name, em.Model, reqID)
-	return decodeAnthropic(stream, em)
+	return decodeAnthropic(body, em)
 }
 
-// anthropicStream is what decodeAnthropic reads; the SDK's stream has it.
-type anthropicStream interface {
-	Next() bool
-	Current() anthropic.MessageStreamEventUnion
-	Err() error
+// anthropicEvent holds the fields of every Messages stream event that
+// matter here.
+type anthropicEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message *struct {
+		ID    string         `json:"id"`
+		Usage anthropicUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock *struct {
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
+		Data      string `json:"data"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+	} `json:"content_block"`
+	Delta *anthropicDeltaField `json:"delta"`
+	Usage *anthropicUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
-// decodeAnthropic assembles the message from the stream's events and
-// emits content as it completes: text and thinking deltas at once, a
-// tool call when its block stops (its input arrives as input_json_delta
-// fragments).
-func decodeAnthropic(stream anthropicStream, em *Emitter) (*protocol.EndEvent, error) {
-	type block struct {
-		b    protocol.Block
-		json strings.Builder
-	}
+type anthropicDeltaField struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	PartialJSON string `json:"partial_json"`
+	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`
+	StopReason  string `json:"stop_reason"`
+}
+
+type anthropicUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+}
+
+// decodeAnthropic reads a Messages event stream, assembles the message and
+// emits content as it completes: text and thinking deltas at once, a tool
+// call when its block stops (its input arrives as input_json_delta
+// fragments). A stream that ends before message_stop is cut off; an error
+// event is a failure even after HTTP 200.
+func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 	var (
-		blocks  []*block
-		end     = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
-		stopped bool
+		blocks []*anthropicBlock
+		end    = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
+		sse    = newSSEReader(body)
 	)
-	at := func(i int64) (*block, error) {
-		if i < 0 || int(i) >= len(blocks) {
+	applyDelta := func(b *anthropicBlock, d *anthropicDeltaField) {
+		switch d.Type {
+		case "text_delta":
+			b.text.WriteString(d.Text)
+			em.Text(d.Text)
+		case "input_json_delta":
+			b.text.WriteString(d.PartialJSON)
+		case "thinking_delta":
+			b.text.WriteString(d.Thinking)
+			em.Thinking(d.Thinking)
+		case "signature_delta":
+			b.b.Signature += d.Signature
+		}
+	}
+	at := func(i int) (*anthropicBlock, error) {
+		if i < 0 || i >= len(blocks) {
 			return nil, fmt.Errorf("anthropic stream: event for unknown content block %d", i)
 		}
 		return blocks[i], nil
 	}
-	for stream.Next() {
-		ev := stream.Current()
+	for {
+		name, data, err := sse.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = ErrTruncated
+			}
+			return nil, err
+		}
+		if name == "ping" || len(data) == 0 {
+			continue
+		}
+		if name == "content_block_delta" {
+			// The hot path: most events are deltas; a flat struct decodes
+			// with fewer allocations than the general one.
+			var ev struct {
+				Index int                 `json:"index"`
+				Delta anthropicDeltaField `json:"delta"`
+			}
+			if err := json.Unmarshal(data, &ev); err != nil {
+				return nil, fmt.Errorf("anthropic stream: event %q: %w", name, err)
+			}
+			b, err := at(ev.Index)
+			if err != nil {
+				return nil, err
+			}
+			applyDelta(b, &ev.Delta)
+			continue
+		}
+		var ev anthropicEvent
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return nil, fmt.Errorf("anthropic stream: event %q: %w", name, err)
+		}
+		if name == "error" || ev.Type == "error" {
+			return nil, streamError("anthropic", ev.errorType(), string(data))
+		}
 		switch ev.Type {
 		case "message_start":
-			u := ev.Message.Usage
-			end.Usage = protocol.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens),
-				CacheReadTokens: int(u.CacheReadInputTokens), CacheWriteTokens: int(u.CacheCreationInputTokens)}
+			if ev.Message != nil {
+				u := ev.Message.Usage
+				end.Usage = protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+					CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+			}
 		case "content_block_start":
 			cb := ev.ContentBlock
-			b := &block{}
+			if cb == nil {
+				return nil, errors.New("anthropic stream: content_block_start without a content_block")
+			}
+			if ev.Index != len(blocks) {
+				return nil, fmt.Errorf("anthropic stream: content block %d started out of order", ev.Index)
+			}
+			b := &anthropicBlock{}
 			switch cb.Type {
 			case "text":
-				b.b = protocol.Block{Type: protocol.BlockText, Text: cb.Text}
+				b.b = protocol.Block{Type: protocol.BlockText}
+				b.text.WriteString(cb.Text)
 				em.Text(cb.Text)
 			case "thinking":
-				b.b = protocol.Block{Type: protocol.BlockThinking, Thinking: cb.Thinking, Signature: cb.Signature}
+				b.b = protocol.Block{Type: protocol.BlockThinking, Signature: cb.Signature}
+				b.text.WriteString(cb.Thinking)
 				em.Thinking(cb.Thinking)
 			case "redacted_thinking":
 				b.b = protocol.Block{Type: protocol.BlockRedactedThinking, Data: cb.Data}
-			case "tool_use", "server_tool_use":
+			case "tool_use":
 				b.b = protocol.Block{Type: protocol.BlockToolCall, ID: cb.ID, Name: cb.Name}
-			default:
+			default: // server tool blocks and future types are not ours to replay
 				b.b = protocol.Block{Type: cb.Type}
-			}
-			if int(ev.Index) != len(blocks) {
-				return nil, fmt.Errorf("anthropic stream: content block %d started out of order", ev.Index)
 			}
 			blocks = append(blocks, b)
 		case "content_block_delta":
@@ -220,26 +316,16 @@ func decodeAnthropic(stream anthropicStream, em *Emitter) (*protocol.EndEvent, e
 			if err != nil {
 				return nil, err
 			}
-			d := ev.Delta
-			switch d.Type {
-			case "text_delta":
-				b.b.Text += d.Text
-				em.Text(d.Text)
-			case "input_json_delta":
-				b.json.WriteString(d.PartialJSON)
-			case "thinking_delta":
-				b.b.Thinking += d.Thinking
-				em.Thinking(d.Thinking)
-			case "signature_delta":
-				b.b.Signature += d.Signature
+			if ev.Delta != nil {
+				applyDelta(b, ev.Delta)
 			}
 		case "content_block_stop":
 			b, err := at(ev.Index)
 			if err != nil {
 				return nil, err
 			}
-			if b.b.Type == protocol.BlockToolCall {
-				in, err := parseInput(b.json.String())
+			if b.b.Type == protocol.BlockToolCall && b.b.Input == nil {
+				in, err := parseInput(b.text.String())
 				if err != nil {
 					return nil, fmt.Errorf("anthropic stream: tool call %s: %w", b.b.Name, err)
 				}
@@ -247,39 +333,69 @@ func decodeAnthropic(stream anthropicStream, em *Emitter) (*protocol.EndEvent, e
 				em.ToolCall(protocol.ToolCall{ID: b.b.ID, Name: b.b.Name, Input: in})
 			}
 		case "message_delta":
-			end.StopReason = string(ev.Delta.StopReason)
-			u := ev.Usage
-			end.Usage.OutputTokens = int(u.OutputTokens)
-			// Newer streams repeat the cumulative input counts here.
-			if u.InputTokens > 0 {
-				end.Usage.InputTokens = int(u.InputTokens)
+			if ev.Delta != nil {
+				end.StopReason = ev.Delta.StopReason
 			}
-			if u.CacheReadInputTokens > 0 {
-				end.Usage.CacheReadTokens = int(u.CacheReadInputTokens)
-			}
-			if u.CacheCreationInputTokens > 0 {
-				end.Usage.CacheWriteTokens = int(u.CacheCreationInputTokens)
+			if u := ev.Usage; u != nil {
+				end.Usage.OutputTokens = u.OutputTokens
+				// Newer streams repeat the cumulative input counts here.
+				if u.InputTokens > 0 {
+					end.Usage.InputTokens = u.InputTokens
+				}
+				if u.CacheReadInputTokens > 0 {
+					end.Usage.CacheReadTokens = u.CacheReadInputTokens
+				}
+				if u.CacheCreationInputTokens > 0 {
+					end.Usage.CacheWriteTokens = u.CacheCreationInputTokens
+				}
 			}
 		case "message_stop":
-			stopped = true
+			for _, b := range blocks {
+				switch b.b.Type {
+				case protocol.BlockText:
+					b.b.Text = b.text.String()
+				case protocol.BlockThinking:
+					b.b.Thinking = b.text.String()
+				case protocol.BlockToolCall:
+					if b.b.Input == nil {
+						return nil, fmt.Errorf("anthropic stream: tool call %s never stopped", b.b.Name)
+					}
+				case protocol.BlockRedactedThinking:
+				default:
+					continue
+				}
+				end.Message.Content = append(end.Message.Content, b.b)
+			}
+			if end.StopReason == "" {
+				end.StopReason = "end_turn"
+			}
+			return end, nil
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return nil, anthropicError(err)
+}
+
+// anthropicBlock is a content block being assembled.
+type anthropicBlock struct {
+	b    protocol.Block
+	text strings.Builder // text, thinking or tool input JSON as it arrives
+}
+
+func (ev *anthropicEvent) errorType() string {
+	if ev.Error != nil {
+		return ev.Error.Type
 	}
-	if !stopped {
-		return nil, ErrTruncated
+	return ""
+}
+
+// streamError classifies an error event inside a 200 stream: retryable
+// unless the provider calls it a bad request.
+func streamError(provider, errType, raw string) *Error {
+	e := classifyHTTP(0, errType, raw, nil)
+	if e.Kind == protocol.KindBadRequest && errType != "invalid_request_error" {
+		e.Kind, e.Retryable = protocol.KindServer, true
 	}
-	for _, b := range blocks {
-		switch b.b.Type {
-		case protocol.BlockText, protocol.BlockToolCall, protocol.BlockThinking, protocol.BlockRedactedThinking:
-			end.Message.Content = append(end.Message.Content, b.b)
-		}
-	}
-	if end.StopReason == "" {
-		end.StopReason = "end_turn"
-	}
-	return end, nil
+	e.Message = "error event in stream: " + apiMessage(0, raw)
+	return e
 }
 
 // anthropicError classifies an SDK error. An error event inside a 200

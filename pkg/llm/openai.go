@@ -1,10 +1,12 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -136,23 +138,57 @@ func (o *OpenAI) Stream(ctx context.Context, model string, req *protocol.Request
 		return nil, &Error{Kind: protocol.KindBadRequest, Message: err.Error(), Err: err}
 	}
 	var resp *http.Response
-	stream := o.chat.NewStreaming(ctx, params, option.WithResponseInto(&resp))
-	defer stream.Close()
+	tap := &bodyTap{}
+	stream := o.chat.NewStreaming(ctx, params, option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware))
+	body := tap.take()
+	if body != nil {
+		defer body.Close()
+	}
 	if err := stream.Err(); err != nil {
+		stream.Close()
 		return nil, openaiError(err)
+	}
+	stream.Close()
+	if body == nil {
+		return nil, &Error{Kind: protocol.KindServer, Retryable: true, Message: o.name + ": no response body"}
 	}
 	reqID := ""
 	if resp != nil {
 		reqID = resp.Header.Get("x-request-id")
 	}
 	em.Start(o.name, em.Model, reqID)
-	return decodeOpenAI(stream, em)
+	return decodeOpenAI(body, em)
 }
 
-type openaiStream interface {
-	Next() bool
-	Current() openai.ChatCompletionChunk
-	Err() error
+// openaiChunk holds the fields of a chat.completion.chunk that matter here,
+// with the reasoning fields of compatible servers (reasoning_content from
+// llama.cpp, vLLM and DeepSeek; reasoning from OpenRouter and Ollama).
+type openaiChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+			ToolCalls        []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
 }
 
 // finishReasons maps Chat Completions finish reasons to the stop reasons
@@ -165,10 +201,13 @@ var finishReasons = map[string]string{
 	"content_filter": "refusal",
 }
 
-// decodeOpenAI assembles the answer: text deltas go out at once; tool
-// calls arrive as fragments keyed by index (several in parallel) and go
-// out complete, in index order, when the choice finishes.
-func decodeOpenAI(stream openaiStream, em *Emitter) (*protocol.EndEvent, error) {
+// decodeOpenAI reads a Chat Completions event stream. Text and reasoning
+// deltas go out at once; tool calls arrive as fragments keyed by index
+// (several in parallel, interleaved) and go out complete, in index order,
+// when the stream ends. The stream must have finished its choice and said
+// [DONE]; anything shorter was cut off. An error object inside the stream
+// is a failure even after HTTP 200.
+func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 	type call struct {
 		id, name string
 		args     strings.Builder
@@ -176,32 +215,58 @@ func decodeOpenAI(stream openaiStream, em *Emitter) (*protocol.EndEvent, error) 
 	var (
 		text     strings.Builder
 		thinking strings.Builder
-		calls    = map[int64]*call{}
+		calls    = map[int]*call{}
 		finish   string
 		end      = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
+		sse      = newSSEReader(body)
 	)
-	for stream.Next() {
-		ch := stream.Current()
-		if ch.JSON.Usage.Valid() && ch.Usage.PromptTokens+ch.Usage.CompletionTokens > 0 {
-			cached := int(ch.Usage.PromptTokensDetails.CachedTokens)
-			end.Usage = protocol.Usage{InputTokens: int(ch.Usage.PromptTokens) - cached,
-				OutputTokens: int(ch.Usage.CompletionTokens), CacheReadTokens: cached}
+	for {
+		_, data, err := sse.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if finish != "" {
+					break // some compatible servers omit [DONE]
+				}
+				err = ErrTruncated
+			}
+			return nil, err
 		}
-		for _, c := range ch.Choices {
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			if finish == "" {
+				return nil, fmt.Errorf("openai stream: [DONE] before a finish_reason: %w", ErrTruncated)
+			}
+			break
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		var ch openaiChunk
+		if err := json.Unmarshal(data, &ch); err != nil {
+			return nil, fmt.Errorf("openai stream: %w", err)
+		}
+		if len(ch.Error) > 0 && string(ch.Error) != "null" {
+			e := streamError("openai", "", string(data))
+			if e.Kind == protocol.KindServer && strings.Contains(string(ch.Error), "overloaded") {
+				e.Kind = protocol.KindOverloaded
+			}
+			if e.Kind == protocol.KindServer && strings.Contains(string(ch.Error), "rate_limit") {
+				e.Kind = protocol.KindRateLimit
+			}
+			return nil, e
+		}
+		if u := ch.Usage; u != nil && u.PromptTokens+u.CompletionTokens > 0 {
+			cached := u.PromptTokensDetails.CachedTokens
+			end.Usage = protocol.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}
+		}
+		for i := range ch.Choices {
+			c := &ch.Choices[i]
 			if c.Index != 0 {
 				continue
 			}
-			d := c.Delta
-			if r, ok := d.JSON.ExtraFields["reasoning_content"]; ok {
-				if s := jsonString(r.Raw()); s != "" {
-					thinking.WriteString(s)
-					em.Thinking(s)
-				}
-			} else if r, ok := d.JSON.ExtraFields["reasoning"]; ok {
-				if s := jsonString(r.Raw()); s != "" {
-					thinking.WriteString(s)
-					em.Thinking(s)
-				}
+			d := &c.Delta
+			if r := d.ReasoningContent + d.Reasoning; r != "" {
+				thinking.WriteString(r)
+				em.Thinking(r)
 			}
 			if d.Content != "" {
 				text.WriteString(d.Content)
@@ -216,9 +281,7 @@ func decodeOpenAI(stream openaiStream, em *Emitter) (*protocol.EndEvent, error) 
 				if tc.ID != "" {
 					cl.id = tc.ID
 				}
-				if tc.Function.Name != "" {
-					cl.name += tc.Function.Name
-				}
+				cl.name += tc.Function.Name
 				cl.args.WriteString(tc.Function.Arguments)
 			}
 			if c.FinishReason != "" {
@@ -226,25 +289,22 @@ func decodeOpenAI(stream openaiStream, em *Emitter) (*protocol.EndEvent, error) 
 			}
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return nil, openaiError(err)
-	}
-	if finish == "" {
-		return nil, ErrTruncated
-	}
 	if thinking.Len() > 0 {
 		end.Message.Content = append(end.Message.Content, protocol.Block{Type: protocol.BlockThinking, Thinking: thinking.String()})
 	}
 	if text.Len() > 0 {
 		end.Message.Content = append(end.Message.Content, protocol.Block{Type: protocol.BlockText, Text: text.String()})
 	}
-	idx := make([]int64, 0, len(calls))
+	idx := make([]int, 0, len(calls))
 	for i := range calls {
 		idx = append(idx, i)
 	}
-	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
+	sort.Ints(idx)
 	for n, i := range idx {
 		cl := calls[i]
+		if cl.name == "" {
+			return nil, fmt.Errorf("openai stream: tool call %d has no name", i)
+		}
 		in, err := parseInput(cl.args.String())
 		if err != nil {
 			return nil, fmt.Errorf("openai stream: tool call %s: %w", cl.name, err)
