@@ -189,7 +189,7 @@ type anthropicEvent struct {
 		Name      string `json:"name"`
 	} `json:"content_block"`
 	Delta *anthropicDeltaField `json:"delta"`
-	Usage *anthropicUsage `json:"usage"`
+	Usage *anthropicUsage      `json:"usage"`
 	Error *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
