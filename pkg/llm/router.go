@@ -324,6 +324,16 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 	}
 	info, priced := r.opts.Models.Lookup(id)
 	em.Model = id
+	if priced && info.MaxOutput > 0 && req.MaxTokens > info.MaxOutput {
+		// A default max_tokens above what this model of the chain can
+		// write would be a bad request; ask for the most it can.
+		clamped := *req
+		clamped.MaxTokens = info.MaxOutput
+		if clamped.Thinking != nil && clamped.Thinking.BudgetTokens >= clamped.MaxTokens {
+			clamped.Thinking = &protocol.Thinking{BudgetTokens: clamped.MaxTokens / 2}
+		}
+		req = &clamped
+	}
 	for attempt := 0; ; attempt++ {
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if r.opts.AttemptTimeout > 0 {

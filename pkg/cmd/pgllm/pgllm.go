@@ -90,9 +90,10 @@ type ServeCmd struct {
 // ModelsCmd lists the model table.
 //
 //	$ pg-llm models
-//	$ pg-llm models --json | jq 'select(.id|startswith("anthropic/"))'
+//	$ pg-llm models --jq 'select(.id|startswith("anthropic/")) | .id'
 type ModelsCmd struct {
-	JSON bool `help:"Print JSON Lines, one model per line."`
+	JSON bool   `help:"Print JSON Lines, one model per line."`
+	Jq   string `help:"Filter each model record through a jq expression (implies --json)." placeholder:"EXPR"`
 }
 
 // setup resolves the configuration into a router.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/itchyny/gojq"
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/llm"
@@ -160,7 +161,17 @@ func idOf(b []byte) string {
 
 // Run prints the model table.
 func (m *ModelsCmd) Run(rt *cli.Runtime, c *CLI) error {
-	rt.JSON = rt.IO.JSON(m.JSON)
+	rt.JSON = rt.IO.JSON(m.JSON || m.Jq != "")
+	var query *gojq.Code
+	if m.Jq != "" {
+		q, err := gojq.Parse(m.Jq)
+		if err != nil {
+			return cli.Usagef("--jq: %v", err)
+		}
+		if query, err = gojq.Compile(q); err != nil {
+			return cli.Usagef("--jq: %v", err)
+		}
+	}
 	router, _, err := setup(rt, c)
 	if err != nil {
 		return err
@@ -169,8 +180,27 @@ func (m *ModelsCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if rt.JSON {
 		enc := jsonl.NewEncoder(rt.IO.Out)
 		for _, info := range models {
-			if err := enc.Encode(info); err != nil {
-				return err
+			if query == nil {
+				if err := enc.Encode(info); err != nil {
+					return err
+				}
+				continue
+			}
+			var v any
+			b, _ := json.Marshal(info)
+			_ = json.Unmarshal(b, &v)
+			iter := query.RunWithContext(rt.Ctx, v)
+			for {
+				out, ok := iter.Next()
+				if !ok {
+					break
+				}
+				if err, isErr := out.(error); isErr {
+					return cli.Failf("jq", "--jq: %v", err)
+				}
+				if err := enc.Encode(out); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
