@@ -24,16 +24,7 @@ const ReplayFormat = `A session file is JSON Lines, one recorded call per line:
    "request":{"system":"...","messages":[...],"tools":[...]},
    "events":[{"type":"start",...},{"type":"text","text":"Hi"},{"type":"usage",...},{"type":"end",...}]}
 
-The fingerprint is the SHA-256 of the request's system, messages and tools
-(model, id, max_tokens, temperature and cache do not count). A request is
-answered by the first call not yet played whose fingerprint matches; a call
-with no fingerprint but a request gets the request's fingerprint; a call with
-neither matches any request, in order (handy for hand-written demos). events
-may hold only an end event: text and tool_call events are then made from its
-message. A recorded error event is played back as that error. A request that
-matches no call fails with kind bad_request and names the first difference
-from the next unplayed call. Calls are played once each within a process
-(pg-llm serve); separate pg-llm processes each start from the top.`
+The fingerprint is the SHA-256 of the request's system, messages and tools (model, id, max_tokens, temperature and cache do not count). A request is answered by the first call not yet played whose fingerprint matches; a call with no fingerprint but a request gets the request's fingerprint; a call with neither matches any request, in order (handy for hand-written demos). events may hold only an end event: text and tool_call events are then made from its message. A recorded error event is played back as that error. A request that matches no call fails with kind bad_request and names the first difference from the next unplayed call. Calls are played once each within a process (pg-llm serve); separate pg-llm processes each start from the top.`
 
 // ReplayCall is one line of a session file.
 type ReplayCall struct {

@@ -21,26 +21,13 @@ import (
 )
 
 const description = `Model calls streamed as JSON events: Anthropic, OpenAI, OpenAI-compatible servers, replay.
-pg-llm reads a request ({"model","system","messages","tools","max_tokens","temperature","cache","thinking"})
-or a plain-text prompt on stdin or as arguments, and writes JSON Lines events: start, text, thinking,
-tool_call, usage, retry, fallback, error and last end, whose message is ready to append to messages.
-On a terminal it prints only the text (--text); --json forces events.
+pg-llm reads a request ({"model","system","messages","tools","max_tokens","temperature","cache","thinking"}) or a plain-text prompt on stdin or as arguments, and writes JSON Lines events: start, text, thinking, tool_call, usage, retry, fallback, error and last end, whose message is ready to append to messages. On a terminal it prints only the text (--text); --json forces events.
 
-Model ids are provider/model: anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b,
-llamacpp/..., vllm/..., openrouter/..., any provider named under the config key providers
-({"name":{"kind":"openai-compatible","base_url":"http://host:8080/v1","api_key_env":"VAR"}}), and
-replay/FILE. --model a,b,c is a fallback chain: a model whose retryable failures (rate_limit,
-overloaded, server, network, timeout) outlast --retries hands the call to the next. auth,
-bad_request and context_overflow are never retried; an attempt that already streamed content is
-not retried either. Retries wait with exponential backoff and jitter, or as long as the server's
-retry-after-ms / retry-after asks.
+Model ids are provider/model: anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b, llamacpp/..., vllm/..., openrouter/..., any provider named under the config key providers ({"name":{"kind":"openai-compatible","base_url":"http://host:8080/v1","api_key_env":"VAR"}}), and replay/FILE. --model a,b,c is a fallback chain: a model whose retryable failures (rate_limit, overloaded, server, network, timeout) outlast --retries hands the call to the next. auth, bad_request and context_overflow are never retried; an attempt that already streamed content is not retried either. Retries wait with exponential backoff and jitter, or as long as the server's retry-after-ms / retry-after asks.
 
-Replay: --replay FILE (or --model replay/FILE) answers from a recorded session with no network and
-no key; --record FILE appends every call made to FILE in the same format.
-` + llm.ReplayFormat + `
+Replay: --replay FILE (or --model replay/FILE) answers from a recorded session with no network and no key; --record FILE appends every call made to FILE in the same format. ` + llm.ReplayFormat + `
 
-Exit status: 0 the call ended with an end event; 1 it failed (an error event with kind, retryable and
-status was written); 2 bad input (the error names the field); 124 --timeout expired.`
+Exit status: 0 the call ended with an end event; 1 it failed (an error event with kind, retryable and status was written); 2 bad input (the error names the field); 124 --timeout expired.`
 
 // CLI is pg-llm's grammar.
 type CLI struct {
