@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	testdata = filepath.Join("..", "..", "..", "testdata", "monitor")
+	testdata     = filepath.Join("..", "..", "..", "testdata", "monitor")
 	fakeQueue, _ = filepath.Abs(filepath.Join(testdata, "fake-pg-queue"))
 	workerSh, _  = filepath.Abs(filepath.Join(testdata, "worker.sh"))
 )
