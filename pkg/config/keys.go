@@ -64,6 +64,10 @@ var Keys = []Key{
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
 	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},
+	{Name: "loop_max_steps", Kind: KindInt, Env: []string{"POWERGLIDE_MAX_STEPS"}, Default: 200, Help: "pg-loop: model turns per task before the step limit stops it"},
+	{Name: "loop_budget_tokens", Kind: KindInt, Env: []string{"POWERGLIDE_BUDGET_TOKENS"}, Default: 0, Help: "pg-loop: token budget of a run (0: none)"},
+	{Name: "loop_budget_usd", Kind: KindFloat, Env: []string{"POWERGLIDE_BUDGET_USD"}, Default: 0.0, Help: "pg-loop: dollar budget of a run (0: none)"},
+	{Name: "loop_context_window", Kind: KindInt, Env: []string{"POWERGLIDE_CONTEXT_WINDOW"}, Default: 200000, Help: "pg-loop: the model's context window in tokens, for memory windowing"},
 }
 
 // Lookup finds a registered key.

@@ -1,0 +1,414 @@
+// Package pgloop is pg-loop's command line: the Ralph loop of one worker.
+package pgloop
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/loop"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+const description = `The Ralph loop: one worker taking tasks and working them with a model and tools until they pass their checks.
+pg-loop runs a state machine (idle → load_tasks → pick_task → thinking → tool_call → executing → observing → … → verify → commit → pick_task … → done | failed) and writes one JSON event per line on stdout: every state transition, the model's answers, tool calls and results, verify runs, commits, limits and tasks. On a terminal the events are shown readably; --json forces JSON Lines. The last stdout line is <POWERGLIDE_DONE> when every task has ended, or <POWERGLIDE_ERROR> when the run could not go on (a provider auth error included).
+
+Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
+
+Every safety limit works on its own: --max-steps per task, the circuit breaker, --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
+
+Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9. Give the run's other flags again when resuming.`
+
+// CLI is pg-loop's grammar.
+type CLI struct {
+	cli.Common `embed:""`
+	Run        RunCmd `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
+}
+
+// Spec describes pg-loop.
+func Spec() *cli.Spec {
+	return &cli.Spec{
+		Name:        "pg-loop",
+		Description: description,
+		CLI:         &CLI{},
+		Schemas:     []string{"loop-event", "task", "request", "model-event", "tool-call", "tool-output", "worker"},
+	}
+}
+
+// RunCmd runs the loop.
+//
+//	$ pg-loop --task 'make the tests pass' --verify 'go test ./...' --commit
+//	$ pg-loop --tasks tasks.jsonl --llm ./my-model.sh --tools 'pg-tool'
+//	$ pg-loop --team web --worker 3
+//	$ pg-loop --fresh --promise DONE --task 'port the parser to Go' --verify 'make test' --max-iterations 20
+//	$ pg-loop --pipeline feature.json
+type RunCmd struct {
+	Task          []string `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" group:"Tasks"`
+	Tasks         string   `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
+	Team          string   `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
+	Worker        string   `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
+	Queue         string   `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
+	Lease         string   `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
+	Pipeline      string   `help:"Run a stage pipeline (JSON): stages with prompts, exit conditions and iteration caps." placeholder:"FILE" group:"Tasks"`
+	PipelineState string   `help:"Where the pipeline's progress is kept (default under $POWERGLIDE_HOME/pipelines/); a killed pipeline resumes at its stage." placeholder:"FILE" group:"Tasks"`
+	PipelineReset bool     `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
+
+	LLMServe   string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
+	ToolsServe string `help:"Tools coprocess command line (default: 'pg-tool serve')." placeholder:"CMD" group:"Components"`
+	ToolsList  string `help:"Command printing the tool definitions for the coprocess (default: the serve command with 'list' for 'serve')." placeholder:"CMD" group:"Components"`
+	LLM        string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
+	Tools      string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
+	Model      string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
+	MaxTokens  int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
+	System     string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
+	Workdir    string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
+
+	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
+	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
+	MaxVerify     int           `help:"Failed verify runs before the task fails (0: no cap)." default:"3" group:"Verify"`
+	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed." group:"Verify"`
+
+	Fresh         bool   `help:"Ralph mode: every iteration starts a fresh conversation with the same prompt; the state lives in files and git." group:"Ralph"`
+	Promise       string `help:"Completion needs <promise>WORD</promise> in the final answer and a passing verify." placeholder:"WORD" group:"Ralph"`
+	MaxIterations int    `help:"Iterations (answers checked) per task before it fails (0: no cap)." default:"0" group:"Ralph"`
+
+	MaxSteps        int           `help:"Model turns per task before the step limit fails it." config:"loop_max_steps" env:"POWERGLIDE_MAX_STEPS" default:"200" group:"Safety"`
+	BreakerRepeat   int           `help:"Circuit breaker: the same tool with the same input this many times in a row (0: off)." default:"3" group:"Safety"`
+	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." default:"5" group:"Safety"`
+	BudgetTokens    int           `help:"Token budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_tokens" env:"POWERGLIDE_BUDGET_TOKENS" default:"0" group:"Safety"`
+	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
+	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
+	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
+	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
+
+	ContextWindow int    `help:"The model's context window in tokens: older tool outputs are pruned, then older turns summarized, before a request would pass it less max_tokens and the reserve (0: off)." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" default:"200000" group:"Memory"`
+	Reserve       int    `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
+	Resume        string `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
+	Continue      bool   `help:"Resume the latest session of this workdir." group:"Memory"`
+
+	JSON bool `help:"Write JSON Lines even on a terminal."`
+}
+
+// Run builds the components and runs the loop.
+func (c *RunCmd) Run(rt *cli.Runtime) error {
+	cfg, err := rt.Config()
+	if err != nil {
+		return err
+	}
+	home := cfg.String("home")
+	text := !rt.IO.JSON(c.JSON)
+	rt.JSON = !text
+	if c.Team == "" {
+		c.Team = rt.IO.Getenv("POWERGLIDE_TEAM")
+	}
+	if c.Worker == "" {
+		c.Worker = rt.IO.Getenv("POWERGLIDE_WORKER")
+	}
+	workdir, err := filepath.Abs(c.Workdir)
+	if err != nil {
+		return err
+	}
+	o := loop.Options{
+		Workdir:         workdir,
+		Model:           c.Model,
+		MaxTokens:       cfg.Int("max_tokens"),
+		Verify:          c.Verify,
+		VerifyTimeout:   c.VerifyTimeout,
+		MaxVerify:       c.MaxVerify,
+		Commit:          c.Commit,
+		Fresh:           c.Fresh,
+		Promise:         c.Promise,
+		MaxIterations:   c.MaxIterations,
+		MaxSteps:        cfg.Int("loop_max_steps"),
+		BreakerSame:     c.BreakerRepeat,
+		BreakerFailures: c.BreakerFailures,
+		Budget:          loop.Budget{Tokens: cfg.Int("loop_budget_tokens"), USD: cfg.Float("loop_budget_usd")},
+		VelocityFile:    c.VelocityFile,
+		ContextWindow:   cfg.Int("loop_context_window"),
+		Reserve:         c.Reserve,
+		Heartbeat:       c.Heartbeat,
+		Stderr:          rt.IO.Err,
+	}
+	if err := c.check(&o); err != nil {
+		return err
+	}
+	if c.Velocity != "" {
+		v, err := strconv.ParseFloat(c.Velocity, 64)
+		if err != nil || v < 0 {
+			return cli.Usagef("--velocity: expected a number ≥ 0, got %q", c.Velocity)
+		}
+		o.Velocity, o.VelocitySet = v, true
+	}
+	if c.System != "" {
+		o.System = c.System
+		if strings.HasPrefix(c.System, "@") {
+			b, err := os.ReadFile(c.System[1:])
+			if err != nil {
+				return cli.Usagef("--system: %v", err)
+			}
+			o.System = string(b)
+		}
+	}
+
+	// Session: new, or resumed.
+	var sess *loop.Session
+	var replay *loop.Replay
+	now := time.Now()
+	if c.Continue {
+		id, err := loop.LatestSession(home, workdir)
+		if err != nil {
+			return cli.Nothingf("--continue: %v", err)
+		}
+		c.Resume = id
+	}
+	if c.Resume != "" {
+		sess, err = loop.OpenSession(home, c.Resume)
+		var nf *loop.NotFoundError
+		if errors.As(err, &nf) {
+			return cli.Usagef("--resume: %v", err)
+		}
+		if err != nil {
+			return cli.Usagef("--resume: %v", err)
+		}
+		if replay, err = sess.LoadReplay(); err != nil {
+			return cli.Failf("session", "resume %s: %v", c.Resume, err)
+		}
+		o.Resume = replay
+	}
+
+	// Task source.
+	src, err := c.source(rt, &o, home, workdir, sess, replay)
+	if err != nil {
+		return err
+	}
+	if sess == nil {
+		if sess, err = loop.CreateSession(home, workdir, now); err != nil {
+			return cli.Failf("session", "%v", err)
+		}
+	}
+	defer sess.Close()
+	if ls, ok := src.(*loop.ListSource); ok {
+		sess.Info.Tasks = ls.Snapshot()
+	}
+	sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
+	o.Session = sess
+	o.Source = src
+	fmt.Fprintf(rt.IO.Err, "pg-loop: session %s\n", sess.Info.ID)
+
+	// Components.
+	llm, tools := c.components(rt, workdir)
+	defer llm.Close()
+	defer tools.Close()
+	o.LLM, o.Tools = llm, tools
+	o.Events = loop.NewEmitter(rt.IO.Out, text)
+
+	r, err := loop.NewRunner(o)
+	if err != nil {
+		return err
+	}
+	res := r.Run(rt.Ctx)
+	if res.Signal {
+		if rt.Ctx.Err() != nil {
+			return rt.Ctx.Err()
+		}
+		return res.Err
+	}
+	if err := o.Events.Err(); err != nil {
+		return cli.Failf("output", "write events: %v", err)
+	}
+	var le *loop.LimitError
+	var me *loop.ModelError
+	switch {
+	case res.State == loop.Failed && errors.As(res.Err, &le):
+		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %v\n", res.Err)
+		return cli.Silent(cli.ExitLimit)
+	case res.State == loop.Failed:
+		msg := "unknown failure"
+		if res.Err != nil {
+			msg = res.Err.Error()
+		}
+		if errors.As(res.Err, &me) && me.Auth() {
+			msg = "unrecoverable: " + msg
+		}
+		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %s\n", msg)
+		return cli.Silent(cli.ExitFailure)
+	case res.Limit:
+		fmt.Fprintf(rt.IO.Err, "pg-loop: error: a limit stopped %d of %d tasks\n", res.Failed, res.Failed+res.TasksDone)
+		return cli.Silent(cli.ExitLimit)
+	case res.Failed > 0:
+		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %d of %d tasks failed\n", res.Failed, res.Failed+res.TasksDone)
+		return cli.Silent(cli.ExitFailure)
+	}
+	return nil
+}
+
+func (c *RunCmd) check(o *loop.Options) error {
+	n := 0
+	for _, set := range []bool{len(c.Task) > 0, c.Tasks != "", c.Team != "", c.Pipeline != ""} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return cli.Usagef("give one task source: --task, --tasks, --team or --pipeline")
+	}
+	if n == 0 && c.Resume == "" && !c.Continue {
+		return cli.Usagef("no tasks: give --task TEXT, --tasks FILE, --team T --worker N or --pipeline FILE")
+	}
+	if c.Resume != "" && c.Continue {
+		return cli.Usagef("give --resume or --continue, not both")
+	}
+	if c.LLM != "" && c.LLMServe != "" {
+		return cli.Usagef("give --llm or --llm-serve, not both")
+	}
+	if c.Tools != "" && c.ToolsServe != "" {
+		return cli.Usagef("give --tools or --tools-serve, not both")
+	}
+	if c.Team != "" {
+		if err := teamdir.ValidName("team", c.Team); err != nil {
+			return cli.Usagef("%v", err)
+		}
+		if c.Worker == "" {
+			return cli.Usagef("team mode needs --worker N (or POWERGLIDE_WORKER)")
+		}
+		if err := teamdir.ValidName("worker", c.Worker); err != nil {
+			return cli.Usagef("%v", err)
+		}
+	}
+	for name, v := range map[string]int{"--max-steps": o.MaxSteps, "--max-verify": o.MaxVerify, "--max-iterations": o.MaxIterations, "--budget-tokens": o.Budget.Tokens,
+		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens} {
+		if v < 0 {
+			return cli.Usagef("%s must not be negative", name)
+		}
+	}
+	if o.Budget.USD < 0 {
+		return cli.Usagef("--budget-usd must not be negative")
+	}
+	for _, t := range c.Task {
+		if strings.TrimSpace(t) == "" {
+			return cli.Usagef("--task: the prompt is empty")
+		}
+	}
+	return nil
+}
+
+func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, sess *loop.Session, replay *loop.Replay) (loop.Source, error) {
+	cfg, _ := rt.Config()
+	switch {
+	case c.Team != "" || (sess != nil && sess.Info.Team != "" && len(c.Task) == 0 && c.Tasks == ""):
+		if c.Team == "" {
+			c.Team, c.Worker = sess.Info.Team, sess.Info.Worker
+		}
+		d, err := teamdir.New(home, c.Team)
+		if err != nil {
+			return nil, cli.Usagef("%v", err)
+		}
+		if err := d.Ensure(); err != nil {
+			return nil, cli.Failf("team", "%v", err)
+		}
+		lease := cfg.Duration("lease")
+		if lease <= 0 {
+			return nil, cli.Usagef("--lease must be positive")
+		}
+		q := c.Queue
+		if q == "" {
+			q = loop.SiblingCommand("pg-queue", "")
+		}
+		o.Team, o.Worker, o.Lease = &d, c.Worker, lease
+		if o.VelocityFile == "" {
+			o.VelocityFile = d.Velocity(c.Worker)
+		}
+		return &loop.QueueSource{Cmdline: strings.TrimSpace(q), Team: c.Team, Worker: c.Worker, Lease: lease, Dir: workdir, Stderr: rt.IO.Err}, nil
+	case c.Pipeline != "" || (sess != nil && sess.Info.Pipeline != "" && len(c.Task) == 0 && c.Tasks == ""):
+		if c.Pipeline == "" {
+			c.Pipeline = sess.Info.Pipeline
+		}
+		p, err := loop.ReadPipeline(c.Pipeline)
+		if err != nil {
+			return nil, cli.Usagef("--pipeline: %v", err)
+		}
+		state := c.PipelineState
+		if state == "" {
+			state = loop.DefaultPipelineState(home, c.Pipeline, workdir)
+		}
+		ps, err := loop.OpenPipeline(p, state, workdir, c.PipelineReset)
+		if err != nil {
+			return nil, cli.Failf("pipeline", "%v", err)
+		}
+		abs, _ := filepath.Abs(c.Pipeline)
+		c.Pipeline = abs
+		fmt.Fprintf(rt.IO.Err, "pg-loop: pipeline %s state in %s\n", p.Name, state)
+		return ps, nil
+	case len(c.Task) > 0:
+		now := time.Now().UTC()
+		var ts []protocol.Task
+		for i, t := range c.Task {
+			ts = append(ts, loop.NewTask(loop.TaskInput{ID: fmt.Sprintf("task-%d", i+1), Prompt: t}, now))
+		}
+		return &loop.ListSource{Tasks: ts}, nil
+	case c.Tasks != "":
+		in, name := rt.IO.In, "stdin"
+		if c.Tasks != "-" {
+			f, err := os.Open(c.Tasks)
+			if err != nil {
+				return nil, cli.Usagef("--tasks: %v", err)
+			}
+			defer f.Close()
+			in, name = f, c.Tasks
+		}
+		ts, err := loop.ReadTasks(in, name)
+		if err != nil {
+			return nil, err
+		}
+		if len(ts) == 0 {
+			return nil, cli.Nothingf("--tasks: no tasks in %s", name)
+		}
+		return &loop.ListSource{Tasks: ts}, nil
+	default: // a resumed --task/--tasks session
+		ts := sess.Info.Tasks
+		for i := range ts {
+			if st, ok := replay.Ended[ts[i].ID]; ok {
+				ts[i].Status = st
+			} else if ts[i].Status == protocol.StatusClaimed {
+				ts[i].Status = protocol.StatusPending
+			}
+		}
+		return &loop.ListSource{Tasks: ts}, nil
+	}
+}
+
+func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Tools) {
+	var llm loop.LLM
+	if c.LLM != "" {
+		llm = &loop.CommandLLM{Cmdline: c.LLM, Dir: workdir, Stderr: rt.IO.Err}
+	} else {
+		cmd := c.LLMServe
+		if cmd == "" {
+			cmd = loop.SiblingCommand("pg-llm", "serve")
+		}
+		llm = loop.NewServeLLM(cmd, rt.IO.Err)
+	}
+	var tools loop.Tools
+	if c.Tools != "" {
+		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Stderr: rt.IO.Err}
+	} else {
+		cmd := c.ToolsServe
+		if cmd == "" {
+			cmd = loop.SiblingCommand("pg-tool", "serve")
+		}
+		list := c.ToolsList
+		if list == "" {
+			if strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
+				list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
+			}
+		}
+		tools = loop.NewServeTools(cmd, list, workdir, rt.IO.Err)
+	}
+	return llm, tools
+}

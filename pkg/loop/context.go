@@ -1,0 +1,74 @@
+package loop
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Project context files, read in this order in each directory.
+var contextFiles = []string{"AGENTS.md", "CLAUDE.md"}
+
+// Caps on the project context: each file, and all of them together.
+const (
+	contextFileCap  = 32 << 10
+	contextTotalCap = 96 << 10
+)
+
+// ProjectContext collects AGENTS.md and CLAUDE.md from workdir up to the
+// repository root (the first directory holding .git; without one, workdir
+// alone), outermost first so the nearest file has the last word. Each file
+// and the total are capped; what is cut is marked.
+func ProjectContext(workdir string) string {
+	dir, err := filepath.Abs(workdir)
+	if err != nil {
+		return ""
+	}
+	var dirs []string
+	for d := dir; ; {
+		dirs = append(dirs, d)
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			break
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			dirs = dirs[:1] // no repository: the workdir alone
+			break
+		}
+		d = parent
+	}
+	// Nearest first while counting against the cap, so what is dropped
+	// is the most distant; then printed outermost first.
+	var parts []string
+	total := 0
+	capped := ""
+collect:
+	for _, d := range dirs {
+		for i := len(contextFiles) - 1; i >= 0; i-- {
+			p := filepath.Join(d, contextFiles[i])
+			data, err := os.ReadFile(p)
+			if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+				continue
+			}
+			text := string(data)
+			if len(text) > contextFileCap {
+				text = text[:contextFileCap] + fmt.Sprintf("\n[... truncated: %d of %d bytes shown]\n", contextFileCap, len(data))
+			}
+			if total+len(text) > contextTotalCap {
+				capped = fmt.Sprintf("[project context cap of %d bytes reached: %s and the files above it were left out]\n", contextTotalCap, p)
+				break collect
+			}
+			rel, _ := filepath.Rel(dir, p)
+			parts = append(parts, fmt.Sprintf("## %s\n\n%s\n", rel, strings.TrimRight(text, "\n")))
+			total += len(text)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(capped)
+	for i := len(parts) - 1; i >= 0; i-- {
+		b.WriteString("\n")
+		b.WriteString(parts[i])
+	}
+	return b.String()
+}

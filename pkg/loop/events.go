@@ -1,0 +1,121 @@
+package loop
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// Markers are the last stdout line of a run.
+const (
+	MarkerDone  = "<POWERGLIDE_DONE>"
+	MarkerError = "<POWERGLIDE_ERROR>"
+)
+
+// Emitter writes loop events: JSON Lines, or a readable line each on a
+// terminal.
+type Emitter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	text bool
+	err  error
+}
+
+// NewEmitter writes to w; text selects the readable form.
+func NewEmitter(w io.Writer, text bool) *Emitter { return &Emitter{w: w, text: text} }
+
+// Emit writes one event. Write errors are kept and returned by Err.
+func (e *Emitter) Emit(ev any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var b []byte
+	if e.text {
+		b = []byte(Render(ev) + "\n")
+	} else {
+		var err error
+		if b, err = jsonl.Marshal(ev); err != nil {
+			e.err = err
+			return
+		}
+	}
+	if _, err := e.w.Write(b); err != nil && e.err == nil {
+		e.err = err
+	}
+}
+
+// Marker writes a final marker line.
+func (e *Emitter) Marker(m string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fmt.Fprintln(e.w, m)
+}
+
+// Err is the first write error.
+func (e *Emitter) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// Render is the readable form of an event.
+func Render(ev any) string {
+	switch e := ev.(type) {
+	case *protocol.LoopStateEvent:
+		s := fmt.Sprintf("%s [%d] %-10s → %s", e.TS.Format("15:04:05"), e.Step, e.From, e.To)
+		if e.Reason != "" {
+			s += "  (" + e.Reason + ")"
+		}
+		return s
+	case *protocol.LoopAssistantEvent:
+		return fmt.Sprintf("%s [%d] assistant: %s  (%d in / %d out, $%.4f total)", e.TS.Format("15:04:05"), e.Step, oneLine(e.Text, 200), e.Usage.InputTokens, e.Usage.OutputTokens, e.Total.CostUSD)
+	case *protocol.LoopToolCallEvent:
+		return fmt.Sprintf("%s [%d] → %s %s", e.TS.Format("15:04:05"), e.Step, e.Call.Name, oneLine(string(e.Call.Input), 160))
+	case *protocol.LoopToolResultEvent:
+		st := "ok"
+		if !e.Result.OK {
+			st = "FAILED"
+			if e.Result.Error != nil {
+				st += ": " + oneLine(*e.Result.Error, 120)
+			}
+		}
+		return fmt.Sprintf("%s [%d] ← %s %s (%d ms) %s", e.TS.Format("15:04:05"), e.Step, e.Result.Name, st, e.Result.DurationMS, oneLine(e.Result.Output, 120))
+	case *protocol.LoopVerifyEvent:
+		st := "passed"
+		if !e.OK {
+			st = fmt.Sprintf("failed (exit %d)", e.ExitCode)
+		}
+		return fmt.Sprintf("%s [%d] verify #%d %q %s %s", e.TS.Format("15:04:05"), e.Step, e.Attempt, e.Command, st, oneLine(e.Output, 160))
+	case *protocol.LoopCommitEvent:
+		if e.Skipped {
+			return fmt.Sprintf("%s commit skipped: nothing changed", e.TS.Format("15:04:05"))
+		}
+		return fmt.Sprintf("%s commit %s %s", e.TS.Format("15:04:05"), e.Hash, oneLine(e.Message, 100))
+	case *protocol.LoopLimitEvent:
+		return fmt.Sprintf("%s [%d] LIMIT %s: %s", e.TS.Format("15:04:05"), e.Step, e.Limit, e.Reason)
+	case *protocol.LoopTaskEvent:
+		s := fmt.Sprintf("%s task %s %s", e.TS.Format("15:04:05"), e.Task, e.Status)
+		if e.Title != "" {
+			s += ": " + oneLine(e.Title, 100)
+		}
+		if e.Reason != "" {
+			s += " (" + e.Reason + ")"
+		}
+		return s
+	case *protocol.LoopLogEvent:
+		return fmt.Sprintf("%s %s: %s", e.TS.Format("15:04:05"), e.Level, e.Message)
+	}
+	b, _ := jsonl.Marshal(ev)
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,376 @@
+package loop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// LLM makes model calls. onEvent sees every event of the call as it
+// arrives (text deltas, retries, ...); Call returns the end event, or an
+// error (a *ModelError for an error event of the model).
+type LLM interface {
+	Call(ctx context.Context, req *protocol.Request, onEvent func(any)) (*protocol.EndEvent, error)
+	Close() error
+}
+
+// ModelError is an error event of a model call.
+type ModelError struct{ Event protocol.ErrorEvent }
+
+func (e *ModelError) Error() string {
+	if e.Event.Kind != "" {
+		return fmt.Sprintf("model %s error: %s", e.Event.Kind, e.Event.Message)
+	}
+	return "model error: " + e.Event.Message
+}
+
+// Auth reports an authentication failure, which no retry can fix.
+func (e *ModelError) Auth() bool { return e.Event.Kind == protocol.KindAuth }
+
+// shellCommand runs cmd through sh, so components are given as shell
+// command lines ('pg-llm serve', 'python3 my-model.py'); args follow as
+// "$@".
+func shellCommand(ctx context.Context, cmd string, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, "sh", append([]string{"-c", cmd + ` "$@"`, "sh"}, args...)...)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 2 * time.Second
+	return c
+}
+
+// coprocess is a long-lived child speaking JSON Lines: requests on its
+// stdin, replies tagged with an id on its stdout.
+type coprocess struct {
+	cmdline string
+	stderr  io.Writer
+	kind    string // "model" or "tools", for errors
+	dir     string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	waiters map[string]*waiter
+	dead    chan struct{}
+	deadErr error
+}
+
+func newCoprocess(kind, cmdline string, stderr io.Writer) *coprocess {
+	return &coprocess{kind: kind, cmdline: cmdline, stderr: stderr}
+}
+
+// start launches the child if it is not running. Called with mu held.
+func (c *coprocess) start() error {
+	if c.cmd != nil {
+		select {
+		case <-c.dead:
+			c.cmd = nil // it died: start a new one
+		default:
+			return nil
+		}
+	}
+	cmd := shellCommand(context.Background(), c.cmdline)
+	cmd.Dir = c.dir
+	cmd.Stderr = c.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s coprocess %q: %w", c.kind, c.cmdline, err)
+	}
+	c.cmd, c.in = cmd, in
+	c.waiters = map[string]*waiter{}
+	c.dead = make(chan struct{})
+	go c.read(cmd, out, c.dead)
+	return nil
+}
+
+// read routes reply lines to their waiters by id until the child's stdout closes.
+func (c *coprocess) read(cmd *exec.Cmd, out io.Reader, dead chan struct{}) {
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var head struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(line, &head) != nil {
+			fmt.Fprintf(c.stderr, "pg-loop: %s coprocess wrote a line that is not JSON: %.200s\n", c.kind, line)
+			continue
+		}
+		id := idString(head.ID)
+		c.mu.Lock()
+		w := c.waiters[id]
+		c.mu.Unlock()
+		if w == nil {
+			continue // a reply nobody waits for (e.g. a cancelled request)
+		}
+		select {
+		case w.ch <- append([]byte(nil), line...):
+		case <-w.gone:
+		}
+	}
+	err := sc.Err()
+	werr := cmd.Wait()
+	if err == nil {
+		err = werr
+	}
+	if err == nil {
+		err = errors.New("exited")
+	}
+	c.mu.Lock()
+	c.deadErr = fmt.Errorf("%s coprocess %q stopped: %w", c.kind, c.cmdline, err)
+	c.mu.Unlock()
+	close(dead)
+}
+
+func idString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(raw))
+}
+
+type waiter struct {
+	ch   chan []byte
+	gone chan struct{}
+}
+
+// send writes one request line and registers a waiter for its replies.
+func (c *coprocess) send(id string, line []byte) (chan []byte, chan struct{}, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.start(); err != nil {
+		return nil, nil, err
+	}
+	w := &waiter{ch: make(chan []byte, 64), gone: make(chan struct{})}
+	c.waiters[id] = w
+	if _, err := c.in.Write(append(line, '\n')); err != nil {
+		delete(c.waiters, id)
+		return nil, nil, fmt.Errorf("write to %s coprocess: %w", c.kind, err)
+	}
+	return w.ch, c.dead, nil
+}
+
+func (c *coprocess) forget(id string) {
+	c.mu.Lock()
+	if w := c.waiters[id]; w != nil {
+		close(w.gone)
+		delete(c.waiters, id)
+	}
+	c.mu.Unlock()
+}
+
+func (c *coprocess) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadErr
+}
+
+// Close ends the child: stdin closes, then it is killed after a grace.
+func (c *coprocess) Close() error {
+	c.mu.Lock()
+	cmd, in, dead := c.cmd, c.in, c.dead
+	c.cmd = nil
+	c.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	in.Close()
+	select {
+	case <-dead:
+	case <-time.After(2 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-dead
+	}
+	return nil
+}
+
+var reqSeq struct {
+	sync.Mutex
+	n int
+}
+
+func nextID(prefix string) string {
+	reqSeq.Lock()
+	defer reqSeq.Unlock()
+	reqSeq.n++
+	return prefix + strconv.Itoa(reqSeq.n)
+}
+
+// ServeLLM talks to `pg-llm serve` (or anything speaking its protocol).
+type ServeLLM struct{ co *coprocess }
+
+// NewServeLLM returns a model component running cmdline as a coprocess,
+// started at the first call and restarted if it dies.
+func NewServeLLM(cmdline string, stderr io.Writer) *ServeLLM {
+	return &ServeLLM{co: newCoprocess("model", cmdline, stderr)}
+}
+
+// Call sends the request with a fresh id and collects its events.
+func (l *ServeLLM) Call(ctx context.Context, req *protocol.Request, onEvent func(any)) (*protocol.EndEvent, error) {
+	r := *req
+	r.ID = nextID("r")
+	line, err := marshalLine(&r)
+	if err != nil {
+		return nil, err
+	}
+	ch, dead, err := l.co.send(r.ID, line)
+	if err != nil {
+		return nil, err
+	}
+	defer l.co.forget(r.ID)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case line := <-ch:
+			end, done, err := handleModelLine(line, onEvent)
+			if done {
+				return end, err
+			}
+		case <-dead:
+			// Drain what arrived before the child died.
+			for {
+				select {
+				case line := <-ch:
+					if end, done, err := handleModelLine(line, onEvent); done {
+						return end, err
+					}
+				default:
+					return nil, l.co.err()
+				}
+			}
+		}
+	}
+}
+
+// Close stops the coprocess.
+func (l *ServeLLM) Close() error { return l.co.Close() }
+
+// handleModelLine decodes one model event; done is set on end or error.
+func handleModelLine(line []byte, onEvent func(any)) (*protocol.EndEvent, bool, error) {
+	ev, err := protocol.ModelEvents.Decode(line)
+	if err != nil {
+		return nil, true, fmt.Errorf("model component: %w", err)
+	}
+	if onEvent != nil {
+		onEvent(ev)
+	}
+	switch e := ev.(type) {
+	case *protocol.EndEvent:
+		return e, true, nil
+	case *protocol.ErrorEvent:
+		return nil, true, &ModelError{Event: *e}
+	}
+	return nil, false, nil
+}
+
+// CommandLLM runs a command per call: the request on stdin, events on stdout.
+type CommandLLM struct {
+	Cmdline string
+	Dir     string
+	Stderr  io.Writer
+}
+
+// Call runs the command once.
+func (l *CommandLLM) Call(ctx context.Context, req *protocol.Request, onEvent func(any)) (*protocol.EndEvent, error) {
+	body, err := marshalLine(req)
+	if err != nil {
+		return nil, err
+	}
+	cmd := shellCommand(ctx, l.Cmdline)
+	cmd.Dir = l.Dir
+	cmd.Stdin = bytes.NewReader(body)
+	cmd.Stderr = l.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start model command %q: %w", l.Cmdline, err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var end *protocol.EndEvent
+	var callErr error
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || end != nil || callErr != nil {
+			continue
+		}
+		e, done, err := handleModelLine(line, onEvent)
+		if done {
+			end, callErr = e, err
+		}
+	}
+	werr := cmd.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if callErr != nil || end != nil {
+		return end, callErr
+	}
+	if werr != nil {
+		return nil, fmt.Errorf("model command %q: %w", l.Cmdline, werr)
+	}
+	return nil, protocol.ErrNoEnd
+}
+
+// Close does nothing: nothing outlives a call.
+func (l *CommandLLM) Close() error { return nil }
+
+// SiblingCommand is the command line of a sibling tool: the binary next to
+// the running executable when it exists, else the name (found on PATH).
+func SiblingCommand(name, args string) string {
+	if exe, err := os.Executable(); err == nil {
+		p := exe[:len(exe)-len(baseName(exe))] + name
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return shellQuote(p) + " " + args
+		}
+	}
+	return name + " " + args
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}
+
+func shellQuote(s string) string {
+	return "'" + string(bytes.ReplaceAll([]byte(s), []byte("'"), []byte(`'\''`))) + "'"
+}
+
+// marshalLine encodes v without HTML escaping and without the newline.
+func marshalLine(v any) ([]byte, error) {
+	b, err := jsonl.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b, []byte("\n")), nil
+}

@@ -1,0 +1,1032 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// DefaultSystem is the system prompt of a run without --system.
+const DefaultSystem = `You are a coding agent working in a repository, one task at a time, with tools to read, search, edit and run things.
+Work in small steps and check your work by running it. Do not ask questions: decide and act.
+When the task is complete, answer without calling any tool: give a short summary of what you changed, its first line fit for a commit subject.`
+
+// Options configure a run. The zero value of a limit disables it.
+type Options struct {
+	Workdir   string
+	System    string
+	Model     string
+	MaxTokens int
+
+	LLM    LLM
+	Tools  Tools
+	Source Source
+
+	Verify        string
+	VerifyTimeout time.Duration
+	MaxVerify     int
+	Commit        bool
+
+	Fresh         bool
+	Promise       string
+	MaxIterations int
+
+	MaxSteps        int
+	BreakerSame     int
+	BreakerFailures int
+	Budget          Budget
+	Velocity        float64 // steps per second; 0 with VelocitySet pauses
+	VelocitySet     bool
+	VelocityFile    string
+
+	ContextWindow int // tokens; 0 disables windowing
+	Reserve       int // tokens kept free besides max_tokens
+	KeepMessages  int // recent messages summarization keeps
+
+	Team      *teamdir.Dir // team mode: the worker record is kept here
+	Worker    string
+	Heartbeat time.Duration
+	Lease     time.Duration // renew the claim every Lease/3
+
+	Session *Session
+	Resume  *Replay // what a resumed session had in progress
+
+	Events *Emitter
+	Stderr io.Writer
+	Now    func() time.Time
+}
+
+// Result is how a run ended.
+type Result struct {
+	State     State
+	TasksDone int
+	Failed    int   // tasks that failed
+	Limit     bool  // some limit stopped a task or the run
+	Err       error // the cause when State is Failed
+	Signal    bool  // the run was interrupted
+}
+
+// Checker decides whether a task is complete besides verify (pipeline
+// exit conditions). Sources may implement it.
+type Checker interface {
+	Check(ctx context.Context, t *protocol.Task, answer string, iteration int) (ok bool, detail string, err error)
+}
+
+// Prompter builds a task's prompt for an iteration (pipeline stages with
+// variables). Sources may implement it.
+type Prompter interface {
+	Prompt(t *protocol.Task, iteration int) string
+}
+
+// Runner drives the state machine.
+type Runner struct {
+	o     Options
+	state State
+	step  int
+	usage protocol.Usage
+	tools []protocol.ToolDef
+	sys   string
+	cur   *taskRun
+	res   Result
+
+	failReason string
+	failRetry  bool
+	failLimit  bool
+	fatalErr   error
+
+	wmu    sync.Mutex
+	worker *protocol.Worker
+	curMu  sync.Mutex // guards cur for the heartbeat
+}
+
+type taskRun struct {
+	task        *protocol.Task
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
+	conv        []protocol.Message
+	steps       int
+	iter        int
+	verifyFails int
+	breaker     Breaker
+	calls       []protocol.ToolCall
+	results     []protocol.ToolResult
+	answer      string
+	lastVerify  string
+	usage       protocol.Usage
+	lastRenew   time.Time
+}
+
+// NewRunner checks the options and returns a runner.
+func NewRunner(o Options) (*Runner, error) {
+	if o.LLM == nil || o.Tools == nil || o.Source == nil || o.Events == nil {
+		return nil, errors.New("loop: a model, tools, a task source and an emitter are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 10 * time.Second
+	}
+	if o.KeepMessages <= 0 {
+		o.KeepMessages = 8
+	}
+	if o.Workdir == "" {
+		o.Workdir = "."
+	}
+	return &Runner{o: o, state: Idle}, nil
+}
+
+var errLeaseLost = errors.New("lease lost: another worker may hold the task")
+
+// Run runs until every task has ended (done) or the run cannot go on
+// (failed). The last stdout line is <POWERGLIDE_DONE> or
+// <POWERGLIDE_ERROR>, except when a signal interrupted the run.
+func (r *Runner) Run(ctx context.Context) Result {
+	hbCtx, stopHB := context.WithCancel(context.Background())
+	var hbDone chan struct{}
+	if r.o.Team != nil {
+		r.initWorker()
+		hbDone = make(chan struct{})
+		go r.heartbeat(hbCtx, hbDone)
+	}
+	if s := r.o.Session; s != nil {
+		s.Info.Status = "running"
+		s.Info.PID = os.Getpid()
+		if r.o.Resume != nil {
+			r.usage = r.o.Resume.Usage
+			r.step = max(s.Info.Step, r.o.Resume.TotalSteps)
+		}
+	}
+	r.fire(Start, "")
+	for !r.state.Terminal() {
+		if ctx.Err() != nil {
+			r.interrupt(ctx)
+			break
+		}
+		in, reason := r.handle(ctx)
+		if ctx.Err() != nil {
+			r.interrupt(ctx)
+			break
+		}
+		r.fire(in, reason)
+	}
+	stopHB()
+	if hbDone != nil {
+		<-hbDone
+	}
+	r.res.State = r.state
+	r.finishSession()
+	if r.o.Team != nil {
+		r.updateWorker(func(w *protocol.Worker) {
+			w.State = string(r.state)
+			w.Task = ""
+			w.Paused = false
+		})
+	}
+	switch {
+	case r.res.Signal:
+	case r.state == Done:
+		r.o.Events.Marker(MarkerDone)
+	default:
+		r.o.Events.Marker(MarkerError)
+	}
+	return r.res
+}
+
+func (r *Runner) interrupt(ctx context.Context) {
+	r.res.Signal = true
+	r.fatalErr = context.Cause(ctx)
+	if r.fatalErr == nil {
+		r.fatalErr = ctx.Err()
+	}
+	r.fire(Fatal, "interrupted: "+r.fatalErr.Error())
+}
+
+// fire applies an input: the transition, its event, and what ending a
+// task or the run implies.
+func (r *Runner) fire(in Input, reason string) {
+	from := r.state
+	to, err := Next(from, in)
+	if err != nil {
+		// A driver bug; stop rather than run on in an unknown state.
+		r.fatalErr = err
+		to, in, reason = Failed, Fatal, err.Error()
+	}
+	switch in {
+	case TaskFailed:
+		r.endTask(protocol.StatusFailed, r.failReason, r.failRetry)
+	case Fatal:
+		if r.cur != nil {
+			if r.failLimit {
+				r.endTask(protocol.StatusFailed, reason, false)
+			} else {
+				r.endTask("released", reason, false)
+			}
+		}
+		if r.res.Err == nil {
+			r.res.Err = r.fatalErr
+			if r.res.Err == nil {
+				r.res.Err = errors.New(reason)
+			}
+		}
+	}
+	r.state = to
+	ev := &protocol.LoopStateEvent{Type: protocol.LoopState, TS: r.now(), Worker: r.o.Worker, Step: r.step, From: string(from), To: string(to), Reason: reason}
+	if r.o.Session != nil {
+		ev.Session = r.o.Session.Info.ID
+	}
+	if r.cur != nil {
+		ev.Task = r.cur.task.ID
+	}
+	r.o.Events.Emit(ev)
+	if r.o.Team != nil {
+		r.updateWorker(func(w *protocol.Worker) {
+			w.State = string(to)
+			w.Step = r.step
+			w.ProgressAt = r.now()
+			w.Usage = r.usage
+			if r.cur != nil {
+				w.Task = r.cur.task.ID
+			} else {
+				w.Task = ""
+			}
+		})
+	}
+	if s := r.o.Session; s != nil {
+		s.mu.Lock()
+		s.Info.State, s.Info.Step, s.Info.Usage = string(to), r.step, r.usage
+		s.mu.Unlock()
+	}
+	r.failReason, r.failRetry, r.failLimit = "", false, false
+}
+
+func (r *Runner) now() time.Time { return r.o.Now().UTC() }
+
+func (r *Runner) log(level, format string, args ...any) {
+	r.o.Events.Emit(&protocol.LoopLogEvent{Type: protocol.LoopLog, TS: r.now(), Level: level, Message: fmt.Sprintf(format, args...)})
+}
+
+// taskFail prepares a TaskFailed input.
+func (r *Runner) taskFail(reason string, retry bool) (Input, string) {
+	r.failReason, r.failRetry = reason, retry
+	return TaskFailed, reason
+}
+
+// limit reports a limit; run-scoped limits end the run.
+func (r *Runner) limit(le *LimitError, runScoped bool) (Input, string) {
+	r.res.Limit = true
+	ev := &protocol.LoopLimitEvent{Type: protocol.LoopLimit, TS: r.now(), Step: r.step, Limit: le.Limit, Reason: le.Reason}
+	if r.cur != nil {
+		ev.Task = r.cur.task.ID
+	}
+	r.o.Events.Emit(ev)
+	if runScoped {
+		r.failLimit = true
+		r.fatalErr = le
+		return Fatal, le.Error()
+	}
+	r.failReason = le.Error()
+	return TaskFailed, le.Error()
+}
+
+func (r *Runner) fatal(err error) (Input, string) {
+	r.fatalErr = err
+	return Fatal, err.Error()
+}
+
+func (r *Runner) handle(ctx context.Context) (Input, string) {
+	switch r.state {
+	case Idle:
+		return Start, ""
+	case LoadTasks:
+		return r.loadTasks(ctx)
+	case PickTask:
+		return r.pickTask(ctx)
+	case Thinking:
+		return r.thinking(ctx)
+	case ToolCall:
+		return r.toolCall()
+	case Executing:
+		return r.executing()
+	case Observing:
+		return r.observing()
+	case Verify:
+		return r.verify()
+	case Commit:
+		return r.commit()
+	}
+	return r.fatal(fmt.Errorf("loop: no handler for state %s", r.state))
+}
+
+func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
+	defs, err := r.o.Tools.List(ctx)
+	if err != nil {
+		return r.fatal(err)
+	}
+	r.tools = defs
+	r.sys = r.o.System
+	if r.sys == "" {
+		r.sys = DefaultSystem
+	}
+	if pc := ProjectContext(r.o.Workdir); pc != "" {
+		r.sys += "\n\n# Project context\n" + pc
+	}
+	return Loaded, fmt.Sprintf("%d tools", len(defs))
+}
+
+func (r *Runner) pickTask(ctx context.Context) (Input, string) {
+	var t *protocol.Task
+	var restore *Replay
+	if rp := r.o.Resume; rp != nil && rp.Current != nil {
+		r.o.Resume = nil
+		if qs, ok := r.o.Source.(*QueueSource); ok {
+			if err := qs.Renew(ctx, rp.Current); err == nil {
+				t, restore = rp.Current, rp
+			} else {
+				r.log("warn", "resumed task %s is no longer ours (%v); claiming anew", rp.Current.ID, err)
+			}
+		} else {
+			restore = rp
+		}
+	}
+	if t == nil {
+		var err error
+		t, err = r.o.Source.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Fatal, "interrupted"
+			}
+			return r.fatal(fmt.Errorf("pick a task: %w", err))
+		}
+	}
+	if t == nil {
+		return Empty, "no task left"
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	tr := &taskRun{task: t, ctx: tctx, cancel: cancel, lastRenew: r.now()}
+	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures}
+	if restore != nil && restore.Current != nil && restore.Current.ID == t.ID && len(restore.Conv) > 0 {
+		tr.conv, tr.steps, tr.iter = restore.Conv, restore.Steps, restore.Iter
+		r.log("info", "resumed task %s with %d messages", t.ID, len(tr.conv))
+	} else {
+		if it, ok := r.o.Source.(interface{ Iterations(*protocol.Task) int }); ok {
+			tr.iter = it.Iterations(t)
+		}
+		first := r.userMessage(r.taskPrompt(t, tr.iter+1, ""))
+		tr.conv = []protocol.Message{first}
+		r.remember(MemoryRecord{Type: MemTask, Task: t.ID, Status: "started", TaskRec: t})
+		r.remember(MemoryRecord{Type: MemMessage, Task: t.ID, Message: &first})
+	}
+	r.curMu.Lock()
+	r.cur = tr
+	r.curMu.Unlock()
+	if s := r.o.Session; s != nil {
+		s.mu.Lock()
+		s.Info.Task = t.ID
+		s.mu.Unlock()
+		r.saveSession()
+	}
+	r.o.Events.Emit(&protocol.LoopTaskEvent{Type: protocol.LoopTask, TS: r.now(), Task: t.ID, Title: t.Title, Status: "started", Usage: protocol.Usage{}})
+	return Picked, t.ID
+}
+
+func (r *Runner) userMessage(text string) protocol.Message {
+	return protocol.Message{Role: protocol.RoleUser, Content: protocol.Content{{Type: protocol.BlockText, Text: text}}}
+}
+
+// taskPrompt is the first user message of a task (or of a fresh iteration).
+func (r *Runner) taskPrompt(t *protocol.Task, iter int, lastVerify string) string {
+	var b strings.Builder
+	if p, ok := r.o.Source.(Prompter); ok {
+		b.WriteString(p.Prompt(t, iter))
+	} else {
+		b.WriteString(t.Prompt)
+		if t.Prompt == "" {
+			b.WriteString(t.Title)
+		}
+	}
+	if v := r.verifyCmd(t); v != "" {
+		fmt.Fprintf(&b, "\n\nThe work is checked by running `%s`; it must pass.", v)
+	}
+	if w := r.promise(t); w != "" {
+		fmt.Fprintf(&b, "\n\nWhen, and only when, the task is completely done, end your final answer with <promise>%s</promise>. Saying it early does not end the work: the check still has to pass.", w)
+	}
+	if iter > 1 {
+		fmt.Fprintf(&b, "\n\nThis is iteration %d. Earlier iterations left their work in the files and in git: look at the current state before you act.", iter)
+		if lastVerify != "" {
+			fmt.Fprintf(&b, "\nThe last check failed:\n```\n%s\n```", lastVerify)
+		}
+	}
+	return b.String()
+}
+
+func label(t *protocol.Task, k string) string {
+	if t.Labels == nil {
+		return ""
+	}
+	return t.Labels[k]
+}
+
+func (r *Runner) verifyCmd(t *protocol.Task) string {
+	if t.Verify != "" {
+		return t.Verify
+	}
+	return r.o.Verify
+}
+
+func (r *Runner) promise(t *protocol.Task) string {
+	if p := label(t, "promise"); p != "" {
+		return p
+	}
+	return r.o.Promise
+}
+
+func (r *Runner) fresh(t *protocol.Task) bool {
+	if f := label(t, "fresh"); f != "" {
+		b, _ := strconv.ParseBool(f)
+		return b
+	}
+	return r.o.Fresh
+}
+
+func (r *Runner) maxIterations(t *protocol.Task) int {
+	if m := label(t, "max_iterations"); m != "" {
+		if n, err := strconv.Atoi(m); err == nil {
+			return n
+		}
+	}
+	return r.o.MaxIterations
+}
+
+func (r *Runner) remember(rec MemoryRecord) {
+	if r.o.Session == nil {
+		return
+	}
+	rec.TS = r.now()
+	if err := r.o.Session.Append(rec); err != nil {
+		r.log("error", "%v", err)
+	}
+}
+
+func (r *Runner) addMessage(m protocol.Message, u *protocol.Usage) {
+	r.cur.conv = append(r.cur.conv, m)
+	r.remember(MemoryRecord{Type: MemMessage, Task: r.cur.task.ID, Message: &m, Usage: u})
+}
+
+func (r *Runner) request(conv []protocol.Message) *protocol.Request {
+	return &protocol.Request{Model: r.o.Model, System: r.sys, Messages: conv, Tools: r.tools, MaxTokens: r.o.MaxTokens, Cache: true}
+}
+
+// pace applies the velocity: a delay before each step, or a pause while
+// it is 0. The worker record shows the pause.
+func (r *Runner) pace(ctx context.Context) error {
+	paused := false
+	defer func() {
+		if paused {
+			r.log("info", "velocity > 0: resumed")
+			r.updateWorker(func(w *protocol.Worker) { w.Paused = false })
+		}
+	}()
+	for {
+		v, set := r.o.Velocity, r.o.VelocitySet
+		if r.o.VelocityFile != "" {
+			fv, fset, err := ReadVelocity(r.o.VelocityFile)
+			if err != nil {
+				r.log("warn", "%v", err)
+			} else if fset {
+				v, set = fv, true
+			}
+		}
+		if !set {
+			r.updateWorker(func(w *protocol.Worker) { w.Velocity = 1 })
+			return nil
+		}
+		if v > 0 {
+			r.updateWorker(func(w *protocol.Worker) { w.Velocity = v; w.Paused = false })
+			return sleep(ctx, VelocityDelay(v))
+		}
+		if !paused {
+			paused = true
+			r.log("info", "velocity 0: paused")
+			r.updateWorker(func(w *protocol.Worker) { w.Velocity = 0; w.Paused = true })
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (r *Runner) thinking(ctx context.Context) (Input, string) {
+	tr := r.cur
+	if err := r.pace(tr.ctx); err != nil {
+		return r.taskCtxErr(ctx)
+	}
+	if r.o.MaxSteps > 0 && tr.steps >= r.o.MaxSteps {
+		return r.limit(&LimitError{Limit: LimitSteps, Reason: fmt.Sprintf("%d steps taken, the limit is %d", tr.steps, r.o.MaxSteps)}, false)
+	}
+	if err := r.window(tr.ctx); err != nil {
+		if tr.ctx.Err() != nil {
+			return r.taskCtxErr(ctx)
+		}
+		return r.modelFailure(err)
+	}
+	req := r.request(tr.conv)
+	if err := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); err != nil {
+		return r.limit(err.(*LimitError), true)
+	}
+	r.step++
+	tr.steps++
+	end, err := r.o.LLM.Call(tr.ctx, req, r.onModelEvent)
+	if err != nil {
+		if tr.ctx.Err() != nil {
+			return r.taskCtxErr(ctx)
+		}
+		return r.modelFailure(err)
+	}
+	msg := end.Message
+	msg.Role = protocol.RoleAssistant
+	if len(msg.Content) == 0 {
+		msg.Content = protocol.Content{{Type: protocol.BlockText, Text: ""}}
+	}
+	u := end.Usage
+	r.usage = r.usage.Add(u)
+	tr.usage = tr.usage.Add(u)
+	r.addMessage(msg, &u)
+	text, thinking := msg.Content.Text(), ""
+	for _, b := range msg.Content {
+		if b.Type == protocol.BlockThinking {
+			thinking += b.Thinking
+		}
+	}
+	r.o.Events.Emit(&protocol.LoopAssistantEvent{Type: protocol.LoopAssistant, TS: r.now(), Task: tr.task.ID, Step: r.step, Text: text, Thinking: thinking, Model: end.Model, Usage: u, Total: r.usage})
+	tr.calls = msg.Content.ToolCalls()
+	if len(tr.calls) > 0 {
+		return ToolCalls, fmt.Sprintf("%d tool calls", len(tr.calls))
+	}
+	tr.answer = text
+	return Answer, end.StopReason
+}
+
+// taskCtxErr turns a cancelled task context into its input: the run's
+// signal, or the task's lost lease.
+func (r *Runner) taskCtxErr(ctx context.Context) (Input, string) {
+	if ctx.Err() != nil {
+		return Fatal, "interrupted"
+	}
+	cause := context.Cause(r.cur.ctx)
+	r.failReason = cause.Error()
+	return TaskFailed, cause.Error()
+}
+
+func (r *Runner) modelFailure(err error) (Input, string) {
+	var me *ModelError
+	if errors.As(err, &me) && me.Auth() {
+		return r.fatal(err)
+	}
+	if errors.As(err, &me) {
+		return r.taskFail(err.Error(), me.Event.Retryable || me.Event.Kind != protocol.KindBadRequest)
+	}
+	// The component itself broke (it died, wrote garbage): nothing else
+	// will work either.
+	return r.fatal(err)
+}
+
+func (r *Runner) onModelEvent(ev any) {
+	switch e := ev.(type) {
+	case *protocol.RetryEvent:
+		r.log("warn", "model retry %d in %d ms: %s", e.Attempt, e.DelayMS, e.Reason)
+	case *protocol.FallbackEvent:
+		r.log("warn", "model fallback from %s to %s: %s", e.From, e.To, e.Reason)
+	}
+}
+
+func (r *Runner) toolCall() (Input, string) {
+	tr := r.cur
+	tr.results = make([]protocol.ToolResult, len(tr.calls))
+	for i, c := range tr.calls {
+		r.o.Events.Emit(&protocol.LoopToolCallEvent{Type: protocol.LoopToolCall, TS: r.now(), Task: tr.task.ID, Step: r.step, Call: c})
+		if err := tr.breaker.Call(c); err != nil {
+			var le *LimitError
+			errors.As(err, &le)
+			return r.limit(le, false)
+		}
+		if len(c.Input) > 0 && !json.Valid(c.Input) {
+			tr.results[i] = failedResult(c, "the input is not valid JSON")
+		}
+	}
+	return Parsed, ""
+}
+
+func (r *Runner) executing() (Input, string) {
+	tr := r.cur
+	var todo []protocol.ToolCall
+	var idx []int
+	for i, c := range tr.calls {
+		if tr.results[i].Type == "" {
+			todo = append(todo, c)
+			idx = append(idx, i)
+		}
+	}
+	if len(todo) > 0 {
+		res, err := r.o.Tools.Call(tr.ctx, todo)
+		if err != nil {
+			if tr.ctx.Err() != nil {
+				return r.taskCtxErr(r.cur.ctx)
+			}
+			return r.fatal(fmt.Errorf("tools: %w", err))
+		}
+		for j, i := range idx {
+			tr.results[i] = res[j]
+		}
+	}
+	failed := 0
+	for _, res := range tr.results {
+		r.o.Events.Emit(&protocol.LoopToolResultEvent{Type: protocol.LoopToolResult, TS: r.now(), Task: tr.task.ID, Step: r.step, Result: res})
+		if !res.OK {
+			failed++
+		}
+	}
+	if r.o.Team != nil && len(tr.results) > 0 {
+		last := tr.results[len(tr.results)-1]
+		r.updateWorker(func(w *protocol.Worker) {
+			w.LastTool = last.Name
+			if !last.OK && last.Error != nil {
+				e := *last.Error
+				w.LastError = &e
+			}
+		})
+	}
+	return Executed, fmt.Sprintf("%d ok, %d failed", len(tr.results)-failed, failed)
+}
+
+func (r *Runner) observing() (Input, string) {
+	tr := r.cur
+	blocks := make(protocol.Content, len(tr.results))
+	for i, res := range tr.results {
+		out := res.Output
+		if !res.OK && res.Error != nil {
+			if out != "" {
+				out = *res.Error + "\n" + out
+			} else {
+				out = *res.Error
+			}
+		}
+		if res.Truncated && res.FullOutput != "" {
+			out += "\n[output truncated; the whole output is in " + res.FullOutput + "]"
+		}
+		blocks[i] = protocol.Block{Type: protocol.BlockToolResult, ID: tr.calls[i].ID, Output: out, IsError: !res.OK}
+	}
+	r.addMessage(protocol.Message{Role: protocol.RoleTool, Content: blocks}, nil)
+	for _, res := range tr.results {
+		if err := tr.breaker.Result(res); err != nil {
+			var le *LimitError
+			errors.As(err, &le)
+			return r.limit(le, false)
+		}
+	}
+	return Observed, ""
+}
+
+var promiseRE = regexp.MustCompile(`(?s)<promise>\s*(.*?)\s*</promise>`)
+
+// HasPromise reports whether text holds <promise>word</promise>.
+func HasPromise(text, word string) bool {
+	for _, m := range promiseRE.FindAllStringSubmatch(text, -1) {
+		if m[1] == word {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Runner) verify() (Input, string) {
+	tr := r.cur
+	tr.iter++
+	var missing []string
+	feedback := ""
+	verified := true
+	promiseOK := true
+	if w := r.promise(tr.task); w != "" && !HasPromise(tr.answer, w) {
+		promiseOK = false
+		missing = append(missing, "promise")
+		feedback = fmt.Sprintf("The task is not complete: your answer did not contain <promise>%s</promise>. Keep working; say it only when everything is done.", w)
+	}
+	if cmd := r.verifyCmd(tr.task); cmd != "" && promiseOK {
+		out, err := RunVerify(tr.ctx, cmd, r.o.Workdir, r.o.VerifyTimeout)
+		if err != nil && tr.ctx.Err() != nil {
+			return r.taskCtxErr(r.cur.ctx)
+		}
+		if err != nil {
+			out = VerifyOutcome{ExitCode: -1, Output: err.Error()}
+		}
+		if !out.OK {
+			tr.verifyFails++
+		}
+		r.o.Events.Emit(&protocol.LoopVerifyEvent{Type: protocol.LoopVerify, TS: r.now(), Task: tr.task.ID, Step: r.step, Command: cmd, OK: out.OK, ExitCode: out.ExitCode, Output: out.Output, Attempt: tr.iter})
+		if !out.OK {
+			verified = false
+			missing = append(missing, "verify")
+			tr.lastVerify = strings.TrimSpace(fmt.Sprintf("`%s` exited %d\n%s", cmd, out.ExitCode, out.Output))
+			feedback = fmt.Sprintf("The check `%s` failed (exit %d):\n```\n%s\n```\nFix the problem, then answer again with a summary.", cmd, out.ExitCode, out.Output)
+			if r.promise(tr.task) != "" {
+				feedback = "Your promise was refused: the work does not pass its check yet.\n" + feedback
+			}
+		} else {
+			tr.lastVerify = ""
+		}
+	}
+	if ck, ok := r.o.Source.(Checker); ok && promiseOK && verified {
+		done, detail, err := ck.Check(tr.ctx, tr.task, tr.answer, tr.iter)
+		if err != nil {
+			return r.taskFail(fmt.Sprintf("exit condition: %v", err), false)
+		}
+		if !done {
+			missing = append(missing, "exit condition")
+			feedback = "The stage is not complete yet: " + detail + ". Keep working."
+			tr.lastVerify = detail
+		}
+	}
+	// Completion is checked before the limits.
+	if len(missing) == 0 {
+		return VerifyPassed, fmt.Sprintf("complete after %d iterations", tr.iter)
+	}
+	if r.o.MaxVerify > 0 && tr.verifyFails >= r.o.MaxVerify && !verified {
+		return r.limit(&LimitError{Limit: LimitVerify, Reason: fmt.Sprintf("verify failed %d times, the limit is %d", tr.verifyFails, r.o.MaxVerify)}, false)
+	}
+	if m := r.maxIterations(tr.task); m > 0 && tr.iter >= m {
+		return r.limit(&LimitError{Limit: LimitIterations, Reason: fmt.Sprintf("%d iterations without completion (missing: %s), the limit is %d", tr.iter, strings.Join(missing, ", "), m)}, false)
+	}
+	if r.fresh(tr.task) {
+		first := r.userMessage(r.taskPrompt(tr.task, tr.iter+1, tr.lastVerify))
+		tr.conv = []protocol.Message{first}
+		r.remember(MemoryRecord{Type: MemFresh, Task: tr.task.ID, Message: &first, Iteration: tr.iter})
+	} else {
+		r.addMessage(r.userMessage(feedback), nil)
+	}
+	return VerifyFailed, "missing: " + strings.Join(missing, ", ")
+}
+
+// TaskResult is what a completed task records in the queue.
+type TaskResult struct {
+	Summary string         `json:"summary"`
+	Commit  string         `json:"commit,omitempty"`
+	Usage   protocol.Usage `json:"usage"`
+	Session string         `json:"session,omitempty"`
+	Steps   int            `json:"steps"`
+}
+
+func (r *Runner) commit() (Input, string) {
+	tr := r.cur
+	hash := ""
+	if r.o.Commit {
+		msg := CommitMessage(tr.answer, tr.task.Title)
+		h, err := GitCommit(tr.ctx, r.o.Workdir, msg)
+		if err != nil {
+			if tr.ctx.Err() != nil {
+				return r.taskCtxErr(r.cur.ctx)
+			}
+			return r.taskFail(fmt.Sprintf("commit: %v", err), false)
+		}
+		hash = h
+		r.o.Events.Emit(&protocol.LoopCommitEvent{Type: protocol.LoopCommit, TS: r.now(), Task: tr.task.ID, Hash: h, Message: strings.TrimSpace(msg), Skipped: h == ""})
+	}
+	res := TaskResult{Summary: strings.TrimSpace(promiseRE.ReplaceAllString(tr.answer, "")), Commit: hash, Usage: tr.usage, Steps: tr.steps}
+	if r.o.Session != nil {
+		res.Session = r.o.Session.Info.ID
+	}
+	b, _ := json.Marshal(res)
+	if err := r.o.Source.Complete(tr.ctx, tr.task, b); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			r.failReason = errLeaseLost.Error()
+			return TaskFailed, errLeaseLost.Error()
+		}
+		if tr.ctx.Err() != nil {
+			return r.taskCtxErr(r.cur.ctx)
+		}
+		return r.fatal(fmt.Errorf("complete task %s: %w", tr.task.ID, err))
+	}
+	r.res.TasksDone++
+	r.closeTask(protocol.StatusDone, "")
+	return Committed, hash
+}
+
+// endTask fails or releases the current task in its source.
+func (r *Runner) endTask(status, reason string, retry bool) {
+	tr := r.cur
+	if tr == nil {
+		return
+	}
+	// Use a short fresh context: the task's may be cancelled (signal).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lost := errors.Is(context.Cause(tr.ctx), errLeaseLost)
+	var err error
+	switch {
+	case lost:
+	case status == "released":
+		err = r.o.Source.Release(ctx, tr.task)
+	default:
+		r.res.Failed++
+		err = r.o.Source.Fail(ctx, tr.task, reason, retry)
+	}
+	if err != nil {
+		r.log("error", "%s task %s: %v", status, tr.task.ID, err)
+	}
+	r.closeTask(status, reason)
+}
+
+func (r *Runner) closeTask(status, reason string) {
+	tr := r.cur
+	r.o.Events.Emit(&protocol.LoopTaskEvent{Type: protocol.LoopTask, TS: r.now(), Task: tr.task.ID, Title: tr.task.Title, Status: status, Reason: reason, Usage: tr.usage})
+	if status != "released" {
+		r.remember(MemoryRecord{Type: MemTask, Task: tr.task.ID, Status: status, Reason: reason})
+	}
+	tr.cancel(nil)
+	r.curMu.Lock()
+	r.cur = nil
+	r.curMu.Unlock()
+	if s := r.o.Session; s != nil {
+		if ls, ok := r.o.Source.(*ListSource); ok {
+			s.mu.Lock()
+			s.Info.Tasks = ls.Snapshot()
+			s.mu.Unlock()
+		}
+		s.mu.Lock()
+		s.Info.Task = ""
+		s.mu.Unlock()
+		r.saveSession()
+	}
+	if r.o.Team != nil {
+		r.updateWorker(func(w *protocol.Worker) { w.LastResult = status; w.Task = "" })
+	}
+}
+
+func (r *Runner) saveSession() {
+	if s := r.o.Session; s != nil {
+		if err := s.Save(r.now()); err != nil {
+			r.log("error", "save session: %v", err)
+		}
+	}
+}
+
+func (r *Runner) finishSession() {
+	s := r.o.Session
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	switch {
+	case r.res.Signal:
+		s.Info.Status = "interrupted"
+	case r.state == Done:
+		s.Info.Status = "done"
+	default:
+		s.Info.Status = "failed"
+	}
+	s.mu.Unlock()
+	r.saveSession()
+}
+
+// window keeps the next request inside the model's context window: old
+// tool outputs are pruned first, then older turns are summarized.
+func (r *Runner) window(ctx context.Context) error {
+	if r.o.ContextWindow <= 0 {
+		return nil
+	}
+	tr := r.cur
+	limit := r.o.ContextWindow - r.o.MaxTokens - r.o.Reserve
+	if EstimateTokens(r.request(tr.conv)) <= limit {
+		return nil
+	}
+	before := len(tr.conv) - r.o.KeepMessages
+	if before > 1 {
+		tr.conv = pruneBefore(tr.conv, before)
+		r.remember(MemoryRecord{Type: MemPrune, Task: tr.task.ID, Before: before})
+		est := EstimateTokens(r.request(tr.conv))
+		r.log("info", "context window: pruned old tool outputs, about %d tokens now (limit %d)", est, limit)
+		if est <= limit {
+			return nil
+		}
+	}
+	cut := summaryCut(tr.conv, r.o.KeepMessages)
+	if cut == 0 {
+		return nil // nothing old enough: let the model report an overflow
+	}
+	req := &protocol.Request{Model: r.o.Model, System: summarizeSystem, MaxTokens: r.o.MaxTokens,
+		Messages: []protocol.Message{r.userMessage("The task:\n" + tr.conv[0].Content.Text() + "\n\nThe work so far:\n" + transcript(tr.conv[1:cut]) + "\nSummarize it.")}}
+	if err := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); err != nil {
+		return err
+	}
+	end, err := r.o.LLM.Call(ctx, req, nil)
+	if err != nil {
+		return fmt.Errorf("summarize the conversation: %w", err)
+	}
+	u := end.Usage
+	r.usage = r.usage.Add(u)
+	tr.usage = tr.usage.Add(u)
+	summary := strings.TrimSpace(end.Message.Content.Text())
+	tr.conv = applySummary(tr.conv, cut, summary)
+	r.remember(MemoryRecord{Type: MemSummary, Task: tr.task.ID, KeepFrom: cut, Summary: summary, Usage: &u})
+	r.log("info", "context window: summarized %d messages, about %d tokens now", cut-1, EstimateTokens(r.request(tr.conv)))
+	return nil
+}
+
+// Worker record and heartbeat.
+
+func (r *Runner) initWorker() {
+	pid, start, _ := proc.Self()
+	host, _ := os.Hostname()
+	now := r.now()
+	w := &protocol.Worker{Worker: r.o.Worker, PID: pid, PIDStart: start, Host: host, State: string(Idle),
+		HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
+	if old, err := r.o.Team.ReadWorker(r.o.Worker); err == nil {
+		w.Epoch = old.Epoch + 1
+	}
+	if r.o.Session != nil {
+		w.Session = r.o.Session.Info.ID
+	}
+	r.worker = w
+	r.writeWorker()
+}
+
+func (r *Runner) updateWorker(f func(w *protocol.Worker)) {
+	if r.o.Team == nil {
+		return
+	}
+	r.wmu.Lock()
+	f(r.worker)
+	r.wmu.Unlock()
+	r.writeWorker()
+}
+
+func (r *Runner) writeWorker() {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.worker.HeartbeatAt = r.now()
+	if err := r.o.Team.WriteWorker(r.worker); err != nil {
+		fmt.Fprintf(r.o.Stderr, "pg-loop: worker record: %v\n", err)
+	}
+}
+
+// heartbeat refreshes heartbeat_at and renews the task's lease.
+func (r *Runner) heartbeat(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(r.o.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.writeWorker()
+		r.curMu.Lock()
+		tr := r.cur
+		r.curMu.Unlock()
+		if tr == nil || r.o.Lease <= 0 || time.Since(tr.lastRenew) < r.o.Lease/3 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, r.o.Lease/3)
+		err := r.o.Source.Renew(rctx, tr.task)
+		cancel()
+		switch {
+		case err == nil:
+			tr.lastRenew = time.Now()
+		case errors.Is(err, ErrLeaseLost):
+			tr.cancel(errLeaseLost)
+		default:
+			if ctx.Err() == nil {
+				fmt.Fprintf(r.o.Stderr, "pg-loop: renew task %s: %v\n", tr.task.ID, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// Tools runs tool calls. Call runs the calls of one turn, in parallel
+// where the component allows it, and returns one result per call in the
+// calls' order; a call that could not run gets a failed result.
+type Tools interface {
+	List(ctx context.Context) ([]protocol.ToolDef, error)
+	Call(ctx context.Context, calls []protocol.ToolCall) ([]protocol.ToolResult, error)
+	Close() error
+}
+
+// ListCommand runs a `pg-tool list`-like command and decodes its array.
+func ListCommand(ctx context.Context, cmdline, dir string, stderr io.Writer, args ...string) ([]protocol.ToolDef, error) {
+	cmd := shellCommand(ctx, cmdline, args...)
+	cmd.Dir = dir
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("list tools with %q: %w", strings.TrimSpace(cmdline+" "+strings.Join(args, " ")), err)
+	}
+	var defs []protocol.ToolDef
+	if err := json.Unmarshal(out, &defs); err != nil {
+		return nil, fmt.Errorf("list tools with %q: expected a JSON array of tool definitions: %w", cmdline, err)
+	}
+	for i, d := range defs {
+		if d.Name == "" {
+			return nil, fmt.Errorf("list tools with %q: tool %d has no name", cmdline, i)
+		}
+		if len(d.InputSchema) == 0 {
+			defs[i].InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+	}
+	return defs, nil
+}
+
+func failedResult(c protocol.ToolCall, msg string) protocol.ToolResult {
+	return protocol.ToolResult{Type: "result", ID: c.ID, Name: c.Name, OK: false, Error: &msg}
+}
+
+// ServeTools talks to `pg-tool serve`; the tool list comes from ListCmd.
+type ServeTools struct {
+	co      *coprocess
+	ListCmd string
+	Dir     string
+	stderr  io.Writer
+}
+
+// NewServeTools runs cmdline as a tools coprocess; listCmd prints the tool definitions.
+func NewServeTools(cmdline, listCmd, dir string, stderr io.Writer) *ServeTools {
+	co := newCoprocess("tools", cmdline, stderr)
+	co.dir = dir
+	return &ServeTools{co: co, ListCmd: listCmd, Dir: dir, stderr: stderr}
+}
+
+// List runs the list command.
+func (t *ServeTools) List(ctx context.Context) ([]protocol.ToolDef, error) {
+	if t.ListCmd == "" {
+		return nil, nil
+	}
+	return ListCommand(ctx, t.ListCmd, t.Dir, t.stderr)
+}
+
+// Call writes every call, then waits for all their results.
+func (t *ServeTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]protocol.ToolResult, error) {
+	type pending struct {
+		ch     chan []byte
+		dead   chan struct{}
+		wireID string
+	}
+	ps := make([]pending, len(calls))
+	out := make([]protocol.ToolResult, len(calls))
+	for i, c := range calls {
+		// The wire id is ours, so two turns that reuse a model id never mix.
+		wire := nextID("c")
+		line, err := marshalLine(protocol.ToolCall{ID: wire, Name: c.Name, Input: c.Input})
+		if err != nil {
+			return nil, err
+		}
+		ch, dead, err := t.co.send(wire, line)
+		if err != nil {
+			for _, p := range ps[:i] {
+				t.co.forget(p.wireID)
+			}
+			return nil, err
+		}
+		ps[i] = pending{ch, dead, wire}
+	}
+	defer func() {
+		for _, p := range ps {
+			t.co.forget(p.wireID)
+		}
+	}()
+	for i, p := range ps {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case line := <-p.ch:
+			out[i] = decodeResult(calls[i], line)
+		case <-p.dead:
+			select {
+			case line := <-p.ch:
+				out[i] = decodeResult(calls[i], line)
+			default:
+				return nil, t.co.err()
+			}
+		}
+	}
+	return out, nil
+}
+
+func decodeResult(c protocol.ToolCall, line []byte) protocol.ToolResult {
+	ev, err := protocol.ToolOutputs.Decode(line)
+	if err != nil {
+		return failedResult(c, "tool component: "+err.Error())
+	}
+	switch e := ev.(type) {
+	case *protocol.ToolResult:
+		r := *e
+		r.ID, r.Name = c.ID, c.Name
+		return r
+	case *protocol.ErrorEvent:
+		return failedResult(c, e.Message)
+	}
+	return failedResult(c, "tool component: unexpected record")
+}
+
+// Close stops the coprocess.
+func (t *ServeTools) Close() error { return t.co.Close() }
+
+// CommandTools runs `CMD call NAME INPUT` per call and `CMD list`.
+type CommandTools struct {
+	Cmdline string
+	Dir     string
+	Stderr  io.Writer
+}
+
+// List runs `CMD list`.
+func (t *CommandTools) List(ctx context.Context) ([]protocol.ToolDef, error) {
+	return ListCommand(ctx, t.Cmdline, t.Dir, t.Stderr, "list")
+}
+
+// Call runs the calls in parallel, one process each. A command that
+// prints a result record is read as one; otherwise its stdout is the
+// output and its exit status says whether it succeeded.
+func (t *CommandTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]protocol.ToolResult, error) {
+	out := make([]protocol.ToolResult, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = t.one(ctx, c)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, nil
+}
+
+func (t *CommandTools) one(ctx context.Context, c protocol.ToolCall) protocol.ToolResult {
+	input := string(c.Input)
+	if input == "" {
+		input = "{}"
+	}
+	start := time.Now()
+	cmd := shellCommand(ctx, t.Cmdline, "call", c.Name, input)
+	cmd.Dir = t.Dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	b := bytes.TrimSpace(stdout.Bytes())
+	if len(b) > 0 && b[0] == '{' && !bytes.Contains(b, []byte("\n")) {
+		if t, _ := protocol.TypeOf(b); t == "result" || t == "error" {
+			return decodeResult(c, b)
+		}
+	}
+	r := protocol.ToolResult{Type: "result", ID: c.ID, Name: c.Name, OK: err == nil, Output: stdout.String(), DurationMS: time.Since(start).Milliseconds()}
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			msg = strings.TrimSpace(fmt.Sprintf("exit %d: %s", ee.ExitCode(), msg))
+		} else {
+			msg = err.Error()
+		}
+		r.Error = &msg
+	}
+	return r
+}
+
+// Close does nothing.
+func (t *CommandTools) Close() error { return nil }
