@@ -55,10 +55,10 @@ action is taken once.`,
 
 // Limits are the liveness limits shared by run, watch and status.
 type Limits struct {
-	Heartbeat time.Duration `help:"A heartbeat older than this is stale (default 30s)." config:"monitor_heartbeat" env:"POWERGLIDE_MONITOR_HEARTBEAT" placeholder:"D"`
-	Stall     time.Duration `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables)." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
-	Grace     time.Duration `help:"Time between SIGTERM and SIGKILL of a worker's process group (default 10s)." config:"monitor_grace" env:"POWERGLIDE_MONITOR_GRACE" placeholder:"D"`
-	Interval  time.Duration `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
+	Heartbeat string `help:"A heartbeat older than this is stale (default 30s)." config:"monitor_heartbeat" env:"POWERGLIDE_MONITOR_HEARTBEAT" placeholder:"D"`
+	Stall     string `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables)." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
+	Grace     string `help:"Time between SIGTERM and SIGKILL of a worker's process group (default 10s)." config:"monitor_grace" env:"POWERGLIDE_MONITOR_GRACE" placeholder:"D"`
+	Interval  string `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
 }
 
 // setup resolves the team, the limits and the queue command.
@@ -137,7 +137,7 @@ type RunCmd struct {
 	Backoff     time.Duration `help:"Delay before a worker's first restart, doubled for each further restart (at most 30s)." default:"1s" placeholder:"D"`
 	BudgetUSD   float64       `name:"budget-usd" help:"Team budget in USD: when the sum of the workers' usage.cost_usd reaches it, every worker is stopped and pg-monitor exits 4. 0: no budget." placeholder:"X"`
 	Limits      `embed:""`
-	Cmd         []string `arg:"" passthrough:"" help:"The worker command, after --." placeholder:"CMD"`
+	Cmd         []string `arg:"" optional:"" passthrough:"" help:"The worker command, after --." placeholder:"CMD"`
 }
 
 // Run supervises the swarm. Workers' stdout goes to logs/worker-<n>.jsonl,
