@@ -93,11 +93,13 @@ func (w *Watcher) now() time.Time {
 }
 
 // Probe finds out whether the process of record r is still there.
-func (w *Watcher) Probe(r *protocol.Worker) Process {
+func (w *Watcher) Probe(r *protocol.Worker) Process { return w.probe(&reader{}, r) }
+
+func (w *Watcher) probe(rd *reader, r *protocol.Worker) Process {
 	if r.PID <= 0 || r.PIDStart == "" || (r.Host != "" && w.Host != "" && r.Host != w.Host) {
 		return ProcUnknown
 	}
-	if proc.Matches(r.PID, r.PIDStart) {
+	if rd.matches(r.PID, r.PIDStart) {
 		return ProcRunning
 	}
 	return ProcGone
@@ -106,12 +108,13 @@ func (w *Watcher) Probe(r *protocol.Worker) Process {
 // Statuses classifies every worker record without acting (pg-monitor
 // status). Unreadable records come back as errors.
 func (w *Watcher) Statuses() ([]Status, []error) {
-	recs, errs := w.Dir.Workers()
+	rd := &reader{}
+	recs, errs := rd.workers(w.Dir)
 	st, _ := w.loadState()
 	now := w.now()
 	out := make([]Status, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, w.status(r, Classify(r, now, w.Probe(r), w.Opts), st))
+		out = append(out, w.status(r, Classify(r, now, w.probe(rd, r), w.Opts), st))
 	}
 	return out, errs
 }
@@ -184,7 +187,8 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	changed := false
-	recs, errs := w.Dir.Workers()
+	rd := &reader{}
+	recs, errs := rd.workers(w.Dir)
 	res.Errors = append(res.Errors, errs...)
 	now := w.now()
 
@@ -217,7 +221,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 	var orphaned []*protocol.Worker // process gone: release its tasks
 	reasons := map[string]string{}
 	for _, r := range recs {
-		p := w.Probe(r)
+		p := w.probe(rd, r)
 		v := Classify(r, now, p, w.Opts)
 		switch {
 		case (v.Liveness == Stale || v.Liveness == Stuck) && p == ProcRunning:
