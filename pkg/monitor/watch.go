@@ -249,7 +249,11 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			if v.Liveness == Done {
 				reasons[r.Worker] = fmt.Sprintf("ended (%s) holding a claim", v.Reason)
 			}
-			if k := ended[r.Worker]; k != nil && k.PID == r.PID {
+			k := st.Kills[r.Worker] // killed in this pass
+			if k == nil {
+				k = ended[r.Worker]
+			}
+			if k != nil && k.PID == r.PID {
 				reasons[r.Worker] = "stopped by the monitor (" + k.Reason + ")"
 			}
 		}

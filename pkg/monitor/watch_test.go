@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -69,13 +70,21 @@ func newWatcher(t testing.TB) (*Watcher, *memQueue) {
 	return w, q
 }
 
-// sleeper starts a process in its own group and reaps it when it ends.
+// sleeper starts a process in its own group, waits until the script has
+// set up (its traps), and reaps it when it ends.
 func sleeper(t *testing.T, script string) (int, string, <-chan struct{}) {
 	t.Helper()
 	c := exec.Command("sh", "-c", script)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("script did not start: %v", err)
 	}
 	done := make(chan struct{})
 	go func() { c.Wait(); close(done) }()
@@ -111,7 +120,7 @@ func pass(t *testing.T, w *Watcher) *Result {
 // and its task is released once its process has ended.
 func TestPassStuck(t *testing.T) {
 	w, q := newWatcher(t)
-	pid, start, done := sleeper(t, "sleep 1000")
+	pid, start, done := sleeper(t, "echo ready; exec sleep 1000")
 	now := time.Now()
 	rec := &protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: w.Host, State: "executing", Task: "a",
 		HeartbeatAt: now, ProgressAt: now.Add(-time.Hour)}
@@ -144,7 +153,7 @@ func TestPassStuck(t *testing.T) {
 // before.
 func TestPassGrace(t *testing.T) {
 	w, _ := newWatcher(t)
-	pid, start, done := sleeper(t, "trap '' TERM; while :; do sleep 0.05; done")
+	pid, start, done := sleeper(t, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
 	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +185,7 @@ func TestPassGrace(t *testing.T) {
 func TestPassUnverifiable(t *testing.T) {
 	w, q := newWatcher(t)
 	old := time.Now().Add(-time.Hour)
-	pid, start, _ := sleeper(t, "sleep 1000")
+	pid, start, _ := sleeper(t, "echo ready; exec sleep 1000")
 	for _, r := range []*protocol.Worker{
 		{Worker: "1", PID: pid, PIDStart: start, Host: "elsewhere", HeartbeatAt: old},
 		{Worker: "2", HeartbeatAt: old},

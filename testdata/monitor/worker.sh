@@ -12,7 +12,7 @@ Q="${QUEUE:?}"
 beat() { pg-monitor beat --pid $$ ${WORKER_COST:+--cost-usd "$WORKER_COST"} "$@"; }
 beat --state idle
 # Heartbeats come from a background loop, as pg-loop beats from a goroutine.
-( while kill -0 $$ 2>/dev/null; do beat; sleep 0.2; done ) &
+( while kill -0 $$ 2>/dev/null; do beat; sleep 0.5; done ) &
 beater=$!
 while :; do
 	out=$($Q --team "$POWERGLIDE_TEAM" claim --worker "$POWERGLIDE_WORKER") && rc=0 || rc=$?
@@ -23,9 +23,8 @@ while :; do
 		exit 0
 	fi
 	[ "$rc" = 0 ] || exit 1
-	id=$(printf '%s' "$out" | jq -r .id)
-	tok=$(printf '%s' "$out" | jq -r .claim.token)
-	att=$(printf '%s' "$out" | jq -r .attempts)
+	set -- $(printf '%s' "$out" | jq -r '"\(.id) \(.claim.token) \(.attempts)"')
+	id=$1 tok=$2 att=$3
 	beat --state executing --task "$id"
 	echo "{\"type\":\"claimed\",\"task\":\"$id\",\"worker\":\"$POWERGLIDE_WORKER\",\"attempts\":$att}"
 	if [ "$att" = 0 ]; then

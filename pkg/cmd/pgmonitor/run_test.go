@@ -20,6 +20,7 @@ func args(a ...[]string) []string {
 // the queue and another worker finishes it. A worker that crashes holding
 // a claim is restarted and its task finished too.
 func TestRunHangAndCrash(t *testing.T) {
+	t.Parallel()
 	tm := newTeam(t, "hang-1", "crash-1", "a", "b")
 	code, out, errs := tm.run(context.Background(), args([]string{"run", "--workers", "2", "--backoff", "50ms"}, short, []string{"--", workerSh})...)
 	if code != 0 || strings.TrimSpace(out) != "<POWERGLIDE_DONE>" {
@@ -37,6 +38,9 @@ func TestRunHangAndCrash(t *testing.T) {
 				t.Errorf("sigterm reason %q does not say stale", ev.Reason)
 			}
 			term[ev.Worker] = true
+			// The reason gives the heartbeat's age when it was found stale:
+			// at most the limit plus one interval (plus the pass itself).
+			t.Logf("stopped: %s", ev.Reason)
 		case "release":
 			released[ev.Task] = true
 			if ev.Reason == "" {
@@ -58,6 +62,7 @@ func TestRunHangAndCrash(t *testing.T) {
 
 // A worker that ignores SIGTERM is SIGKILLed after the grace period.
 func TestRunSigtermIgnored(t *testing.T) {
+	t.Parallel()
 	tm := newTeam(t, "stubborn-1")
 	code, out, errs := tm.run(context.Background(), args([]string{"run", "--workers", "1", "--backoff", "50ms"}, short, []string{"--", workerSh})...)
 	if code != 0 {
@@ -79,6 +84,9 @@ func TestRunSigtermIgnored(t *testing.T) {
 		t.Fatalf("want SIGTERM then SIGKILL at least the grace (500ms) later; got %v, %v", termAt, killAt)
 	}
 	t.Logf("SIGKILL %s after SIGTERM (grace 500ms)", killAt.Sub(termAt))
+	if testing.Verbose() {
+		tm.dump()
+	}
 	if n := len(tm.tasks("done")); n != 1 {
 		t.Fatalf("%d tasks done, want 1", n)
 	}
@@ -87,6 +95,7 @@ func TestRunSigtermIgnored(t *testing.T) {
 // A worker that keeps crashing is restarted --max-restarts times, then
 // given up; the run fails with the work left.
 func TestRunMaxRestarts(t *testing.T) {
+	t.Parallel()
 	tm := newTeam(t, "a")
 	code, out, errs := tm.run(context.Background(), args([]string{"run", "-n", "1", "--max-restarts", "2", "--backoff", "20ms"}, short, []string{"--", "sh", "-c", "echo crashing; exit 7"})...)
 	if code != 1 || !strings.Contains(errs, "work left") || strings.TrimSpace(out) != "<POWERGLIDE_ERROR>" {
@@ -100,6 +109,7 @@ func TestRunMaxRestarts(t *testing.T) {
 
 // The team budget stops every worker and the run exits 4.
 func TestRunBudget(t *testing.T) {
+	t.Parallel()
 	tm := newTeam(t, "a")
 	tm.env = append(tm.env, "WORKER_COST=0.6")
 	// Workers that beat and spend forever.
@@ -121,6 +131,7 @@ func TestRunBudget(t *testing.T) {
 
 // SIGTERM to pg-monitor run stops the workers and releases their tasks.
 func TestRunSignal(t *testing.T) {
+	t.Parallel()
 	tm := newTeam(t, "a", "b")
 	loop := `id=$($QUEUE --team $POWERGLIDE_TEAM claim --worker $POWERGLIDE_WORKER | jq -r .id); pg-monitor beat --pid $$ --task "$id"; while :; do sleep 0.2; pg-monitor beat --pid $$; done`
 	cmd, out := tm.start(args([]string{"run", "-n", "2"}, short, []string{"--", "sh", "-c", loop})...)

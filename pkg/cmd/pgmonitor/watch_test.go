@@ -38,6 +38,7 @@ func (tm *team) claim(n string) string {
 // process there is not the worker. The worker counts as dead, so its task
 // is released.
 func TestWatchPidReused(t *testing.T) {
+	t.Parallel()
 	tm := newTeam(t, "a")
 	other := tm.spawn("x", "sleep", "1000")
 	start, err := proc.StartTime(other.Process.Pid)
@@ -69,6 +70,7 @@ func TestWatchPidReused(t *testing.T) {
 // SIGTERM) and dead ones: each signal is sent and each task released
 // exactly once.
 func TestWatchConcurrent(t *testing.T) {
+	t.Parallel()
 	const stale, dead = 4, 3
 	var ids []string
 	for i := 0; i < stale+dead; i++ {
@@ -81,9 +83,15 @@ func TestWatchConcurrent(t *testing.T) {
 		n := strconv.Itoa(i)
 		script := "sleep 1000"
 		if i == 1 {
-			script = "trap '' TERM; while :; do sleep 1; done"
+			script = "trap '' TERM; touch \"$POWERGLIDE_HOME/trapped\"; while :; do sleep 1; done"
 		}
 		c := tm.spawn(n, "sh", "-c", script)
+		if i == 1 {
+			waitFor(t, "the trap to be set", 30*time.Second, func() bool {
+				_, err := os.Stat(tm.home + "/trapped")
+				return err == nil
+			})
+		}
 		start, _ := proc.StartTime(c.Process.Pid)
 		tm.record(n, c.Process.Pid, start, old, tm.claim(n))
 		pids = append(pids, c.Process.Pid)
@@ -146,6 +154,7 @@ func TestWatchConcurrent(t *testing.T) {
 // `watch --once`: the hanging one is stopped, its task released and
 // finished by the other worker.
 func TestWatchOnceCron(t *testing.T) {
+	t.Parallel()
 	tm := newTeam(t, "hang-1", "a", "b")
 	w1 := tm.spawn("1", workerSh)
 	waitFor(t, "worker 1 to claim hang-1", 30*time.Second, func() bool {
