@@ -66,7 +66,11 @@ var terminal = map[string]bool{"done": true, "failed": true, "exited": true, "st
 // Classify decides the liveness of worker record w at now, given what is
 // known of its process. Order matters: an ended worker is done whatever its
 // heartbeat; a vanished process is dead even if its last beat is fresh
-// (nothing can beat for it any more); then stale beats stuck.
+// (nothing can beat for it any more); then stale beats stuck. A worker
+// whose state says it ended but whose process is still there is judged by
+// its heartbeat: pg-loop passes through "failed" when a task fails and
+// goes on, and a finished process that lingers past the heartbeat limit
+// is as stale as any.
 func Classify(w *protocol.Worker, now time.Time, p Process, o Options) Verdict {
 	v := Verdict{HeartbeatAge: age(now, w.HeartbeatAt)}
 	progress := w.ProgressAt
@@ -76,8 +80,9 @@ func Classify(w *protocol.Worker, now time.Time, p Process, o Options) Verdict {
 	if !progress.IsZero() {
 		v.ProgressAge = age(now, progress)
 	}
+	ended := terminal[w.State]
 	switch {
-	case terminal[w.State]:
+	case ended && p != ProcRunning:
 		v.Liveness, v.Reason = Done, "state "+w.State
 	case p == ProcGone:
 		v.Liveness, v.Reason = Dead, fmt.Sprintf("pid %d is gone or reused (start time differs from %q)", w.PID, w.PIDStart)
@@ -85,7 +90,7 @@ func Classify(w *protocol.Worker, now time.Time, p Process, o Options) Verdict {
 		v.Liveness, v.Reason = Stale, "no heartbeat recorded"
 	case o.Heartbeat > 0 && v.HeartbeatAge > o.Heartbeat:
 		v.Liveness, v.Reason = Stale, fmt.Sprintf("last heartbeat %s ago, limit %s", round(v.HeartbeatAge), o.Heartbeat)
-	case o.Stall > 0 && !paused(w) && !progress.IsZero() && v.ProgressAge > o.Stall:
+	case o.Stall > 0 && !ended && !paused(w) && !progress.IsZero() && v.ProgressAge > o.Stall:
 		v.Liveness, v.Reason = Stuck, fmt.Sprintf("no progress for %s, limit %s (heartbeat %s ago)", round(v.ProgressAge), o.Stall, round(v.HeartbeatAge))
 	default:
 		v.Liveness, v.Reason = Alive, fmt.Sprintf("heartbeat %s ago", round(v.HeartbeatAge))
