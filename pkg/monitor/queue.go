@@ -37,10 +37,21 @@ type Stats struct {
 	Failed    int `json:"failed"`
 	Cancelled int `json:"cancelled"`
 	Blocked   int `json:"blocked"`
+	// Stuck pending tasks wait on a dependency that failed or was
+	// cancelled: they can never run.
+	Stuck int `json:"stuck"`
+	// DrainedFlag is pg-queue's own verdict, when it gives one.
+	DrainedFlag *bool `json:"drained,omitempty"`
 }
 
-// Drained reports whether no task is left to run.
-func (s Stats) Drained() bool { return s.Pending+s.Claimed == 0 }
+// Drained reports whether no task is left that could still run: pg-queue's
+// verdict when it gives one, else no task pending or claimed.
+func (s Stats) Drained() bool {
+	if s.DrainedFlag != nil {
+		return *s.DrainedFlag
+	}
+	return s.Pending+s.Claimed == 0
+}
 
 // CLIQueue runs `pg-queue --team T ...`.
 type CLIQueue struct {

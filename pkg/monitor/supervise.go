@@ -191,7 +191,12 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 		res.Stats = st
 		res.CostUSD = s.cost()
 		if st.Drained() {
-			_ = s.W.Emit(protocol.MonitorEvent{Action: ActDone, Reason: fmt.Sprintf("queue drained (%d done, %d failed, %d cancelled) and every worker ended", st.Done, st.Failed, st.Cancelled)})
+			reason := fmt.Sprintf("queue drained (%d done, %d failed, %d cancelled) and every worker ended", st.Done, st.Failed, st.Cancelled)
+			if st.Stuck > 0 {
+				reason += fmt.Sprintf("; %d pending task(s) can never run: a dependency failed or was cancelled", st.Stuck)
+				s.logf("%d pending task(s) can never run: a dependency failed or was cancelled", st.Stuck)
+			}
+			_ = s.W.Emit(protocol.MonitorEvent{Action: ActDone, Reason: reason})
 			res.Outcome = OutcomeDone
 			return res, nil
 		}

@@ -2,7 +2,7 @@
 # worker.sh: a shell worker for pg-monitor's tests. It beats with
 # `pg-monitor beat`, claims tasks from $QUEUE (a pg-queue command) and
 # completes them, and prints <POWERGLIDE_DONE> when nothing is left. On a
-# task's first attempt its id picks a misbehaviour:
+# task's first attempt (attempts counts claims) its id picks a misbehaviour:
 #   hang-*      stop beating and sleep forever
 #   crash-*     exit 1 while holding the claim
 #   stubborn-*  ignore SIGTERM and hang
@@ -27,7 +27,7 @@ while :; do
 	id=$1 tok=$2 att=$3
 	beat --state executing --task "$id"
 	echo "{\"type\":\"claimed\",\"task\":\"$id\",\"worker\":\"$POWERGLIDE_WORKER\",\"attempts\":$att}"
-	if [ "$att" = 0 ]; then
+	if [ "$att" = 1 ]; then
 		case $id in
 		hang-*)
 			kill $beater

@@ -46,6 +46,13 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
+	// The real pg-queue, for the tests that run against it.
+	build = exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(bin, "pg-queue"), "github.com/powerglide/powerglide/cmd/pg-queue")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build pg-queue: %v\n%s(the tests against the real queue will be skipped)\n", err, out)
+	} else {
+		realQueue = filepath.Join(bin, "pg-queue")
+	}
 	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	code := m.Run()
 	os.RemoveAll(bin)
@@ -56,41 +63,79 @@ var (
 	testdata     = filepath.Join("..", "..", "..", "testdata", "monitor")
 	fakeQueue, _ = filepath.Abs(filepath.Join(testdata, "fake-pg-queue"))
 	workerSh, _  = filepath.Abs(filepath.Join(testdata, "worker.sh"))
+	realQueue    string // the built pg-queue, when it could be built
 )
+
+// queues are the two queues the main scenarios run against: the shell
+// double and the real pg-queue.
+var queues = []string{"fake", "pg-queue"}
 
 type team struct {
 	t    *testing.T
+	qcmd string // the queue command
 	home string
 	name string
 	dir  teamdir.Dir
 	env  []string
 }
 
-func newTeam(t *testing.T, tasks ...string) *team {
+func newTeam(t *testing.T, tasks ...string) *team { return newTeamWith(t, "fake", tasks...) }
+
+// newTeamWith makes a team whose queue is the double ("fake") or the real
+// pg-queue ("pg-queue"); tasks are added with their names as ids.
+func newTeamWith(t *testing.T, queue string, tasks ...string) *team {
 	t.Helper()
 	for _, tool := range []string{"jq", "flock"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the queue double needs %s (scripts/test-deps.sh installs it)", tool)
+			t.Skipf("the script workers need %s (scripts/test-deps.sh installs it)", tool)
 		}
 	}
+	qcmd := fakeQueue
+	if queue == "pg-queue" {
+		if realQueue == "" {
+			t.Skip("pg-queue could not be built")
+		}
+		qcmd = realQueue
+	}
 	home := t.TempDir()
-	tm := &team{t: t, home: home, name: "t1", dir: teamdir.Dir{Home: home, Team: "t1"}}
+	tm := &team{t: t, qcmd: qcmd, home: home, name: "t1", dir: teamdir.Dir{Home: home, Team: "t1"}}
 	tm.env = append(os.Environ(),
 		"POWERGLIDE_HOME="+home, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"POWERGLIDE_QUEUE_CMD="+fakeQueue, "QUEUE="+fakeQueue, "POWERGLIDE_TEAM=", "POWERGLIDE_WORKER=")
+		"POWERGLIDE_QUEUE_CMD="+qcmd, "QUEUE="+qcmd, "POWERGLIDE_TEAM=", "POWERGLIDE_WORKER=")
 	if err := tm.dir.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if len(tasks) > 0 {
-		tm.queue(append([]string{"add"}, tasks...)...)
+	for _, id := range tasks {
+		if qcmd == fakeQueue {
+			tm.queue("add", id)
+		} else {
+			tm.queue("add", "--id", id, id)
+		}
 	}
 	return tm
+}
+
+// releases counts the releases the queue saw, from its own records.
+func (tm *team) releases() int {
+	tm.t.Helper()
+	if tm.qcmd == fakeQueue {
+		b, _ := os.ReadFile(tm.dir.Path() + "/releases.log")
+		return strings.Count(string(b), "\n")
+	}
+	b, _ := os.ReadFile(tm.dir.Events())
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `"type":"task"`) && strings.Contains(line, `"op":"release"`) {
+			n++
+		}
+	}
+	return n
 }
 
 // queue runs the queue double.
 func (tm *team) queue(args ...string) string {
 	tm.t.Helper()
-	cmd := exec.Command(fakeQueue, append([]string{"--team", tm.name}, args...)...)
+	cmd := exec.Command(tm.qcmd, append([]string{"--team", tm.name}, args...)...)
 	cmd.Env = tm.env
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -21,7 +21,16 @@ func args(a ...[]string) []string {
 // a claim is restarted and its task finished too.
 func TestRunHangAndCrash(t *testing.T) {
 	t.Parallel()
-	tm := newTeam(t, "hang-1", "crash-1", "a", "b")
+	for _, q := range queues {
+		t.Run(q, func(t *testing.T) {
+			t.Parallel()
+			testRunHangAndCrash(t, q)
+		})
+	}
+}
+
+func testRunHangAndCrash(t *testing.T, queue string) {
+	tm := newTeamWith(t, queue, "hang-1", "crash-1", "a", "b")
 	code, out, errs := tm.run(context.Background(), args([]string{"run", "--workers", "2", "--backoff", "50ms"}, short, []string{"--", workerSh})...)
 	if code != 0 || strings.TrimSpace(out) != "<POWERGLIDE_DONE>" {
 		tm.dump()

@@ -71,12 +71,21 @@ func TestWatchPidReused(t *testing.T) {
 // exactly once.
 func TestWatchConcurrent(t *testing.T) {
 	t.Parallel()
+	for _, q := range queues {
+		t.Run(q, func(t *testing.T) {
+			t.Parallel()
+			testWatchConcurrent(t, q)
+		})
+	}
+}
+
+func testWatchConcurrent(t *testing.T, queue string) {
 	const stale, dead = 4, 3
 	var ids []string
 	for i := 0; i < stale+dead; i++ {
 		ids = append(ids, "t"+strconv.Itoa(i))
 	}
-	tm := newTeam(t, ids...)
+	tm := newTeamWith(t, queue, ids...)
 	old := time.Now().Add(-time.Minute)
 	var pids []int
 	for i := 1; i <= stale; i++ {
@@ -139,9 +148,8 @@ func TestWatchConcurrent(t *testing.T) {
 		t.Errorf("%d SIGKILLs, want 1 (the worker ignoring SIGTERM)", got)
 		bad = true
 	}
-	b, _ := os.ReadFile(tm.dir.Path() + "/releases.log")
-	if n := strings.Count(string(b), "\n"); n != stale+dead {
-		t.Errorf("queue saw %d releases, want %d:\n%s", n, stale+dead, b)
+	if n := tm.releases(); n != stale+dead {
+		t.Errorf("queue saw %d releases, want %d", n, stale+dead)
 		bad = true
 	}
 	if bad {
