@@ -136,6 +136,8 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	defer tick.Stop()
 	for {
 		select {
+		case <-s.nextRestart():
+			s.restartDue(ctx)
 		case <-ctx.Done():
 			s.stopAll(context.WithoutCancel(ctx), "monitor interrupted: "+context.Cause(ctx).Error())
 			res.Outcome = OutcomeInterrupted
@@ -153,31 +155,20 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 					s.logf("watch pass: %v", e)
 				}
 			}
-			if o.BudgetUSD > 0 {
-				s.readCosts()
-				if c := s.cost(); c >= o.BudgetUSD {
-					reason := fmt.Sprintf("team cost $%.4f reached the budget $%.4f", c, o.BudgetUSD)
-					s.logf("%s: stopping every worker", reason)
-					_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
-					s.stopAll(context.WithoutCancel(ctx), "team budget reached")
-					res.Outcome = OutcomeBudget
-					res.CostUSD = c
-					return res, nil
-				}
-			}
-			now := time.Now()
-			for _, sl := range s.slots {
-				if !sl.running && !sl.retired && !sl.restartAt.IsZero() && !now.Before(sl.restartAt) {
-					sl.restartAt = time.Time{}
-					reason := fmt.Sprintf("restart %d", sl.restarts)
-					if o.MaxRestarts >= 0 {
-						reason += fmt.Sprintf(" of at most %d", o.MaxRestarts)
-					}
-					if err := s.spawn(ctx, sl, ActRestart, reason); err != nil {
-						s.logf("worker %s: %v", sl.name, err)
-						sl.retired = true
-					}
-				}
+			s.restartDue(ctx)
+		}
+		// The budget counts ended incarnations too, so it is checked after
+		// an exit as well as on each tick.
+		if o.BudgetUSD > 0 {
+			s.readCosts()
+			if c := s.cost(); c >= o.BudgetUSD {
+				reason := fmt.Sprintf("team cost $%.4f reached the budget $%.4f", c, o.BudgetUSD)
+				s.logf("%s: stopping every worker", reason)
+				_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
+				s.stopAll(context.WithoutCancel(ctx), "team budget reached")
+				res.Outcome = OutcomeBudget
+				res.CostUSD = c
+				return res, nil
 			}
 		}
 		if s.active() {
@@ -202,6 +193,40 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 		}
 		res.Outcome = OutcomeUndrained
 		return res, nil
+	}
+}
+
+// nextRestart fires when the earliest pending restart is due (never when
+// none is pending).
+func (s *Supervisor) nextRestart() <-chan time.Time {
+	var next time.Time
+	for _, sl := range s.slots {
+		if !sl.running && !sl.retired && !sl.restartAt.IsZero() && (next.IsZero() || sl.restartAt.Before(next)) {
+			next = sl.restartAt
+		}
+	}
+	if next.IsZero() {
+		return nil
+	}
+	return time.After(time.Until(next))
+}
+
+// restartDue restarts the workers whose backoff is over.
+func (s *Supervisor) restartDue(ctx context.Context) {
+	o := &s.Opts
+	now := time.Now()
+	for _, sl := range s.slots {
+		if !sl.running && !sl.retired && !sl.restartAt.IsZero() && !now.Before(sl.restartAt) {
+			sl.restartAt = time.Time{}
+			reason := fmt.Sprintf("restart %d", sl.restarts)
+			if o.MaxRestarts >= 0 {
+				reason += fmt.Sprintf(" of at most %d", o.MaxRestarts)
+			}
+			if err := s.spawn(ctx, sl, ActRestart, reason); err != nil {
+				s.logf("worker %s: %v", sl.name, err)
+				sl.retired = true
+			}
+		}
 	}
 }
 
