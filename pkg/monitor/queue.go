@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
@@ -76,7 +77,13 @@ func FindQueueCmd(cmd string) []string {
 	return []string{"pg-queue"}
 }
 
+// queueTimeout bounds one pg-queue command: a watch pass holds the
+// monitor lock while it runs.
+const queueTimeout = 30 * time.Second
+
 func (q *CLIQueue) run(ctx context.Context, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, queueTimeout)
+	defer cancel()
 	argv := append(append([]string{}, q.Argv[1:]...), append([]string{"--team", q.Team}, args...)...)
 	cmd := exec.CommandContext(ctx, q.Argv[0], argv...)
 	cmd.Env = q.Env
