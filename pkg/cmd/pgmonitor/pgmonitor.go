@@ -22,7 +22,7 @@ import (
 type CLI struct {
 	cli.Common `embed:""`
 
-	Team     string `help:"Team name: the team directory is $POWERGLIDE_HOME/teams/<team>." env:"POWERGLIDE_TEAM" placeholder:"T"`
+	Team     string `help:"Team name: the team directory is $POWERGLIDE_HOME/teams/<team> (default: the team key of the configuration, \"default\")." config:"team" env:"POWERGLIDE_TEAM" placeholder:"T"`
 	QueueCmd string `name:"queue-cmd" help:"The pg-queue command used to list, release and count tasks (default: pg-queue next to pg-monitor, else on PATH)." config:"queue_cmd" env:"POWERGLIDE_QUEUE_CMD" placeholder:"CMD"`
 
 	Run    RunCmd    `cmd:"" help:"Spawn N workers and supervise them until the queue is drained."`
@@ -107,11 +107,14 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 	return w, interval, nil
 }
 
-// resolveTeam takes the team from --team or the command's environment.
+// resolveTeam takes the team from --team, POWERGLIDE_TEAM or the
+// configuration, as pg-queue does.
 func resolveTeam(rt *cli.Runtime, c *CLI) error {
-	if c.Team == "" {
-		c.Team = rt.IO.Getenv("POWERGLIDE_TEAM")
+	cfg, err := rt.Config()
+	if err != nil {
+		return err
 	}
+	c.Team = cfg.String("team")
 	if c.Team == "" {
 		return cli.Usagef("missing --team (or POWERGLIDE_TEAM)")
 	}
