@@ -203,13 +203,19 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			continue
 		}
 		if k.KillAt.IsZero() && now.Sub(k.TermAt) >= w.Opts.Grace {
+			// Write ahead: the intent is saved before the signal, so a
+			// watcher killed in between never leads to a second one.
+			k.KillAt = now
+			if err := w.saveState(st); err != nil {
+				return res, err
+			}
 			sent, err := proc.SignalGroup(k.PID, k.PIDStart, syscall.SIGKILL)
 			if err != nil {
 				res.Errors = append(res.Errors, fmt.Errorf("kill worker %s (pid %d): %w", name, k.PID, err))
+				k.KillAt = time.Time{}
+				changed = true
 				continue
 			}
-			k.KillAt = now
-			changed = true
 			if sent {
 				w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
 					Reason: fmt.Sprintf("still running %s after SIGTERM (grace %s); %s", round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})
@@ -229,16 +235,22 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				break // already being stopped
 			}
 			reason := string(v.Liveness) + ": " + v.Reason
-			sent, err := proc.SignalGroup(r.PID, r.PIDStart, syscall.SIGTERM)
-			if err != nil {
-				res.Errors = append(res.Errors, fmt.Errorf("stop worker %s (pid %d): %w", r.Worker, r.PID, err))
-				break
-			}
-			if !sent { // it ended between the probe and the signal
-				break
-			}
+			// Write ahead, as for SIGKILL: a watcher that dies after this
+			// leaves a kill in flight, which the next one escalates after
+			// the grace period, instead of a second SIGTERM.
 			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, TermAt: now, Reason: reason}
-			changed = true
+			if err := w.saveState(st); err != nil {
+				return res, err
+			}
+			sent, err := proc.SignalGroup(r.PID, r.PIDStart, syscall.SIGTERM)
+			if err != nil || !sent { // an error, or it ended between the probe and the signal
+				if err != nil {
+					res.Errors = append(res.Errors, fmt.Errorf("stop worker %s (pid %d): %w", r.Worker, r.PID, err))
+				}
+				delete(st.Kills, r.Worker)
+				changed = true
+				break
+			}
 			w.emit(res, protocol.MonitorEvent{Action: ActSigterm, Worker: r.Worker, PID: r.PID, Task: r.Task, Reason: reason})
 		case p == ProcGone:
 			if st.Dead[r.Worker] == incarnation(r) {

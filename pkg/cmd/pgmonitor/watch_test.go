@@ -3,6 +3,7 @@ package pgmonitor_test
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"strconv"
@@ -192,5 +193,82 @@ func TestWatchOnceCron(t *testing.T) {
 	if tm.count("sigterm", "1") != 1 || tm.count("release", "1") != 1 {
 		tm.dump()
 		t.Fatal("want worker 1 stopped once and its task released once")
+	}
+}
+
+// Watchers killed with SIGKILL at random points, with others running:
+// no task is lost or released twice, no worker gets a second SIGTERM or
+// SIGKILL, and every stale worker ends.
+func TestWatchKill9(t *testing.T) {
+	t.Parallel()
+	const stale, dead = 5, 3
+	var ids []string
+	for i := 1; i <= stale+dead; i++ {
+		ids = append(ids, "k"+strconv.Itoa(i))
+	}
+	tm := newTeamWith(t, "pg-queue", ids...)
+	old := time.Now().Add(-time.Minute)
+	var pids []int
+	for i := 1; i <= stale; i++ {
+		n := strconv.Itoa(i)
+		c := tm.spawn(n, "sleep", "1000")
+		start, _ := proc.StartTime(c.Process.Pid)
+		tm.record(n, c.Process.Pid, start, old, tm.claim(n))
+		pids = append(pids, c.Process.Pid)
+	}
+	for i := stale + 1; i <= stale+dead; i++ {
+		n := strconv.Itoa(i)
+		c := exec.Command("true")
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+		tm.record(n, c.Process.Pid, "1", old, tm.claim(n))
+	}
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	watch := []string{"watch", "--heartbeat", "1s", "--interval", "20ms", "--grace", "300ms"}
+	for round := 0; round < 4; round++ {
+		var cmds []*exec.Cmd
+		for i := 0; i < 3; i++ {
+			c, _ := tm.start(watch...)
+			cmds = append(cmds, c)
+		}
+		time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}
+	// Whatever the crashes left in flight, one last watcher finishes it.
+	code, _, errs := tm.run(context.Background(), append([]string{"watch", "--once"}, short...)...)
+	if code != 0 {
+		t.Fatalf("watch --once: exit %d: %s", code, errs)
+	}
+	for _, pid := range pids {
+		waitFor(t, "stale workers to end", 30*time.Second, func() bool { return !alive(pid) })
+	}
+	bad := false
+	for i := 1; i <= stale+dead; i++ {
+		n := strconv.Itoa(i)
+		if tm.count("sigterm", n) > 1 || tm.count("sigkill", n) > 1 {
+			t.Errorf("worker %s signalled twice", n)
+			bad = true
+		}
+		if got := tm.count("release", n); got > 1 {
+			t.Errorf("worker %s: %d release events", n, got)
+			bad = true
+		}
+	}
+	if n := tm.releases(); n != stale+dead {
+		t.Errorf("queue saw %d releases, want %d", n, stale+dead)
+		bad = true
+	}
+	if n := len(tm.tasks("pending")); n != stale+dead {
+		t.Errorf("%d tasks pending, want %d", n, stale+dead)
+		bad = true
+	}
+	if bad {
+		tm.dump()
 	}
 }
