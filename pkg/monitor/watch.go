@@ -59,22 +59,7 @@ type Kill struct {
 }
 
 // Status is one worker as `pg-monitor status` and a watch pass see it.
-type Status struct {
-	Type          string         `json:"type"` // "worker_status"
-	Worker        string         `json:"worker"`
-	Liveness      Liveness       `json:"liveness"`
-	Reason        string         `json:"reason"`
-	PID           int            `json:"pid"`
-	Host          string         `json:"host,omitempty"`
-	State         string         `json:"state"`
-	Task          string         `json:"task,omitempty"`
-	Step          int            `json:"step"`
-	HeartbeatAt   time.Time      `json:"heartbeat_at"`
-	HeartbeatAgeS float64        `json:"heartbeat_age_s"`
-	ProgressAgeS  float64        `json:"progress_age_s"`
-	Usage         protocol.Usage `json:"usage"`
-	Stopping      bool           `json:"stopping,omitempty"` // a SIGTERM/SIGKILL is in flight
-}
+type Status = protocol.WorkerStatus
 
 // Watcher runs watch passes over one team.
 type Watcher struct {
@@ -121,7 +106,7 @@ func (w *Watcher) Statuses() ([]Status, []error) {
 
 func (w *Watcher) status(r *protocol.Worker, v Verdict, st *State) Status {
 	s := Status{
-		Type: "worker_status", Worker: r.Worker, Liveness: v.Liveness, Reason: v.Reason,
+		Type: "worker_status", Worker: r.Worker, Liveness: string(v.Liveness), Reason: v.Reason,
 		PID: r.PID, Host: r.Host, State: r.State, Task: r.Task, Step: r.Step,
 		HeartbeatAt: r.HeartbeatAt, HeartbeatAgeS: secs(v.HeartbeatAge), ProgressAgeS: secs(v.ProgressAge),
 		Usage: r.Usage,

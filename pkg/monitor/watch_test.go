@@ -200,7 +200,7 @@ func TestPassUnverifiable(t *testing.T) {
 		t.Fatalf("acted on unverifiable workers: %q", got)
 	}
 	for _, s := range res.Workers {
-		if s.Liveness != Stale {
+		if s.Liveness != string(Stale) {
 			t.Errorf("worker %s: %s, want stale", s.Worker, s.Liveness)
 		}
 	}

@@ -49,7 +49,7 @@ Several watchers may run at once (a run supervisor, cron, a person): a pass hold
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each
 action is taken once.`,
 		CLI:     &CLI{},
-		Schemas: []string{"worker", "journal-event"},
+		Schemas: []string{"worker-status", "worker", "journal-event"},
 	}
 }
 
