@@ -54,6 +54,7 @@ complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l team -r -F -d 'T
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l queue-cmd -r -F -d 'The pg-queue command used to list, release and count tasks (default: pg-queue next to pg-monitor, else on PATH).'
 complete -c pg-monitor -n '__fish_seen_subcommand_from status' -l json -d 'Print JSON Lines even on a terminal.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from status' -l jq -r -F -d 'Apply a jq filter to each worker'\''s record (in-process, gojq); each result is printed as a JSON line.'
+complete -c pg-monitor -n '__fish_seen_subcommand_from status' -l raw -s r -d 'With --jq, print string results as plain text, like jq -r.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from status' -l heartbeat -r -F -d 'A heartbeat older than this is stale (default 30s).'
 complete -c pg-monitor -n '__fish_seen_subcommand_from status' -l stall -r -F -d 'A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables).'
 complete -c pg-monitor -n '__fish_seen_subcommand_from status' -l grace -r -F -d 'Time between SIGTERM and SIGKILL of a worker'\''s process group (default 10s).'

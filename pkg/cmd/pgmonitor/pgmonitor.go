@@ -308,6 +308,7 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 type StatusCmd struct {
 	JSON   bool   `help:"Print JSON Lines even on a terminal."`
 	Jq     string `help:"Apply a jq filter to each worker's record (in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`
+	Raw    bool   `short:"r" help:"With --jq, print string results as plain text, like jq -r."`
 	Limits `embed:""`
 }
 
@@ -359,6 +360,12 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 					break
 				}
 				return cli.Failf("jq", "--jq: %v", err)
+			}
+			if str, ok := out.(string); ok && s.Raw {
+				if _, err := fmt.Fprintln(rt.IO.Out, str); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := enc.Encode(out); err != nil {
 				return err
