@@ -122,6 +122,10 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	if err := s.W.Dir.Ensure(); err != nil {
 		return nil, err
 	}
+	// Fail before spawning anything when the queue cannot be reached.
+	if _, err := s.W.Queue.Stats(ctx); err != nil {
+		return nil, fmt.Errorf("queue stats: %w", err)
+	}
 	s.exits = make(chan exitMsg, o.Workers)
 	res := &RunResult{}
 	for i := 1; i <= o.Workers; i++ {
@@ -378,7 +382,7 @@ func describeExit(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
+			return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
 		}
 		return ee.Error()
 	}
