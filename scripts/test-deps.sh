@@ -38,3 +38,15 @@ monitor_deps() {
 	fi
 }
 monitor_deps
+
+# pg-dash: the end-to-end test drives the dashboard in tmux.
+if ! command -v tmux >/dev/null 2>&1; then
+	if command -v apt-get >/dev/null 2>&1; then
+		SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+		$SUDO apt-get update -qq && $SUDO apt-get install -y -qq tmux
+	else
+		echo "test-deps: install tmux for pg-dash's tests" >&2
+		exit 1
+	fi
+fi
+exit 0
