@@ -22,6 +22,23 @@ mcp_deps() {
 }
 mcp_deps
 
+# pg-monitor: its queue double (testdata/monitor/fake-pg-queue) and script
+# workers need jq and flock(1).
+monitor_deps() {
+	local missing=()
+	command -v jq >/dev/null 2>&1 || missing+=(jq)
+	command -v flock >/dev/null 2>&1 || missing+=(util-linux)
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+		echo "test-deps: apt-get install ${missing[*]}" >&2
+		apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
+			{ apt-get update -qq >/dev/null && apt-get install -y -qq "${missing[@]}" >/dev/null; }
+	else
+		echo "test-deps: ${missing[*]} not found: the pg-monitor process tests will be SKIPPED" >&2
+	fi
+}
+monitor_deps
+
 # pg-dash: the end-to-end test drives the dashboard in tmux.
 if ! command -v tmux >/dev/null 2>&1; then
 	if command -v apt-get >/dev/null 2>&1; then
