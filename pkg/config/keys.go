@@ -64,6 +64,9 @@ var Keys = []Key{
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
 	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},
+	{Name: "pty_cols", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_COLS"}, Default: 80, Help: "pg-pty terminal width in columns"},
+	{Name: "pty_rows", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_ROWS"}, Default: 24, Help: "pg-pty terminal height in rows"},
+	{Name: "pty_term", Kind: KindString, Env: []string{"POWERGLIDE_PTY_TERM"}, Default: "xterm-256color", Help: "TERM given to programs pg-pty runs"},
 }
 
 // Lookup finds a registered key.
