@@ -516,5 +516,3 @@ func (s Store) Clean(ctx context.Context, names []string, force bool) ([]string,
 	}
 	return removed, nil
 }
-
-
