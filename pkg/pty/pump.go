@@ -1,46 +1,80 @@
 package pty
 
 import (
-	"errors"
 	"os"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pump copies a terminal master's output to sink until the terminal is
 // closed by every process holding it, or until drain gives up on it.
+//
+// It reads with poll(2) and read(2) on the raw descriptor rather than
+// through Go's poller: a terminal hands out output in small chunks, and
+// parking and waking a goroutine for each one costs more than the copy.
+// A pipe wakes the poll when the pump must stop.
 type pump struct {
 	f        *os.File
+	fd       int
+	wakeR    *os.File
+	wakeW    *os.File
 	sink     func([]byte)
 	done     chan struct{}
+	stopping atomic.Bool
 	lastData atomic.Int64 // unix nanoseconds of the last chunk read
-	waiting  atomic.Bool  // blocked in Read with nothing buffered
+	waiting  atomic.Bool  // in poll with nothing buffered
 	err      error
 }
 
 func newPump(f *os.File, bufSize int, sink func([]byte)) *pump {
-	p := &pump{f: f, sink: sink, done: make(chan struct{})}
+	p := &pump{f: f, fd: -1, sink: sink, done: make(chan struct{})}
 	p.lastData.Store(time.Now().UnixNano())
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { p.fd = int(fd) })
+	}
+	p.wakeR, p.wakeW, p.err = os.Pipe()
 	go p.loop(bufSize)
 	return p
 }
 
 func (p *pump) loop(bufSize int) {
 	defer close(p.done)
+	if p.err != nil || p.fd < 0 {
+		return
+	}
+	defer p.wakeR.Close()
 	buf := make([]byte, bufSize)
+	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(p.wakeR.Fd()), Events: unix.POLLIN}}
 	for {
-		p.waiting.Store(true)
-		n, err := p.f.Read(buf)
-		p.waiting.Store(false)
+		n, err := unix.Read(p.fd, buf)
 		if n > 0 {
 			p.lastData.Store(time.Now().UnixNano())
 			p.sink(buf[:n])
+			continue
 		}
-		if err != nil {
-			// EIO: every slave side is closed. A deadline: drain gave up.
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
+		if p.stopping.Load() {
+			return
+		}
+		switch {
+		case err == unix.EAGAIN || err == unix.EINTR:
+		case err != nil || n == 0:
+			// EIO: every slave side is closed.
+			if err != unix.EIO {
 				p.err = err
 			}
+			return
+		}
+		p.waiting.Store(true)
+		fds[0].Revents, fds[1].Revents = 0, 0
+		_, perr := unix.Poll(fds, -1)
+		p.waiting.Store(false)
+		if perr != nil && perr != unix.EINTR {
+			p.err = perr
+			return
+		}
+		if fds[1].Revents != 0 {
 			return
 		}
 	}
@@ -81,6 +115,12 @@ func (p *pump) drain(exitAt time.Time) {
 
 // stop interrupts the pump and waits for it.
 func (p *pump) stop() {
-	p.f.SetReadDeadline(time.Now())
+	p.stopping.Store(true)
+	if p.wakeW != nil {
+		p.wakeW.Write([]byte{0})
+	}
 	<-p.done
+	if p.wakeW != nil {
+		p.wakeW.Close()
+	}
 }

@@ -79,11 +79,10 @@ func TestRunNotFound(t *testing.T) {
 // A grandchild that keeps the terminal open must not keep the run alive.
 func TestRunGrandchildHoldsTerminal(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	res := mustRun(t, runOpts("sh", "-c", "setsid sleep 300 & echo $! > "+pidFile+"; echo parent done; exit 7"))
-	if b, err := os.ReadFile(pidFile); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			defer syscall.Kill(pid, syscall.SIGKILL)
-		}
+	res := mustRun(t, runOpts("sh", "-c", grandchild(pidFile)+"; echo parent done; exit 7"))
+	// The grandchild outlived the run, holding the terminal.
+	if err := killGrandchild(pidFile); err != nil {
+		t.Fatal(err)
 	}
 	if res.ExitCode != 7 || !strings.Contains(res.Output, "parent done") {
 		t.Fatalf("exit %d output %q", res.ExitCode, res.Output)
@@ -208,6 +207,24 @@ func TestCapture(t *testing.T) {
 	if strings.ContainsRune(s, '\uFFFD') || !strings.HasPrefix(s, "é") {
 		t.Fatalf("%q", s)
 	}
+}
+
+// grandchild is shell code starting a grandchild in its own session that
+// keeps the terminal open; the pid file appears once it is there.
+func grandchild(pidFile string) string {
+	return `setsid sh -c 'echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; exec sleep 300' & while [ ! -e ` + pidFile + ` ]; do sleep 0.01; done`
+}
+
+func killGrandchild(pidFile string) error {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

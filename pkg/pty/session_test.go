@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -257,11 +256,10 @@ func TestDeadHolder(t *testing.T) {
 func TestSessionGrandchildHoldsTerminal(t *testing.T) {
 	s := newStore(t)
 	dir := t.TempDir()
-	startSession(t, s, "g", nil, "sh", "-c", "setsid sleep 300 & echo $! > "+dir+"/pid; echo started; exit 5")
+	startSession(t, s, "g", nil, "sh", "-c", grandchild(dir+"/pid")+"; echo started; exit 5")
 	st := waitEnd(t, s, "g")
-	if b, err := os.ReadFile(dir + "/pid"); err == nil {
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		syscall.Kill(pid, syscall.SIGKILL)
+	if err := killGrandchild(dir + "/pid"); err != nil {
+		t.Fatal(err)
 	}
 	if *st.ExitCode != 5 {
 		t.Fatalf("end: %+v", st)
