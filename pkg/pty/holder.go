@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -71,6 +72,9 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 			ready.Close()
 		}
 	}()
+	// A holder may live for days next to many others: keep its heap small.
+	// What it allocates per chunk of output is garbage at once.
+	debug.SetGCPercent(25)
 	var sp holderSpec
 	if err := json.NewDecoder(spec).Decode(&sp); err != nil {
 		return fmt.Errorf("read session spec: %w", err)
