@@ -256,7 +256,7 @@ type ReadOptions struct {
 	// data then ends with the match (expect-style), so the next read starts
 	// right after it.
 	Wait    *regexp.Regexp
-	Timeout time.Duration // for Wait
+	Timeout time.Duration // for Wait; 0 looks at the output once
 	Max     int           // most bytes to return; 0 means no limit
 }
 
@@ -287,8 +287,9 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 	out := &protocol.PtyOutput{Type: "output", Name: name, Offset: since, NextOffset: since}
 	var buf []byte
 	var deadline time.Time
-	if o.Wait != nil && o.Timeout > 0 {
-		deadline = time.Now().Add(o.Timeout)
+	if o.Wait != nil {
+		// A zero timeout looks once.
+		deadline = time.Now().Add(max(o.Timeout, 0))
 	}
 	lastCheck := time.Now()
 	running := st.Status == protocol.PtyRunning
@@ -328,7 +329,7 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			out.Data, out.NextOffset = string(trimRuneEnd(buf)), since+int64(len(trimRuneEnd(buf)))
-			return out, fmt.Errorf("waiting for /%s/ in %s: %w", o.Wait, name, context.DeadlineExceeded)
+			return out, errorf(context.DeadlineExceeded, "/%s/ did not appear in session %s within %s", o.Wait, name, o.Timeout)
 		}
 		if time.Since(lastCheck) > 200*time.Millisecond {
 			lastCheck = time.Now()

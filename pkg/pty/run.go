@@ -39,6 +39,8 @@ type RunOptions struct {
 	// Stop, when it fires, forwards its signal to the child's process
 	// group (the caller was interrupted); SIGKILL follows after KillGrace.
 	Stop <-chan syscall.Signal
+	// Resize changes the terminal's size (the caller's window changed).
+	Resize <-chan [2]int
 }
 
 // RunResult is what a run ended with.
@@ -142,6 +144,8 @@ wait:
 		case sig := <-stop:
 			stop = nil
 			terminate(sig)
+		case sz := <-o.Resize:
+			setSize(master, sz[0], sz[1])
 		case <-done:
 			done = nil
 			terminate(syscall.SIGHUP)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"regexp"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/pty"
@@ -149,10 +151,33 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 	} else if rt.IO.In != nil {
 		o.Input = rt.IO.In
 		if f, ok := rt.IO.In.(*os.File); ok && rt.IO.InTTY {
-			// A person at a terminal: pass keys through untouched.
-			if st, err := term.MakeRaw(int(f.Fd())); err == nil {
-				defer term.Restore(int(f.Fd()), st)
+			// A person at a terminal: pass keys through untouched, and
+			// follow the window's size unless one was configured.
+			fd := int(f.Fd())
+			if st, err := term.MakeRaw(fd); err == nil {
+				defer term.Restore(fd, st)
 				o.Interactive = true
+			}
+			cfg, _ := rt.Config()
+			if cfg.Get("pty_cols").Source == config.SourceDefault && cfg.Get("pty_rows").Source == config.SourceDefault {
+				if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
+					o.Cols, o.Rows = w, h
+				}
+				resize := make(chan [2]int, 1)
+				winch := make(chan os.Signal, 1)
+				signal.Notify(winch, syscall.SIGWINCH)
+				defer func() { signal.Stop(winch); close(winch) }()
+				go func() {
+					for range winch {
+						if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
+							select {
+							case resize <- [2]int{w, h}:
+							default:
+							}
+						}
+					}
+				}()
+				o.Resize = resize
 			}
 		}
 	}
