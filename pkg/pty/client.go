@@ -497,6 +497,12 @@ func (s Store) Clean(ctx context.Context, names []string, force bool) ([]string,
 				return removed, err
 			}
 		}
+		if err != nil && all {
+			// No state yet: a start may be under way; leave young ones be.
+			if fi, serr := os.Stat(s.Dir(name)); serr != nil || time.Since(fi.ModTime()) < time.Minute {
+				continue
+			}
+		}
 		if st != nil {
 			switch st.Status {
 			case protocol.PtyRunning:

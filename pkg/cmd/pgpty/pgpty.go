@@ -652,5 +652,11 @@ func (c *HolderCmd) Run(rt *cli.Runtime) error {
 	}
 	syscall.CloseOnExec(3)
 	ready := os.NewFile(3, "ready")
+	// The holder has no terminal; a stray hangup must not orphan the
+	// program. (Caught, not ignored: an ignored signal stays ignored in
+	// the program it starts.)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	return pty.Hold(rt.Ctx, c.Dir, rt.IO.In, ready, rt.IO.Err)
 }
