@@ -293,6 +293,7 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 	}
 	lastCheck := time.Now()
 	running := st.Status == protocol.PtyRunning
+	scanned := 0
 	for {
 		fi, err := f.Stat()
 		if err != nil {
@@ -310,6 +311,8 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 			}
 			buf = append(buf, chunk[:n]...)
 		}
+		fresh := len(buf) != scanned || scanned == 0
+		scanned = len(buf)
 		if o.Wait == nil {
 			data := buf
 			if o.Max > 0 && len(data) > o.Max {
@@ -319,9 +322,11 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 			}
 			return s.finishRead(dir, out, data, true)
 		}
-		if loc := o.Wait.FindIndex(buf); loc != nil {
-			out.Matched = true
-			return s.finishRead(dir, out, buf[:loc[1]], true)
+		if fresh {
+			if loc := o.Wait.FindIndex(buf); loc != nil {
+				out.Matched = true
+				return s.finishRead(dir, out, buf[:loc[1]], true)
+			}
 		}
 		if !running {
 			out.Data, out.NextOffset = string(buf), since+int64(len(buf))

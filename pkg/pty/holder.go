@@ -112,7 +112,7 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	}
 	defer master.Close()
 	h := &holder{dir: dir, master: master, pgid: cmd.Process.Pid, log: logw, exited: make(chan struct{})}
-	h.emu = newEmulator(sp.Cols, sp.Rows, master)
+	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited))
 	hpid, hstart, _ := proc.Self()
 	cstart, _ := proc.StartTime(cmd.Process.Pid)
 	h.state = protocol.PtySession{
@@ -270,4 +270,33 @@ func (h *holder) do(req *request, resp *response) error {
 		return nil
 	}
 	return fmt.Errorf("unknown op %q", req.Op)
+}
+
+// replier passes the emulator's answers to the program's queries (cursor
+// position, device attributes) to the terminal without ever blocking the
+// output pump: a program that stops reading its input would otherwise
+// stall its own output. Answers that do not fit are dropped.
+type replier struct{ ch chan []byte }
+
+func newReplier(master *os.File, done <-chan struct{}) *replier {
+	r := &replier{ch: make(chan []byte, 64)}
+	go func() {
+		for {
+			select {
+			case b := <-r.ch:
+				master.Write(b)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return r
+}
+
+func (r *replier) Write(b []byte) (int, error) {
+	select {
+	case r.ch <- append([]byte(nil), b...):
+	default:
+	}
+	return len(b), nil
 }
