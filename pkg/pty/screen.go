@@ -13,9 +13,56 @@ import (
 // whole UTF-8 sequences only, so a sequence split across writes is kept
 // for the next one.
 type emulator struct {
-	mu   sync.Mutex
-	vt   vt10x.Terminal
-	rest []byte
+	mu    sync.Mutex
+	vt    vt10x.Terminal
+	rest  []byte
+	reply io.Writer
+	csi   csiClamp
+	out   []byte
+}
+
+// csiClamp caps the numeric parameters of control sequences at three
+// digits: vt10x loops once per unit of some of them (cursor tab
+// forward/backward), so ESC [ 999999999 I would stall it for minutes,
+// and large counts on other sequences cost time for nothing. Colors and
+// positions fit in three digits, so nothing real is lost.
+type csiClamp struct {
+	state  int // 0 text, 1 after ESC, 2 inside CSI
+	digits int // digits of the current parameter
+}
+
+func (c *csiClamp) filter(dst, src []byte) []byte {
+	for _, b := range src {
+		switch c.state {
+		case 0:
+			if b == 0x1b {
+				c.state = 1
+			}
+		case 1:
+			c.state = 0
+			if b == '[' {
+				c.state, c.digits = 2, 0
+			} else if b == 0x1b {
+				c.state = 1
+			}
+		case 2:
+			switch {
+			case b >= '0' && b <= '9':
+				if c.digits >= 3 {
+					continue // drop: the parameter stays at three digits
+				}
+				c.digits++
+			case b == ';' || b == ':':
+				c.digits = 0
+			case b >= 0x40 && b <= 0x7e, b == 0x18, b == 0x1a:
+				c.state = 0
+			case b == 0x1b:
+				c.state = 1
+			}
+		}
+		dst = append(dst, b)
+	}
+	return dst
 }
 
 // newEmulator makes an emulator of the given size. Replies to the
@@ -26,22 +73,38 @@ func newEmulator(cols, rows int, reply io.Writer) *emulator {
 	if reply != nil {
 		opts = append(opts, vt10x.WithWriter(reply))
 	}
-	return &emulator{vt: vt10x.New(opts...)}
+	return &emulator{vt: vt10x.New(opts...), reply: reply}
 }
 
 func (e *emulator) Write(b []byte) (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	data := b
-	if len(e.rest) > 0 {
-		data = append(e.rest, b...)
-		e.rest = nil
-	}
-	n, _ := e.vt.Write(data)
+	e.out = e.csi.filter(append(e.out[:0], e.rest...), b)
+	e.rest = e.rest[:0]
+	data := e.out
+	n := e.feed(data)
 	if n < len(data) && len(data)-n < 4 {
-		e.rest = append([]byte(nil), data[n:]...)
+		e.rest = append(e.rest, data[n:]...)
 	}
 	return len(b), nil
+}
+
+// feed writes to vt10x; a panic in it resets the screen rather than
+// taking the holder down.
+func (e *emulator) feed(data []byte) (n int) {
+	defer func() {
+		if recover() != nil {
+			cols, rows := e.vt.Size()
+			opts := []vt10x.TerminalOption{vt10x.WithSize(cols, rows)}
+			if e.reply != nil {
+				opts = append(opts, vt10x.WithWriter(e.reply))
+			}
+			e.vt = vt10x.New(opts...)
+			n = len(data)
+		}
+	}()
+	n, _ = e.vt.Write(data)
+	return n
 }
 
 func (e *emulator) resize(cols, rows int) {

@@ -80,11 +80,18 @@ func screenUntil(t *testing.T, s Store, name, what string, cond func(*protocol.P
 	t.Helper()
 	var scr *protocol.PtyScreen
 	var err error
-	waitFor(t, what, func() bool {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
 		scr, err = s.Screen(context.Background(), name)
-		return err == nil && cond(scr)
-	})
-	return scr
+		if err == nil && cond(scr) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			out, _ := s.Read(context.Background(), name, ReadOptions{HasSince: true})
+			t.Fatalf("timed out waiting for %s: screen %+v, %v; output %+v", what, scr, err, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestBashSession(t *testing.T) {
