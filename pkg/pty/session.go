@@ -41,7 +41,15 @@ var (
 type Store struct{ Root string }
 
 // NewStore returns the store under the data root home.
-func NewStore(home string) Store { return Store{Root: teamdir.Pty(home)} }
+func NewStore(home string) Store {
+	root := teamdir.Pty(home)
+	// The holder runs in the session directory: paths must not depend on
+	// the caller's working directory.
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	return Store{Root: root}
+}
 
 // Dir is the directory of the session name.
 func (s Store) Dir(name string) string { return filepath.Join(s.Root, name) }

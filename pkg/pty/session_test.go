@@ -332,3 +332,20 @@ func TestReadOffsets(t *testing.T) {
 	send(t, s, "r", "", "Enter")
 	waitEnd(t, s, "r")
 }
+
+// A session directory too deep for a unix socket path (107 bytes) still
+// works: the socket is reached through /proc/self/fd.
+func TestLongSessionPath(t *testing.T) {
+	s := NewStore(filepath.Join(t.TempDir(), strings.Repeat("deep", 30)))
+	t.Cleanup(func() { s.Clean(context.Background(), nil, true) })
+	if len(filepath.Join(s.Dir("long"), SocketFile)) < 108 {
+		t.Fatal("path not long enough for the test")
+	}
+	startSession(t, s, "long", nil, "cat")
+	send(t, s, "long", "ping", "Enter")
+	expect(t, s, "long", `ping\r\nping\r\n`)
+	screenUntil(t, s, "long", "echo on screen", func(scr *protocol.PtyScreen) bool { return scr.Lines[1] == "ping" })
+	if st, err := s.Kill(context.Background(), "long", syscall.SIGKILL, 0); err != nil || *st.ExitCode != 137 {
+		t.Fatalf("kill: %v %+v", err, st)
+	}
+}
