@@ -42,7 +42,7 @@ func write(dir string) error {
 		"worker-status": reflectType(reflect.TypeFor[protocol.WorkerStatus]()),
 		"error":         reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
 	}
-	for _, f := range []*protocol.Family{protocol.ModelEvents, protocol.LoopEvents, protocol.JournalEvents, protocol.ToolOutputs} {
+	for _, f := range []*protocol.Family{protocol.ModelEvents, protocol.LoopEvents, protocol.JournalEvents, protocol.ToolOutputs, protocol.PtyOutputs} {
 		s := &jsonschema.Schema{Description: f.Name + " records, told apart by their type field"}
 		for _, t := range f.Types() {
 			s.OneOf = append(s.OneOf, reflectType(reflect.TypeOf(f.New(t)).Elem()))
