@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -180,10 +181,25 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 		q.drop()
 		return err
 	}
+	if s.hdr.Generation%100 == 0 {
+		q.sweepTemps()
+	}
 	if err := jsonl.Append(q.dir.Events(), toAny(c.events)...); err != nil {
 		return fmt.Errorf("queue changed but the journal append failed: %w", err)
 	}
 	return nil
+}
+
+// sweepTemps removes temporary files left by writers that were killed
+// mid-way. Every writer of those files holds the team lock, as the caller
+// does, so any that exist now are garbage.
+func (q *Queue) sweepTemps() {
+	for _, base := range []string{teamdir.QueueFile, IndexFile, ArchiveFile} {
+		matches, _ := filepath.Glob(filepath.Join(q.dir.Path(), "."+base+".tmp-*"))
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
 }
 
 func toAny(evs []protocol.TaskEvent) []any {

@@ -552,3 +552,15 @@ func benchQueue(b *testing.B, live int) {
 
 func BenchmarkClaimComplete1k(b *testing.B)  { benchQueue(b, 1000) }
 func BenchmarkClaimComplete10k(b *testing.B) { benchQueue(b, 10000) }
+
+func TestSweepTemps(t *testing.T) {
+	q, _ := open(t)
+	junk := filepath.Join(q.Dir().Path(), ".task-queue.json.tmp-123")
+	os.WriteFile(junk, []byte("{"), 0o644)
+	for i := 0; i < 100; i++ {
+		add(t, q, protocol.Task{Title: "x"})
+	}
+	if _, err := os.Stat(junk); !os.IsNotExist(err) {
+		t.Fatalf("temporary file left after 100 changes: %v", err)
+	}
+}
