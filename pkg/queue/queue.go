@@ -48,7 +48,7 @@ import (
 const (
 	DefaultLease        = 10 * time.Minute
 	DefaultMaxAttempts  = 3
-	DefaultKeepFinished = 1000
+	DefaultKeepFinished = 500
 )
 
 // Queue is one team's queue. It is safe for concurrent use by goroutines
@@ -62,6 +62,10 @@ type Queue struct {
 	// (where jq and dashboards see them); when there are more, the oldest
 	// are moved to task-archive.jsonl. 0 means DefaultKeepFinished.
 	KeepFinished int
+
+	// NoSync skips the fsyncs after each change: changes stay atomic and
+	// survive a killed process, but a power loss may lose the last ones.
+	NoSync bool
 
 	mu    sync.Mutex
 	cache *state
@@ -242,7 +246,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 			return err
 		}
 	}
-	return s.save(q.dir.Path(), now)
+	return s.save(q.dir.Path(), now, !q.NoSync)
 }
 
 // Add appends tasks, all or none. A task without an id gets t-<ULID>;

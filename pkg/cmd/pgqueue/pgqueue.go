@@ -82,6 +82,7 @@ func (c *CLI) open(rt *cli.Runtime) (*queue.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	q.NoSync = !cfg.Bool("queue_sync")
 	return q, nil
 }
 
