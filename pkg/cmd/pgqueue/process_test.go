@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,13 +25,37 @@ import (
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
-// The tests below run pg-queue as real processes: the test binary runs the
-// command line when PGQUEUE_TEST_EXEC is set.
+// The tests below run pg-queue as real processes. TestMain builds the
+// binary once, as `make build` would but without the race detector (a
+// race-instrumented process per call would make thousands of calls slow);
+// when that is not possible it falls back to running this test binary,
+// which runs the command line when PGQUEUE_TEST_EXEC is set.
+var pgQueueBin string
+
 func TestMain(m *testing.M) {
 	if os.Getenv("PGQUEUE_TEST_EXEC") == "1" {
 		os.Exit(cli.Main(Spec(), os.Args[1:], cli.Std(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
 	}
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "pgqueue-bin-")
+	if err == nil {
+		defer os.RemoveAll(dir)
+		bin := filepath.Join(dir, "pg-queue")
+		build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/powerglide/powerglide/cmd/pg-queue")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err == nil {
+			pgQueueBin = bin
+		} else {
+			fmt.Fprintf(os.Stderr, "building pg-queue failed, running the test binary instead: %v\n%s", err, out)
+		}
+	}
+	if pgQueueBin == "" {
+		pgQueueBin = os.Args[0]
+	}
+	return m.Run()
 }
 
 // team is a private data root with one team, and a way to run pg-queue in it.
@@ -57,7 +82,7 @@ func newTeam(t *testing.T, name string) *team {
 func (tm *team) dir() teamdir.Dir { return teamdir.Dir{Home: tm.home, Team: tm.name} }
 
 func (tm *team) cmd(stdin string, args ...string) *exec.Cmd {
-	c := exec.Command(os.Args[0], args...)
+	c := exec.Command(pgQueueBin, args...)
 	c.Env = tm.env
 	c.Stdin = strings.NewReader(stdin)
 	return c
@@ -261,6 +286,7 @@ func TestCrashProcesses(t *testing.T) {
 	checkerDone := make(chan struct{})
 	go func() {
 		defer close(checkerDone)
+		checked := 0 // bytes of events.jsonl already validated
 		for {
 			select {
 			case <-stop:
@@ -274,16 +300,29 @@ func TestCrashProcesses(t *testing.T) {
 			if data, err := os.ReadFile(d.Events()); err == nil {
 				// Lines that are complete must parse; a line being
 				// written may be seen half-way by a concurrent read.
-				if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
-					if err := validate.Lines("journal-event", data[:i+1]); err != nil {
+				if i := bytes.LastIndexByte(data, '\n'); i >= checked {
+					if err := validate.Lines("journal-event", data[checked:i+1]); err != nil {
 						t.Errorf("events.jsonl: %v", err)
 						return
 					}
+					checked = i + 1
 				}
 			}
 			checks.Add(1)
 		}
 	}()
+
+	// Kills land anywhere in a call: the delay is drawn up to twice the
+	// time a call takes on this machine now.
+	var calls []time.Duration
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		tm.run("", "stats")
+		calls = append(calls, time.Since(start))
+	}
+	slices.Sort(calls)
+	killMax := max(2*calls[len(calls)/2], 5*time.Millisecond)
+	t.Logf("a call takes %v: kills within %v", calls[len(calls)/2], killMax)
 
 	// runKill runs pg-queue and SIGKILLs it after a random delay with
 	// probability p. It reports whether the process was killed.
@@ -296,7 +335,7 @@ func TestCrashProcesses(t *testing.T) {
 			return "", -1, false
 		}
 		if rand.Float64() < p {
-			timer := time.AfterFunc(time.Duration(rand.Int64N(int64(25*time.Millisecond))), func() { c.Process.Signal(syscall.SIGKILL) })
+			timer := time.AfterFunc(time.Duration(rand.Int64N(int64(killMax))), func() { c.Process.Signal(syscall.SIGKILL) })
 			defer timer.Stop()
 		}
 		err := c.Wait()
