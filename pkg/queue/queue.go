@@ -646,6 +646,17 @@ func (q *Queue) Complete(id string, token int64, result json.RawMessage) (*proto
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
 		i, t, err := held(s, id, token)
+		if errors.Is(err, ErrNotFound) {
+			// Finished and archived since: a repeat is still harmless.
+			a, aerr := q.scanArchive(map[string]bool{id: true})
+			if aerr != nil {
+				return aerr
+			}
+			if t = a[id]; t == nil {
+				return err
+			}
+			err = leaseLost(t, token)
+		}
 		if err != nil {
 			if t != nil && t.Status == protocol.StatusDone && t.Claim != nil && t.Claim.Token == token {
 				out = t

@@ -377,6 +377,13 @@ func TestAutoArchiveAndArchivedDeps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Completing t0 again after it was archived is still a harmless success.
+	if got, err := q.Complete("t0", 1, nil); err != nil || got.Status != protocol.StatusDone {
+		t.Fatalf("repeat complete of an archived task: %v %+v", err, got)
+	}
+	if _, err := q.Complete("t0", 2, nil); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("stale complete of an archived task: %v", err)
+	}
 	st, _ := q.Stats()
 	if st.Live > 5 || st.Done != 10 || st.Archived < 6 || st.Claimable != 1 {
 		t.Fatalf("stats after auto-archive: %+v", st)
