@@ -22,12 +22,14 @@ import (
 )
 
 var (
-	bin     = flag.String("bin", "bin/pg-queue", "the pg-queue binary")
-	work    = flag.String("dir", "", "data root for the benchmark (default: a temporary directory)")
-	cycles  = flag.Int("cycles", 300, "claim+complete cycles per size")
-	sizes   = flag.String("sizes", "1000,10000,100000", "live queue sizes to measure")
-	workers = flag.Int("workers", 8, "concurrent workers for the throughput run")
-	dur     = flag.Duration("duration", 10*time.Second, "length of the throughput run")
+	bin      = flag.String("bin", "bin/pg-queue", "the pg-queue binary")
+	work     = flag.String("dir", "", "data root for the benchmark (default: a temporary directory)")
+	cycles   = flag.Int("cycles", 300, "claim+complete cycles per size")
+	sizes    = flag.String("sizes", "1000,10000,100000", "live queue sizes to measure")
+	workers  = flag.Int("workers", 8, "concurrent workers for the throughput run")
+	dur      = flag.Duration("duration", 10*time.Second, "longest throughput run")
+	modes    = flag.String("sync", "true,false", "values of queue_sync to measure")
+	syncFlag = "true"
 )
 
 func main() {
@@ -52,29 +54,33 @@ func main() {
 	floor := measureVersion(root)
 	fmt.Printf("%-34s %8d %8.2f %8.2f %8s %8s\n", "process floor (pg-queue --version)", len(floor), pct(floor, 50), pct(floor, 99), "-", "-")
 
-	for _, s := range strings.Split(*sizes, ",") {
-		var live int
-		fmt.Sscan(s, &live)
-		n := *cycles
-		if live >= 100000 {
-			n = min(n, 40)
+	for _, syncMode := range strings.Split(*modes, ",") {
+		syncFlag = syncMode
+		fmt.Printf("-- queue_sync=%s\n", syncFlag)
+		for _, s := range strings.Split(*sizes, ",") {
+			var live int
+			fmt.Sscan(s, &live)
+			n := *cycles
+			if live >= 100000 {
+				n = min(n, 40)
+			}
+			team := fmt.Sprintf("live%d-%s", live, syncFlag)
+			addTasks(root, team, "t", live)
+			report(fmt.Sprintf("%d live tasks", live), runCycles(root, team, n))
 		}
-		team := fmt.Sprintf("live%d", live)
-		addTasks(root, team, "t", live)
-		report(fmt.Sprintf("%d live tasks", live), runCycles(root, team, n))
+
+		// 100,000 finished tasks (archived, as the queue leaves them)
+		// next to 1,000 live ones, 500 of them recently finished.
+		team := "finished100k-" + syncFlag
+		seedFinished(root, team, 100000, 500, 1000)
+		report("1000 live + 100000 finished", runCycles(root, team, *cycles))
+
+		team = "concurrent-" + syncFlag
+		addTasks(root, team, "c", 1000)
+		done, elapsed, errs := runConcurrent(root, team, *workers, *dur)
+		fmt.Printf("%d concurrent workers, 1000 live tasks: %d cycles in %.1fs = %.0f cycles/s (%d errors)\n",
+			*workers, done, elapsed.Seconds(), float64(done)/elapsed.Seconds(), errs)
 	}
-
-	// 100,000 finished tasks (archived, as the queue leaves them) next to
-	// 1,000 live ones, 1,000 of them recently finished.
-	team := "finished100k"
-	seedFinished(root, team, 100000, 1000)
-	report("1000 live + 100000 finished", runCycles(root, team, *cycles))
-
-	team = "concurrent"
-	addTasks(root, team, "c", 1000)
-	done, elapsed, errs := runConcurrent(root, team, *workers, *dur)
-	fmt.Printf("%d concurrent workers, 1000 live tasks: %d cycles in %.1fs = %.0f cycles/s (%d errors)\n",
-		*workers, done, elapsed.Seconds(), float64(done)/elapsed.Seconds(), errs)
 }
 
 func fail(err error) {
@@ -89,7 +95,7 @@ func env(root, team string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "POWERGLIDE_HOME="+root, "POWERGLIDE_TEAM="+team, "XDG_CONFIG_HOME="+filepath.Join(root, "config"))
+	return append(out, "POWERGLIDE_HOME="+root, "POWERGLIDE_TEAM="+team, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "POWERGLIDE_QUEUE_SYNC="+syncFlag)
 }
 
 // run runs pg-queue and returns its stdout, exit code and duration.
@@ -137,9 +143,9 @@ func addTasks(root, team, prefix string, n int) {
 }
 
 // seedFinished writes a queue as pg-queue leaves it after `finished` tasks
-// were done: the oldest archived, the last `live` still in task-queue.json,
-// plus `live` pending tasks.
-func seedFinished(root, team string, finished, live int) {
+// were done: the oldest archived, the last `recent` still in
+// task-queue.json, plus `pending` pending tasks.
+func seedFinished(root, team string, finished, recent, pending int) {
 	dir := filepath.Join(root, "teams", team)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fail(err)
@@ -154,7 +160,7 @@ func seedFinished(root, team string, finished, live int) {
 		return b
 	}
 	var arch bytes.Buffer
-	for i := 0; i < finished-live; i++ {
+	for i := 0; i < finished-recent; i++ {
 		arch.Write(done(i))
 		arch.WriteByte('\n')
 	}
@@ -163,19 +169,19 @@ func seedFinished(root, team string, finished, live int) {
 	}
 	var q bytes.Buffer
 	fmt.Fprintf(&q, `{"type":"task-queue","version":1,"generation":1,"next_token":%d,"updated_at":%q,"archived":{"done":%d},"finished_deps":{},"tasks":[`,
-		finished+1, now.Format(time.RFC3339Nano), finished-live)
-	for i := finished - live; i < finished; i++ {
+		finished+1, now.Format(time.RFC3339Nano), finished-recent)
+	for i := finished - recent; i < finished; i++ {
 		q.WriteString("\n")
 		q.Write(done(i))
 		q.WriteString(",")
 	}
-	for i := 0; i < live; i++ {
+	for i := 0; i < pending; i++ {
 		t := protocol.Task{ID: fmt.Sprintf("p%d", i), Title: fmt.Sprintf("task %d", i), Status: protocol.StatusPending,
 			DependsOn: []string{}, Labels: map[string]string{}, MaxAttempts: 3, CreatedAt: now, UpdatedAt: now}
 		b, _ := json.Marshal(t)
 		q.WriteString("\n")
 		q.Write(b)
-		if i < live-1 {
+		if i < pending-1 {
 			q.WriteString(",")
 		}
 	}
