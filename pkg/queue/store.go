@@ -294,9 +294,17 @@ func loadFile(dir string, f *os.File) (*state, error) {
 		return nil, fmt.Errorf("stat task-queue.json: %w", err)
 	}
 	s := &state{f: f, stat: stampOf(fi)}
-	head := make([]byte, min(s.stat.size, 64<<10))
-	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read task-queue.json: %w", err)
+	// The header line: usually small, larger when many live tasks depend
+	// on archived ones.
+	var head []byte
+	for size := int64(64 << 10); ; size *= 4 {
+		head = make([]byte, min(s.stat.size, size))
+		if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read task-queue.json: %w", err)
+		}
+		if bytes.IndexByte(head, '\n') >= 0 || int64(len(head)) == s.stat.size {
+			break
+		}
 	}
 	if hdr, ok := fastHeader(head); ok {
 		s.hdr = hdr
