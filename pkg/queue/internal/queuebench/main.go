@@ -49,10 +49,10 @@ func main() {
 	}
 	*bin = abs
 	fmt.Printf("pg-queue benchmark: %s, a fresh process per call\n", *bin)
-	fmt.Printf("%-34s %8s %8s %8s %8s %8s\n", "scenario", "cycles", "p50 ms", "p99 ms", "claim50", "compl50")
+	fmt.Printf("%-34s %8s %8s %8s %8s %8s %8s\n", "scenario (claim+complete cycle)", "cycles", "p50 ms", "p99 ms", "claim50", "compl50", "cpu50")
 
 	floor := measureVersion(root)
-	fmt.Printf("%-34s %8d %8.2f %8.2f %8s %8s\n", "process floor (pg-queue --version)", len(floor), pct(floor, 50), pct(floor, 99), "-", "-")
+	fmt.Printf("%-34s %8d %8.2f %8.2f %8s %8s %8s\n", "one process (pg-queue --version)", len(floor), pct(floor, 50), pct(floor, 99), "-", "-", "-")
 
 	for _, syncMode := range strings.Split(*modes, ",") {
 		syncFlag = syncMode
@@ -98,7 +98,11 @@ func env(root, team string) []string {
 	return append(out, "POWERGLIDE_HOME="+root, "POWERGLIDE_TEAM="+team, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "POWERGLIDE_QUEUE_SYNC="+syncFlag)
 }
 
-// run runs pg-queue and returns its stdout, exit code and duration.
+// cpuTotal accumulates the CPU time (user+system) of the measured calls.
+var cpuLast time.Duration
+
+// run runs pg-queue and returns its stdout, exit code and duration; the
+// CPU time it used is left in cpuLast.
 func run(root, team, stdin string, args ...string) ([]byte, int, time.Duration) {
 	c := exec.Command(*bin, args...)
 	c.Env = env(root, team)
@@ -109,6 +113,9 @@ func run(root, team, stdin string, args ...string) ([]byte, int, time.Duration) 
 	start := time.Now()
 	err := c.Run()
 	d := time.Since(start)
+	if c.ProcessState != nil {
+		cpuLast = c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		return out.Bytes(), ee.ExitCode(), d
 	}
@@ -196,10 +203,11 @@ func seedFinished(root, team string, finished, recent, pending int) {
 	}
 }
 
-type sample struct{ claim, complete time.Duration }
+type sample struct{ claim, complete, cpu time.Duration }
 
 func cycle(root, team, worker string) (sample, bool) {
 	out, code, dc := run(root, team, "", "claim", "--worker", worker)
+	cpu := cpuLast
 	if code == 3 {
 		return sample{}, false
 	}
@@ -214,7 +222,7 @@ func cycle(root, team, worker string) (sample, bool) {
 	if code != 0 {
 		fail(fmt.Errorf("complete: exit %d", code))
 	}
-	return sample{dc, dd}, true
+	return sample{dc, dd, cpu + cpuLast}, true
 }
 
 func runCycles(root, team string, n int) []sample {
@@ -231,13 +239,14 @@ func runCycles(root, team string, n int) []sample {
 }
 
 func report(name string, ss []sample) {
-	var tot, cl, co []time.Duration
+	var tot, cl, co, cpu []time.Duration
 	for _, s := range ss {
 		tot = append(tot, s.claim+s.complete)
 		cl = append(cl, s.claim)
 		co = append(co, s.complete)
+		cpu = append(cpu, s.cpu)
 	}
-	fmt.Printf("%-34s %8d %8.2f %8.2f %8.2f %8.2f\n", name, len(ss), pct(tot, 50), pct(tot, 99), pct(cl, 50), pct(co, 50))
+	fmt.Printf("%-34s %8d %8.2f %8.2f %8.2f %8.2f %8.2f\n", name, len(ss), pct(tot, 50), pct(tot, 99), pct(cl, 50), pct(co, 50), pct(cpu, 50))
 }
 
 func pct(ds []time.Duration, p int) float64 {
