@@ -98,7 +98,7 @@ func env(root, team string) []string {
 	return append(out, "POWERGLIDE_HOME="+root, "POWERGLIDE_TEAM="+team, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "POWERGLIDE_QUEUE_SYNC="+syncFlag)
 }
 
-// cpuTotal accumulates the CPU time (user+system) of the measured calls.
+// cpuLast is the CPU time (user+system) of the last call run.
 var cpuLast time.Duration
 
 // run runs pg-queue and returns its stdout, exit code and duration; the
