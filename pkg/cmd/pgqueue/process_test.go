@@ -390,7 +390,7 @@ func TestCrashProcesses(t *testing.T) {
 			defer wg.Done()
 			name := fmt.Sprint("w", w)
 			for ctx.Err() == nil && !t.Failed() {
-				out, code, killed := runKill(0.3, "", "claim", "--worker", name, "--lease", "400ms")
+				out, code, killed := runKill(0.3, "", "claim", "--worker", name, "--lease", "1s")
 				if killed {
 					kills.Add(1)
 					continue
