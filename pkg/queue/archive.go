@@ -62,15 +62,16 @@ func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *ch
 			delete(s.hdr.FinishedDeps, id)
 		}
 	}
-	if err := appendSynced(q.archivePath(), buf); err != nil {
+	if err := appendLines(q.archivePath(), buf, !q.NoSync); err != nil {
 		return err
 	}
 	s.entries, s.byID = kept, nil
 	return nil
 }
 
-// appendSynced appends whole lines and fsyncs. Callers hold the team lock.
-func appendSynced(path string, data []byte) error {
+// appendLines appends whole lines and fsyncs when sync is set. Callers
+// hold the team lock.
+func appendLines(path string, data []byte, sync bool) error {
 	if len(data) == 0 {
 		return nil
 	}
@@ -91,6 +92,9 @@ func appendSynced(path string, data []byte) error {
 	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("append %s: %w", filepath.Base(path), err)
+	}
+	if !sync {
+		return nil
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", filepath.Base(path), err)

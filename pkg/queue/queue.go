@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ import (
 const (
 	DefaultLease        = 10 * time.Minute
 	DefaultMaxAttempts  = 3
-	DefaultKeepFinished = 1000
+	DefaultKeepFinished = 500
 )
 
 // Queue is one team's queue. It is safe for concurrent use by goroutines
@@ -61,6 +62,10 @@ type Queue struct {
 	// (where jq and dashboards see them); when there are more, the oldest
 	// are moved to task-archive.jsonl. 0 means DefaultKeepFinished.
 	KeepFinished int
+
+	// NoSync skips the fsyncs after each change: changes stay atomic and
+	// survive a killed process, but a power loss may lose the last ones.
+	NoSync bool
 
 	mu    sync.Mutex
 	cache *state
@@ -180,10 +185,25 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 		q.drop()
 		return err
 	}
+	if s.hdr.Generation%100 == 0 {
+		q.sweepTemps()
+	}
 	if err := jsonl.Append(q.dir.Events(), toAny(c.events)...); err != nil {
 		return fmt.Errorf("queue changed but the journal append failed: %w", err)
 	}
 	return nil
+}
+
+// sweepTemps removes temporary files left by writers that were killed
+// mid-way. Every writer of those files holds the team lock, as the caller
+// does, so any that exist now are garbage.
+func (q *Queue) sweepTemps() {
+	for _, base := range []string{teamdir.QueueFile, IndexFile, ArchiveFile} {
+		matches, _ := filepath.Glob(filepath.Join(q.dir.Path(), "."+base+".tmp-*"))
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
 }
 
 func toAny(evs []protocol.TaskEvent) []any {
@@ -226,7 +246,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 			return err
 		}
 	}
-	return s.save(q.dir.Path(), now)
+	return s.save(q.dir.Path(), now, !q.NoSync)
 }
 
 // Add appends tasks, all or none. A task without an id gets t-<ULID>;
@@ -626,6 +646,17 @@ func (q *Queue) Complete(id string, token int64, result json.RawMessage) (*proto
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
 		i, t, err := held(s, id, token)
+		if errors.Is(err, ErrNotFound) {
+			// Finished and archived since: a repeat is still harmless.
+			a, aerr := q.scanArchive(map[string]bool{id: true})
+			if aerr != nil {
+				return aerr
+			}
+			if t = a[id]; t == nil {
+				return err
+			}
+			err = leaseLost(t, token)
+		}
 		if err != nil {
 			if t != nil && t.Status == protocol.StatusDone && t.Claim != nil && t.Claim.Token == token {
 				out = t

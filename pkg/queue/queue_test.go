@@ -360,6 +360,7 @@ func TestFailRetryReleaseCancel(t *testing.T) {
 func TestAutoArchiveAndArchivedDeps(t *testing.T) {
 	q, c := open(t)
 	q.KeepFinished = 4
+	q.NoSync = true // the unsynced path writes the same files
 	var in []protocol.Task
 	for i := 0; i < 10; i++ {
 		in = append(in, protocol.Task{ID: fmt.Sprintf("t%d", i), Title: "x"})
@@ -375,6 +376,13 @@ func TestAutoArchiveAndArchivedDeps(t *testing.T) {
 		if _, err := q.Complete(got.ID, got.Claim.Token, nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Completing t0 again after it was archived is still a harmless success.
+	if got, err := q.Complete("t0", 1, nil); err != nil || got.Status != protocol.StatusDone {
+		t.Fatalf("repeat complete of an archived task: %v %+v", err, got)
+	}
+	if _, err := q.Complete("t0", 2, nil); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("stale complete of an archived task: %v", err)
 	}
 	st, _ := q.Stats()
 	if st.Live > 5 || st.Done != 10 || st.Archived < 6 || st.Claimable != 1 {
@@ -552,3 +560,15 @@ func benchQueue(b *testing.B, live int) {
 
 func BenchmarkClaimComplete1k(b *testing.B)  { benchQueue(b, 1000) }
 func BenchmarkClaimComplete10k(b *testing.B) { benchQueue(b, 10000) }
+
+func TestSweepTemps(t *testing.T) {
+	q, _ := open(t)
+	junk := filepath.Join(q.Dir().Path(), ".task-queue.json.tmp-123")
+	os.WriteFile(junk, []byte("{"), 0o644)
+	for i := 0; i < 100; i++ {
+		add(t, q, protocol.Task{Title: "x"})
+	}
+	if _, err := os.Stat(junk); !os.IsNotExist(err) {
+		t.Fatalf("temporary file left after 100 changes: %v", err)
+	}
+}

@@ -294,9 +294,17 @@ func loadFile(dir string, f *os.File) (*state, error) {
 		return nil, fmt.Errorf("stat task-queue.json: %w", err)
 	}
 	s := &state{f: f, stat: stampOf(fi)}
-	head := make([]byte, min(s.stat.size, 64<<10))
-	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read task-queue.json: %w", err)
+	// The header line: usually small, larger when many live tasks depend
+	// on archived ones.
+	var head []byte
+	for size := int64(64 << 10); ; size *= 4 {
+		head = make([]byte, min(s.stat.size, size))
+		if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read task-queue.json: %w", err)
+		}
+		if bytes.IndexByte(head, '\n') >= 0 || int64(len(head)) == s.stat.size {
+			break
+		}
 	}
 	if hdr, ok := fastHeader(head); ok {
 		s.hdr = hdr
@@ -426,7 +434,7 @@ func (s *state) parseDocument() error {
 // save writes the next version of task-queue.json and refreshes the
 // index. Runs of unchanged tasks are copied from the previous version with
 // copy_file_range; only changed tasks are encoded.
-func (s *state) save(dir string, now time.Time) error {
+func (s *state) save(dir string, now time.Time, sync bool) error {
 	s.hdr.Generation++
 	s.hdr.UpdatedAt = now
 	hb, err := json.Marshal(s.hdr)
@@ -434,7 +442,11 @@ func (s *state) save(dir string, now time.Time) error {
 		return fmt.Errorf("encode queue header: %w", err)
 	}
 	qpath := filepath.Join(dir, teamdir.QueueFile)
-	err = atomicfile.Write(qpath, 0o644, func(tmp *os.File) error {
+	write := atomicfile.Write
+	if !sync {
+		write = replaceNoSync
+	}
+	err = write(qpath, 0o644, func(tmp *os.File) error {
 		w := bufio.NewWriterSize(tmp, 256<<10)
 		w.Write(hb[:len(hb)-1])
 		w.WriteString(tasksOpen)
@@ -512,6 +524,31 @@ func (s *state) save(dir string, now time.Time) error {
 	return nil
 }
 
+// replaceNoSync is atomicfile.Write without the fsyncs: the rename still
+// makes the change atomic for readers and for writers that are killed, but
+// a power loss may lose the last changes.
+func replaceNoSync(path string, perm os.FileMode, fill func(*os.File) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	err = fill(tmp)
+	if err == nil {
+		err = tmp.Chmod(perm)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
+}
+
 var indexMagic = []byte("PGQIDX1\n")
 
 func writeIndex(path string, gen int64, st fileStamp, entries []*entry) error {
@@ -537,28 +574,12 @@ func writeIndex(path string, gen int64, st fileStamp, entries []*entry) error {
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable()))
 	// Written by rename but not synced: after a power loss the checksum or
 	// the stamp tells a stale or torn index, which is then rebuilt.
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+IndexFile+".tmp-*")
-	if err != nil {
+	return replaceNoSync(path, 0o644, func(f *os.File) error {
+		_, err := f.Write(b)
 		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	})
 }
 
-// crcTable is built on first use: a process that never reads or writes
-// the index does not pay for it.
 var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 func appendString(b []byte, s string) []byte {

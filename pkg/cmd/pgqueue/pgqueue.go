@@ -27,21 +27,11 @@ func Spec() *cli.Spec {
 	return &cli.Spec{
 		Name: "pg-queue",
 		Description: `The team task queue: tasks with priorities and dependencies, claimed under leases with fencing tokens.
-The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the live tasks as one JSON
-document (valid at every instant, for jq), events.jsonl gets one line per change (tail -f it, or
-pg-queue watch), task-archive.jsonl holds finished tasks moved out of the live file, and lock is the
-flock every change holds. task-queue.idx is a cache that may be deleted at any time.
+The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the live tasks as one JSON document (valid at every instant, for jq), events.jsonl gets one line per change (tail -f it, or pg-queue watch), task-archive.jsonl holds finished tasks moved out of the live file, and lock is the flock every change holds. task-queue.idx is a cache that may be deleted at any time.
 
-A claim is a lease with a fencing token: renew, complete, fail and release must present the token,
-and a stale token (the lease expired and the task went to another worker, or it was released or
-cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token
-is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable
-again, and a task that used max_attempts attempts fails with the reason in its error field.
-A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or
-was cancelled.
+A claim is a lease with a fencing token: renew, complete, fail and release must present the token, and a stale token (the lease expired and the task went to another worker, or it was released or cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable again, and a task that used max_attempts attempts fails with the reason in its error field. A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or was cancelled.
 
-Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok,
-1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
+Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
 		CLI:     &CLI{},
 		Schemas: []string{"task", "journal-event", "error"},
 	}
@@ -92,6 +82,7 @@ func (c *CLI) open(rt *cli.Runtime) (*queue.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	q.NoSync = !cfg.Bool("queue_sync")
 	return q, nil
 }
 

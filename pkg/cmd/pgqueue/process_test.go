@@ -1,0 +1,481 @@
+package pgqueue
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/protocol/validate"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// The tests below run pg-queue as real processes. TestMain builds the
+// binary once, as `make build` would but without the race detector (a
+// race-instrumented process per call would make thousands of calls slow);
+// when that is not possible it falls back to running this test binary,
+// which runs the command line when PGQUEUE_TEST_EXEC is set.
+var pgQueueBin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("PGQUEUE_TEST_EXEC") == "1" {
+		os.Exit(cli.Main(Spec(), os.Args[1:], cli.Std(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
+	}
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "pgqueue-bin-")
+	if err == nil {
+		defer os.RemoveAll(dir)
+		bin := filepath.Join(dir, "pg-queue")
+		build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/powerglide/powerglide/cmd/pg-queue")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err == nil {
+			pgQueueBin = bin
+		} else {
+			fmt.Fprintf(os.Stderr, "building pg-queue failed, running the test binary instead: %v\n%s", err, out)
+		}
+	}
+	if pgQueueBin == "" {
+		pgQueueBin = os.Args[0]
+	}
+	return m.Run()
+}
+
+// team is a private data root with one team, and a way to run pg-queue in it.
+type team struct {
+	t    *testing.T
+	home string
+	name string
+	env  []string
+}
+
+func newTeam(t *testing.T, name string) *team {
+	home := t.TempDir()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "POWERGLIDE_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PGQUEUE_TEST_EXEC=1", "HOME="+home, "POWERGLIDE_HOME="+home,
+		"XDG_CONFIG_HOME="+filepath.Join(home, "config"), "POWERGLIDE_TEAM="+name)
+	return &team{t: t, home: home, name: name, env: env}
+}
+
+func (tm *team) dir() teamdir.Dir { return teamdir.Dir{Home: tm.home, Team: tm.name} }
+
+func (tm *team) cmd(stdin string, args ...string) *exec.Cmd {
+	c := exec.Command(pgQueueBin, args...)
+	c.Env = tm.env
+	c.Stdin = strings.NewReader(stdin)
+	return c
+}
+
+// run runs pg-queue and returns stdout and the exit code.
+func (tm *team) run(stdin string, args ...string) (string, int) {
+	c := tm.cmd(stdin, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode()
+	}
+	if err != nil {
+		tm.t.Errorf("run %v: %v", args, err)
+		return "", -1
+	}
+	return out.String(), 0
+}
+
+func tasksJSONL(prefix string, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"id":"%s%d","title":"task %d","priority":%d,"max_attempts":1000}`+"\n", prefix, i, i, i%3)
+	}
+	return b.String()
+}
+
+// checkTeamFiles validates task-queue.json and events.jsonl as they are now.
+func checkTeamFiles(t *testing.T, d teamdir.Dir) {
+	t.Helper()
+	data, err := os.ReadFile(d.Queue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tasks []json.RawMessage `json:"tasks"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("task-queue.json does not parse: %v", err)
+	}
+	for _, raw := range doc.Tasks {
+		if err := validate.JSON("task", raw); err != nil {
+			t.Fatalf("task-queue.json: %v", err)
+		}
+	}
+	ev, err := os.ReadFile(d.Events())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Lines("journal-event", ev); err != nil {
+		t.Fatalf("events.jsonl: %v", err)
+	}
+}
+
+func journal(t *testing.T, d teamdir.Dir) []protocol.TaskEvent {
+	t.Helper()
+	data, err := os.ReadFile(d.Events())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []protocol.TaskEvent
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var ev protocol.TaskEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("events.jsonl line %q: %v", line, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// TestStressProcesses: 16 concurrent processes loop claim→complete over
+// 2,000 tasks; every task is done exactly once and never claimed twice.
+func TestStressProcesses(t *testing.T) {
+	n, workers := 2000, 16
+	if testing.Short() {
+		n = 300
+	}
+	tm := newTeam(t, "stress")
+	if out, code := tm.run(tasksJSONL("s", n), "add", "-"); code != 0 {
+		t.Fatalf("add: exit %d: %s", code, out)
+	}
+	type claim struct {
+		worker string
+		token  int64
+	}
+	var mu sync.Mutex
+	claims := map[string][]claim{}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprint("w", w)
+			for {
+				out, code := tm.run("", "claim", "--worker", name, "--lease", "10m")
+				if code == 3 {
+					return
+				}
+				if code != 0 {
+					t.Errorf("claim: exit %d: %s", code, out)
+					return
+				}
+				var task protocol.Task
+				if err := json.Unmarshal([]byte(out), &task); err != nil || task.Claim == nil {
+					t.Errorf("claim output %q: %v", out, err)
+					return
+				}
+				mu.Lock()
+				claims[task.ID] = append(claims[task.ID], claim{name, task.Claim.Token})
+				mu.Unlock()
+				out, code = tm.run("", "complete", task.ID, "--token", fmt.Sprint(task.Claim.Token), "--result", `{"by":"`+name+`"}`)
+				if code != 0 {
+					t.Errorf("complete %s: exit %d: %s", task.ID, code, out)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if len(claims) != n {
+		t.Fatalf("%d tasks claimed, want %d", len(claims), n)
+	}
+	tokens := map[int64]string{}
+	for id, cs := range claims {
+		if len(cs) != 1 {
+			t.Fatalf("task %s claimed %d times: %v", id, len(cs), cs)
+		}
+		if other, dup := tokens[cs[0].token]; dup {
+			t.Fatalf("token %d given to %s and %s", cs[0].token, id, other)
+		}
+		tokens[cs[0].token] = id
+	}
+	d := tm.dir()
+	checkTeamFiles(t, d)
+	q, err := queue.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := q.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Done != n || st.Pending != 0 || st.Claimed != 0 || !st.Drained {
+		t.Fatalf("stats: %+v", st)
+	}
+	all, err := q.List(queue.ListOptions{Archived: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range all {
+		c := claims[task.ID][0]
+		if task.Status != protocol.StatusDone || task.Claim.Token != c.token || string(task.Result) != `{"by":"`+c.worker+`"}` {
+			t.Fatalf("task %s: %+v, claimed by %v", task.ID, task, c)
+		}
+	}
+	if len(all) != n {
+		t.Fatalf("%d tasks live and archived, want %d", len(all), n)
+	}
+	ops := map[string]map[string]int{}
+	for _, ev := range journal(t, d) {
+		if ops[ev.Task] == nil {
+			ops[ev.Task] = map[string]int{}
+		}
+		ops[ev.Task][ev.Op]++
+	}
+	for id, m := range ops {
+		if m["add"] != 1 || m["claim"] != 1 || m["complete"] != 1 {
+			t.Fatalf("journal for %s: %v", id, m)
+		}
+	}
+}
+
+// TestCrashProcesses SIGKILLs pg-queue processes at random moments while
+// workers loop claim→complete with short leases. The files parse at every
+// instant, no task is lost, an add is all or nothing, and in the end every
+// task is done exactly once: tasks whose claimer died are re-claimed when
+// the lease expires.
+func TestCrashProcesses(t *testing.T) {
+	n, workers, batches := 400, 8, 20
+	if testing.Short() {
+		n, batches = 80, 6
+	}
+	tm := newTeam(t, "crash")
+	d := tm.dir()
+	if err := os.MkdirAll(d.Path(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// A checker reads the files all along.
+	var checks atomic.Int64
+	stop := make(chan struct{})
+	checkerDone := make(chan struct{})
+	go func() {
+		defer close(checkerDone)
+		checked := 0 // bytes of events.jsonl already validated
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			if data, err := os.ReadFile(d.Queue()); err == nil && !json.Valid(data) {
+				t.Errorf("task-queue.json does not parse (%d bytes)", len(data))
+				return
+			}
+			if data, err := os.ReadFile(d.Events()); err == nil {
+				// Lines that are complete must parse; a line being
+				// written may be seen half-way by a concurrent read.
+				if i := bytes.LastIndexByte(data, '\n'); i >= checked {
+					if err := validate.Lines("journal-event", data[checked:i+1]); err != nil {
+						t.Errorf("events.jsonl: %v", err)
+						return
+					}
+					checked = i + 1
+				}
+			}
+			checks.Add(1)
+		}
+	}()
+
+	// Kills land anywhere in a call: the delay is drawn up to twice the
+	// time a call takes on this machine now.
+	var calls []time.Duration
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		tm.run("", "stats")
+		calls = append(calls, time.Since(start))
+	}
+	slices.Sort(calls)
+	killMax := max(2*calls[len(calls)/2], 5*time.Millisecond)
+	t.Logf("a call takes %v: kills within %v", calls[len(calls)/2], killMax)
+
+	// runKill runs pg-queue and SIGKILLs it after a random delay with
+	// probability p. It reports whether the process was killed.
+	runKill := func(p float64, stdin string, args ...string) (string, int, bool) {
+		c := tm.cmd(stdin, args...)
+		var out bytes.Buffer
+		c.Stdout = &out
+		if err := c.Start(); err != nil {
+			t.Error(err)
+			return "", -1, false
+		}
+		if rand.Float64() < p {
+			timer := time.AfterFunc(time.Duration(rand.Int64N(int64(killMax))), func() { c.Process.Signal(syscall.SIGKILL) })
+			defer timer.Stop()
+		}
+		err := c.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				return out.String(), -1, true
+			}
+			return out.String(), ee.ExitCode(), false
+		}
+		return out.String(), 0, false
+	}
+
+	// Adds, killed at random: each batch is all there or not at all.
+	q, err := queue.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := n / batches
+	for b := 0; b < batches; b++ {
+		prefix := fmt.Sprintf("b%d-", b)
+		for {
+			_, code, killed := runKill(0.7, tasksJSONL(prefix, per), "add", "-")
+			ts, err := q.List(queue.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			have := 0
+			for _, task := range ts {
+				if strings.HasPrefix(task.ID, prefix) {
+					have++
+				}
+			}
+			if have != 0 && have != per {
+				t.Fatalf("batch %d half added: %d of %d tasks", b, have, per)
+			}
+			if !killed && code != 0 {
+				t.Fatalf("add batch %d: exit %d", b, code)
+			}
+			if have == per {
+				break
+			}
+		}
+	}
+	n = per * batches
+
+	var kills, cycles atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprint("w", w)
+			for ctx.Err() == nil && !t.Failed() {
+				out, code, killed := runKill(0.3, "", "claim", "--worker", name, "--lease", "1s")
+				if killed {
+					kills.Add(1)
+					continue
+				}
+				if code == 3 {
+					st, err := q.Stats()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if st.Done == n {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				if code != 0 {
+					t.Errorf("claim: exit %d: %s", code, out)
+					return
+				}
+				var task protocol.Task
+				if err := json.Unmarshal([]byte(out), &task); err != nil {
+					t.Errorf("claim output %q: %v", out, err)
+					return
+				}
+				// Complete, retrying after a kill with the same token:
+				// done again is a harmless success, lease lost means
+				// another worker has the task now.
+				for ctx.Err() == nil {
+					out, code, killed = runKill(0.3, "", "complete", task.ID, "--token", fmt.Sprint(task.Claim.Token))
+					if killed {
+						kills.Add(1)
+						continue
+					}
+					if code != 0 && !strings.Contains(out, `"kind":"lease_lost"`) {
+						t.Errorf("complete %s: exit %d: %s", task.ID, code, out)
+					}
+					break
+				}
+				cycles.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-checkerDone
+	if ctx.Err() != nil {
+		t.Fatalf("not every task was done in time")
+	}
+	if t.Failed() {
+		return
+	}
+	t.Logf("%d tasks, %d claim/complete cycles, %d processes killed, %d file checks", n, cycles.Load(), kills.Load(), checks.Load())
+	if kills.Load() == 0 {
+		t.Fatal("no process was killed")
+	}
+	checkTeamFiles(t, d)
+	st, err := q.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Done != n || st.Pending != 0 || st.Claimed != 0 || st.Failed != 0 {
+		t.Fatalf("stats: %+v", st)
+	}
+	all, err := q.List(queue.ListOptions{Archived: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != n {
+		t.Fatalf("%d tasks live and archived, want %d", len(all), n)
+	}
+	completes := map[string]int{}
+	for _, ev := range journal(t, d) {
+		if ev.Op == "complete" {
+			completes[ev.Task]++
+		}
+	}
+	for _, task := range all {
+		if task.Status != protocol.StatusDone {
+			t.Fatalf("task %s is %s", task.ID, task.Status)
+		}
+		// A complete killed after its change but before its journal line
+		// leaves none; more than one would be a double completion.
+		if completes[task.ID] > 1 {
+			t.Fatalf("task %s completed %d times", task.ID, completes[task.ID])
+		}
+	}
+}

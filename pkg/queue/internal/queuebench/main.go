@@ -1,0 +1,299 @@
+// Command queuebench measures pg-queue through its command line, a fresh
+// process per call, as workers driven by shell scripts use it: claim+complete
+// cycles at several queue sizes and the throughput of concurrent workers.
+// scripts/bench-queue.sh runs it.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+var (
+	bin      = flag.String("bin", "bin/pg-queue", "the pg-queue binary")
+	work     = flag.String("dir", "", "data root for the benchmark (default: a temporary directory)")
+	cycles   = flag.Int("cycles", 300, "claim+complete cycles per size")
+	sizes    = flag.String("sizes", "1000,10000,100000", "live queue sizes to measure")
+	workers  = flag.Int("workers", 8, "concurrent workers for the throughput run")
+	dur      = flag.Duration("duration", 10*time.Second, "longest throughput run")
+	modes    = flag.String("sync", "true,false", "values of queue_sync to measure")
+	syncFlag = "true"
+)
+
+func main() {
+	flag.Parse()
+	root := *work
+	if root == "" {
+		d, err := os.MkdirTemp("", "queuebench-")
+		if err != nil {
+			fail(err)
+		}
+		defer os.RemoveAll(d)
+		root = d
+	}
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fail(err)
+	}
+	*bin = abs
+	fmt.Printf("pg-queue benchmark: %s, a fresh process per call\n", *bin)
+	fmt.Printf("%-34s %8s %8s %8s %8s %8s %8s\n", "scenario (claim+complete cycle)", "cycles", "p50 ms", "p99 ms", "claim50", "compl50", "cpu50")
+
+	floor := measureVersion(root)
+	fmt.Printf("%-34s %8d %8.2f %8.2f %8s %8s %8s\n", "one process (pg-queue --version)", len(floor), pct(floor, 50), pct(floor, 99), "-", "-", "-")
+
+	for _, syncMode := range strings.Split(*modes, ",") {
+		syncFlag = syncMode
+		fmt.Printf("-- queue_sync=%s\n", syncFlag)
+		for _, s := range strings.Split(*sizes, ",") {
+			var live int
+			fmt.Sscan(s, &live)
+			n := *cycles
+			if live >= 100000 {
+				n = min(n, 40)
+			}
+			team := fmt.Sprintf("live%d-%s", live, syncFlag)
+			addTasks(root, team, "t", live)
+			report(fmt.Sprintf("%d live tasks", live), runCycles(root, team, n))
+		}
+
+		// 100,000 finished tasks (archived, as the queue leaves them)
+		// next to 1,000 live ones, 500 of them recently finished.
+		team := "finished100k-" + syncFlag
+		seedFinished(root, team, 100000, 500, 1000)
+		report("1000 live + 100000 finished", runCycles(root, team, *cycles))
+
+		team = "concurrent-" + syncFlag
+		addTasks(root, team, "c", 1000)
+		done, elapsed, errs := runConcurrent(root, team, *workers, *dur)
+		fmt.Printf("%d concurrent workers, 1000 live tasks: %d cycles in %.1fs = %.0f cycles/s (%d errors)\n",
+			*workers, done, elapsed.Seconds(), float64(done)/elapsed.Seconds(), errs)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "queuebench:", err)
+	os.Exit(1)
+}
+
+func env(root, team string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "POWERGLIDE_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "POWERGLIDE_HOME="+root, "POWERGLIDE_TEAM="+team, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "POWERGLIDE_QUEUE_SYNC="+syncFlag)
+}
+
+// cpuLast is the CPU time (user+system) of the last call run.
+var cpuLast time.Duration
+
+// run runs pg-queue and returns its stdout, exit code and duration; the
+// CPU time it used is left in cpuLast.
+func run(root, team, stdin string, args ...string) ([]byte, int, time.Duration) {
+	c := exec.Command(*bin, args...)
+	c.Env = env(root, team)
+	c.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	c.Stdout = &out
+	c.Stderr = os.Stderr
+	start := time.Now()
+	err := c.Run()
+	d := time.Since(start)
+	if c.ProcessState != nil {
+		cpuLast = c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.Bytes(), ee.ExitCode(), d
+	}
+	if err != nil {
+		fail(err)
+	}
+	return out.Bytes(), 0, d
+}
+
+func measureVersion(root string) []time.Duration {
+	var ds []time.Duration
+	for i := 0; i < 100; i++ {
+		_, _, d := run(root, "x", "", "--version")
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+func taskLine(id string, i int) string {
+	return fmt.Sprintf(`{"id":"%s","title":"task %d","prompt":"Fix the bug described in issue %d and make the tests pass.","labels":{"area":"bench"},"verify":"go test ./..."}`, id, i, i)
+}
+
+func addTasks(root, team, prefix string, n int) {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteString(taskLine(fmt.Sprintf("%s%d", prefix, i), i))
+		b.WriteByte('\n')
+	}
+	if _, code, _ := run(root, team, b.String(), "add", "-"); code != 0 {
+		fail(fmt.Errorf("add %d tasks: exit %d", n, code))
+	}
+}
+
+// seedFinished writes a queue as pg-queue leaves it after `finished` tasks
+// were done: the oldest archived, the last `recent` still in
+// task-queue.json, plus `pending` pending tasks.
+func seedFinished(root, team string, finished, recent, pending int) {
+	dir := filepath.Join(root, "teams", team)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fail(err)
+	}
+	now := time.Now().UTC()
+	done := func(i int) []byte {
+		t := protocol.Task{ID: fmt.Sprintf("f%d", i), Title: fmt.Sprintf("task %d", i), Prompt: "Fix the bug described in the issue and make the tests pass.",
+			Status: protocol.StatusDone, DependsOn: []string{}, Labels: map[string]string{"area": "bench"}, Verify: "go test ./...",
+			Attempts: 1, MaxAttempts: 3, Claim: &protocol.Claim{Worker: "w1", Token: int64(i + 1), Until: now},
+			Result: json.RawMessage(`{"commit":"0123456789abcdef"}`), CreatedAt: now, UpdatedAt: now}
+		b, _ := json.Marshal(t)
+		return b
+	}
+	var arch bytes.Buffer
+	for i := 0; i < finished-recent; i++ {
+		arch.Write(done(i))
+		arch.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "task-archive.jsonl"), arch.Bytes(), 0o644); err != nil {
+		fail(err)
+	}
+	var q bytes.Buffer
+	fmt.Fprintf(&q, `{"type":"task-queue","version":1,"generation":1,"next_token":%d,"updated_at":%q,"archived":{"done":%d},"finished_deps":{},"tasks":[`,
+		finished+1, now.Format(time.RFC3339Nano), finished-recent)
+	for i := finished - recent; i < finished; i++ {
+		q.WriteString("\n")
+		q.Write(done(i))
+		q.WriteString(",")
+	}
+	for i := 0; i < pending; i++ {
+		t := protocol.Task{ID: fmt.Sprintf("p%d", i), Title: fmt.Sprintf("task %d", i), Status: protocol.StatusPending,
+			DependsOn: []string{}, Labels: map[string]string{}, MaxAttempts: 3, CreatedAt: now, UpdatedAt: now}
+		b, _ := json.Marshal(t)
+		q.WriteString("\n")
+		q.Write(b)
+		if i < pending-1 {
+			q.WriteString(",")
+		}
+	}
+	q.WriteString("\n]}\n")
+	if err := os.WriteFile(filepath.Join(dir, "task-queue.json"), q.Bytes(), 0o644); err != nil {
+		fail(err)
+	}
+	// The first call reads the whole file and writes the index; it is
+	// not measured.
+	if _, code, _ := run(root, team, "", "stats"); code != 0 {
+		fail(fmt.Errorf("stats: exit %d", code))
+	}
+}
+
+type sample struct{ claim, complete, cpu time.Duration }
+
+func cycle(root, team, worker string) (sample, bool) {
+	out, code, dc := run(root, team, "", "claim", "--worker", worker)
+	cpu := cpuLast
+	if code == 3 {
+		return sample{}, false
+	}
+	if code != 0 {
+		fail(fmt.Errorf("claim: exit %d", code))
+	}
+	var t protocol.Task
+	if err := json.Unmarshal(out, &t); err != nil {
+		fail(err)
+	}
+	_, code, dd := run(root, team, "", "complete", t.ID, "--token", fmt.Sprint(t.Claim.Token))
+	if code != 0 {
+		fail(fmt.Errorf("complete: exit %d", code))
+	}
+	return sample{dc, dd, cpu + cpuLast}, true
+}
+
+func runCycles(root, team string, n int) []sample {
+	cycle(root, team, "warm") // the first call may rebuild the index
+	var ss []sample
+	for i := 0; i < n; i++ {
+		s, ok := cycle(root, team, "w1")
+		if !ok {
+			break
+		}
+		ss = append(ss, s)
+	}
+	return ss
+}
+
+func report(name string, ss []sample) {
+	var tot, cl, co, cpu []time.Duration
+	for _, s := range ss {
+		tot = append(tot, s.claim+s.complete)
+		cl = append(cl, s.claim)
+		co = append(co, s.complete)
+		cpu = append(cpu, s.cpu)
+	}
+	fmt.Printf("%-34s %8d %8.2f %8.2f %8.2f %8.2f %8.2f\n", name, len(ss), pct(tot, 50), pct(tot, 99), pct(cl, 50), pct(co, 50), pct(cpu, 50))
+}
+
+func pct(ds []time.Duration, p int) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return float64(s[i].Microseconds()) / 1000
+}
+
+func runConcurrent(root, team string, workers int, d time.Duration) (int64, time.Duration, int64) {
+	var done, errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprint("w", w)
+			for time.Now().Before(deadline) {
+				out, code, _ := run(root, team, "", "claim", "--worker", name)
+				if code == 3 {
+					return // every task is done
+				}
+				if code != 0 {
+					errs.Add(1)
+					continue
+				}
+				var t protocol.Task
+				if json.Unmarshal(out, &t) != nil {
+					errs.Add(1)
+					continue
+				}
+				if _, code, _ := run(root, team, "", "complete", t.ID, "--token", fmt.Sprint(t.Claim.Token)); code != 0 {
+					errs.Add(1)
+					continue
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return done.Load(), time.Since(start), errs.Load()
+}
