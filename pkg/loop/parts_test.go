@@ -354,3 +354,29 @@ func TestSessionsAndLatest(t *testing.T) {
 	}
 	s.Close()
 }
+
+// The example pipeline shipped in testdata reads and runs its stages in order.
+func TestExamplePipeline(t *testing.T) {
+	p, err := ReadPipeline(filepath.Join("..", "..", "testdata", "pipelines", "feature.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range p.Stages {
+		names = append(names, s.Name)
+		if s.Prompt == "" {
+			t.Errorf("stage %s has no prompt", s.Name)
+		}
+	}
+	if strings.Join(names, ",") != "architect,qa,security,implementer,verifier" {
+		t.Fatalf("stages %v", names)
+	}
+	ps, err := OpenPipeline(p, filepath.Join(t.TempDir(), "s.json"), t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := ps.Next(context.Background())
+	if got := ps.Prompt(task, 1); !strings.Contains(got, "describe the feature here") || strings.Contains(got, "{{") {
+		t.Errorf("architect prompt not expanded: %s", got)
+	}
+}

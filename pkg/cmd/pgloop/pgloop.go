@@ -23,7 +23,15 @@ Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team
 
 Every safety limit works on its own: --max-steps per task, the circuit breaker, --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
 
-Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9. Give the run's other flags again when resuming.`
+Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9. Give the run's other flags again when resuming.
+
+Examples:
+  $ pg-loop --task 'make the tests pass' --verify 'go test ./...' --commit
+  $ pg-loop --tasks tasks.jsonl --llm ./my-model.sh --tools 'pg-tool'
+  $ pg-loop --team web --worker 3 --verify 'make test' --commit
+  $ pg-loop --fresh --promise DONE --task 'port the parser' --verify 'make test' --max-iterations 20
+  $ pg-loop --pipeline feature.json --var feature='rate limiting' --var test_cmd='go test ./...'
+  $ pg-loop --continue`
 
 // CLI is pg-loop's grammar.
 type CLI struct {
@@ -47,17 +55,18 @@ func Spec() *cli.Spec {
 //	$ pg-loop --tasks tasks.jsonl --llm ./my-model.sh --tools 'pg-tool'
 //	$ pg-loop --team web --worker 3
 //	$ pg-loop --fresh --promise DONE --task 'port the parser to Go' --verify 'make test' --max-iterations 20
-//	$ pg-loop --pipeline feature.json
+//	$ pg-loop --pipeline testdata/pipelines/feature.json --var feature='rate limiting for the API' --var test_cmd='go test ./...'
 type RunCmd struct {
-	Task          []string `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" group:"Tasks"`
-	Tasks         string   `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
-	Team          string   `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
-	Worker        string   `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
-	Queue         string   `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
-	Lease         string   `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
-	Pipeline      string   `help:"Run a stage pipeline (JSON): stages with prompts, exit conditions and iteration caps." placeholder:"FILE" group:"Tasks"`
-	PipelineState string   `help:"Where the pipeline's progress is kept (default under $POWERGLIDE_HOME/pipelines/); a killed pipeline resumes at its stage." placeholder:"FILE" group:"Tasks"`
-	PipelineReset bool     `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
+	Task          []string          `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" group:"Tasks"`
+	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
+	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
+	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
+	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
+	Lease         string            `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
+	Pipeline      string            `help:"Run a stage pipeline (JSON): stages with prompts, exit conditions and iteration caps." placeholder:"FILE" group:"Tasks"`
+	PipelineState string            `help:"Where the pipeline's progress is kept (default under $POWERGLIDE_HOME/pipelines/); a killed pipeline resumes at its stage." placeholder:"FILE" group:"Tasks"`
+	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
+	Var           map[string]string `help:"Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable)." placeholder:"KEY=VALUE" group:"Tasks"`
 
 	LLMServe   string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
 	ToolsServe string `help:"Tools coprocess command line (default: 'pg-tool serve')." placeholder:"CMD" group:"Components"`
@@ -332,6 +341,12 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		p, err := loop.ReadPipeline(c.Pipeline)
 		if err != nil {
 			return nil, cli.Usagef("--pipeline: %v", err)
+		}
+		if p.Vars == nil {
+			p.Vars = map[string]string{}
+		}
+		for k, v := range c.Var {
+			p.Vars[k] = v
 		}
 		state := c.PipelineState
 		if state == "" {
