@@ -57,7 +57,7 @@ func Spec() *cli.Spec {
 //	$ pg-loop --fresh --promise DONE --task 'port the parser to Go' --verify 'make test' --max-iterations 20
 //	$ pg-loop --pipeline testdata/pipelines/feature.json --var feature='rate limiting for the API' --var test_cmd='go test ./...'
 type RunCmd struct {
-	Task          []string          `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" group:"Tasks"`
+	Task          []string          `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
 	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
