@@ -527,3 +527,32 @@ func TestSignalReleases(t *testing.T) {
 		t.Errorf("session: %s", b)
 	}
 }
+
+// A context_overflow from the model compacts the conversation and retries
+// once, even with the window estimate off.
+func TestContextOverflowCompacts(t *testing.T) {
+	n := 0
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){func(r *protocol.Request) (*protocol.EndEvent, error) {
+		if r.System == summarizeSystem {
+			return say("S")(r)
+		}
+		if len(r.Messages) > 12 {
+			return nil, &ModelError{Event: protocol.ErrorEvent{Type: "error", Kind: protocol.KindContextOverflow, Message: "prompt is too long"}}
+		}
+		n++
+		if n > 10 {
+			return say("done")(r)
+		}
+		return call("echo", fmt.Sprintf(`{"n":%d}`, n))(r)
+	}}}
+	h := newHarness(t, llm, okTool(strings.Repeat("o", 500)), "t")
+	h.opts.ContextWindow = 0
+	h.opts.KeepMessages = 4
+	if res := h.run(t); res.State != Done || res.TasksDone != 1 {
+		t.Fatalf("%+v\n%s", res, h.out.String())
+	}
+	mem, _ := os.ReadFile(filepath.Join(h.sess.Dir, MemoryFile))
+	if !bytes.Contains(mem, []byte(`"type":"summary"`)) || !strings.Contains(h.out.String(), "context overflow reported") {
+		t.Fatal("no compaction after the overflow")
+	}
+}

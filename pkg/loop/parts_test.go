@@ -380,3 +380,28 @@ func TestExamplePipeline(t *testing.T) {
 		t.Errorf("architect prompt not expanded: %s", got)
 	}
 }
+
+func TestRenderReadable(t *testing.T) {
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := "boom"
+	cases := map[any]string{
+		&protocol.LoopStateEvent{TS: ts, Step: 3, From: "thinking", To: "tool_call", Reason: "2 tool calls"}: "03:04:05 [3] thinking   → tool_call  (2 tool calls)",
+		&protocol.LoopToolResultEvent{TS: ts, Step: 1, Result: protocol.ToolResult{Name: "bash", Error: &e}}: "← bash FAILED: boom",
+		&protocol.LoopVerifyEvent{TS: ts, Command: "make", ExitCode: 2, Attempt: 1}:                          `verify #1 "make" failed (exit 2)`,
+		&protocol.LoopCommitEvent{TS: ts, Skipped: true}:                                                     "commit skipped: nothing changed",
+		&protocol.LoopLimitEvent{TS: ts, Limit: "steps", Reason: "too many"}:                                 "LIMIT steps: too many",
+		&protocol.LoopTaskEvent{TS: ts, Task: "t1", Status: "done", Title: "x"}:                              "task t1 done: x",
+	}
+	for ev, want := range cases {
+		if got := Render(ev); !strings.Contains(got, want) || strings.Contains(got, "\n") {
+			t.Errorf("Render = %q, want it to contain %q", got, want)
+		}
+	}
+	var b strings.Builder
+	em := NewEmitter(&b, true)
+	em.Emit(&protocol.LoopLogEvent{TS: ts, Level: "info", Message: "hello"})
+	em.Marker(MarkerDone)
+	if b.String() != "03:04:05 info: hello\n<POWERGLIDE_DONE>\n" {
+		t.Errorf("text output %q", b.String())
+	}
+}

@@ -106,9 +106,10 @@ type Runner struct {
 	failLimit  bool
 	fatalErr   error
 
-	wmu    sync.Mutex
-	worker *protocol.Worker
-	curMu  sync.Mutex // guards cur for the heartbeat
+	wmu       sync.Mutex
+	worker    *protocol.Worker
+	lastWrite time.Time
+	curMu     sync.Mutex // guards cur for the heartbeat
 }
 
 type taskRun struct {
@@ -566,6 +567,18 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	r.step++
 	tr.steps++
 	end, err := r.o.LLM.Call(tr.ctx, req, r.onModelEvent)
+	var me *ModelError
+	if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
+		// The estimate was short: compact as if the window were full, once.
+		r.log("warn", "context overflow reported by the model: compacting and retrying")
+		if cerr := r.compact(tr.ctx, 0); cerr == nil {
+			req = r.request(tr.conv)
+			if berr := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); berr != nil {
+				return r.limit(berr.(*LimitError), true)
+			}
+			end, err = r.o.LLM.Call(tr.ctx, req, r.onModelEvent)
+		}
+	}
 	if err != nil {
 		if tr.ctx.Err() != nil {
 			return r.taskCtxErr(ctx)
@@ -922,23 +935,32 @@ func (r *Runner) window(ctx context.Context) error {
 	if r.o.ContextWindow <= 0 {
 		return nil
 	}
-	tr := r.cur
 	limit := r.o.ContextWindow - r.o.MaxTokens - r.o.Reserve
-	if EstimateTokens(r.request(tr.conv)) <= limit {
+	if EstimateTokens(r.request(r.cur.conv)) <= limit {
 		return nil
 	}
+	return r.compact(ctx, limit)
+}
+
+// compact prunes old tool outputs, then summarizes older turns, until the
+// request fits limit tokens (limit 0: do both, whatever the size).
+func (r *Runner) compact(ctx context.Context, limit int) error {
+	tr := r.cur
 	before := len(tr.conv) - r.o.KeepMessages
 	if before > 1 {
 		tr.conv = pruneBefore(tr.conv, before)
 		r.remember(MemoryRecord{Type: MemPrune, Task: tr.task.ID, Before: before})
 		est := EstimateTokens(r.request(tr.conv))
 		r.log("info", "context window: pruned old tool outputs, about %d tokens now (limit %d)", est, limit)
-		if est <= limit {
+		if limit > 0 && est <= limit {
 			return nil
 		}
 	}
 	cut := summaryCut(tr.conv, r.o.KeepMessages)
 	if cut == 0 {
+		if limit == 0 {
+			return errors.New("nothing left to compact")
+		}
 		return nil // nothing old enough: let the model report an overflow
 	}
 	req := &protocol.Request{Model: r.o.Model, System: summarizeSystem, MaxTokens: r.o.MaxTokens,
@@ -978,20 +1000,35 @@ func (r *Runner) initWorker() {
 	r.writeWorker()
 }
 
+// updateWorker changes the worker record and writes it when something a
+// watcher acts on changed (state class, task, pause) or the last write is
+// older than workerWriteEvery; the heartbeat writes the rest.
 func (r *Runner) updateWorker(f func(w *protocol.Worker)) {
 	if r.o.Team == nil {
 		return
 	}
 	r.wmu.Lock()
+	before := *r.worker
 	f(r.worker)
+	w := r.worker
+	important := before.Task != w.Task || before.Paused != w.Paused || before.Velocity != w.Velocity ||
+		State(w.State).Terminal() || State(before.State).InTask() != State(w.State).InTask()
+	due := important || time.Since(r.lastWrite) >= workerWriteEvery
 	r.wmu.Unlock()
-	r.writeWorker()
+	if due {
+		r.writeWorker()
+	}
 }
+
+// workerWriteEvery bounds how often progress alone rewrites worker-<n>.json
+// (each write is an fsynced atomic replace).
+const workerWriteEvery = 200 * time.Millisecond
 
 func (r *Runner) writeWorker() {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.worker.HeartbeatAt = r.now()
+	r.lastWrite = time.Now()
 	if err := r.o.Team.WriteWorker(r.worker); err != nil {
 		fmt.Fprintf(r.o.Stderr, "pg-loop: worker record: %v\n", err)
 	}
