@@ -11,7 +11,7 @@ PKG      := github.com/powerglide/powerglide/pkg/...
 CMDS     := $(addprefix ./cmd/,$(TOOLS))
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2026.1
 
-.PHONY: all build install test test-unit test-e2e test-deps bench lint vet man completions schemas generate check-generated demo clean
+.PHONY: all build install test test-unit test-deps bench lint vet man completions schemas docs generate check-generated demo clean
 
 all: build
 
@@ -64,7 +64,10 @@ completions: build ## regenerate completions/{bash,zsh,fish}
 		$(BIN)/$$t completion fish > completions/fish/$$t.fish || exit 1; \
 	done
 
-generate: schemas man completions
+docs: schemas ## regenerate docs/protocol.md from the schemas
+	@cd pkg && $(GO) run ./protocol/internal/gendocs ../docs/protocol.md
+
+generate: schemas docs man completions
 
 check-generated: generate ## fail when committed generated files are stale
 	@scripts/check-generated.sh

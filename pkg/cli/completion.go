@@ -33,8 +33,8 @@ func (c *CompletionCmd) Run(rt *Runtime) error {
 
 type compFlag struct {
 	long, short, help string
-	takesValue      bool
-	enum            []string
+	takesValue        bool
+	enum              []string
 }
 
 type compNode struct {

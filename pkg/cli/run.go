@@ -66,7 +66,7 @@ func (r *Runtime) Config() (*config.Config, error) {
 				continue
 			}
 			if key := p.Flag.Tag.Get("config"); key != "" {
-				flags[key] = fmt.Sprint(r.kctx.FlagValue(p.Flag))
+				flags[key] = flagString(r.kctx.FlagValue(p.Flag))
 			}
 		}
 	}
@@ -85,6 +85,15 @@ func (r *Runtime) Home() (string, error) {
 		return "", err
 	}
 	return cfg.String("home"), nil
+}
+
+// flagString renders a flag's value in the form config parses: lists are
+// comma-separated.
+func flagString(v any) string {
+	if ss, ok := v.([]string); ok {
+		return strings.Join(ss, ",")
+	}
+	return fmt.Sprint(v)
 }
 
 type exitSignal struct{ code int }

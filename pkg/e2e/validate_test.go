@@ -1,7 +1,6 @@
 package e2e
 
 import (
-
 	"github.com/powerglide/powerglide/pkg/protocol/validate"
 	"github.com/rogpeppe/go-internal/testscript"
 )

@@ -1,0 +1,222 @@
+// Package pgtool is the command line of pg-tool, the agent's hands: it
+// lists and runs tools (built-in, external and MCP) confined to a workspace.
+package pgtool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/tool"
+)
+
+// Spec describes pg-tool for cli.Main.
+func Spec() *cli.Spec {
+	return &cli.Spec{
+		Name: "pg-tool",
+		Description: `Run the tools of a coding agent: shell, files, search, terminals, external tools and MCP servers.
+pg-tool list prints tool definitions ready for a model request; pg-tool call runs one call; pg-tool serve
+runs a stream of calls, one JSON line each, and answers each with a result line tagged with the call's id.
+
+Built-in tools: bash, read, write, edit, glob, grep, ls and term_start/term_send/term_read/term_screen/term_kill
+(pseudo-terminal sessions through pg-pty). File tools are confined to --root: paths that leave it through
+.., an absolute path or a symlink are refused. Outputs longer than --max-output characters keep their head
+and tail; the full text is saved to a file named in the result (read may open it).`,
+		CLI:     &CLI{},
+		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output"},
+	}
+}
+
+// CLI is pg-tool's grammar.
+type CLI struct {
+	cli.Common `embed:""`
+
+	Root          string        `help:"Workspace root: file tools cannot reach outside it (default: the working directory)." placeholder:"DIR" env:"POWERGLIDE_TOOL_ROOT"`
+	Preset        string        `help:"Tool set: full, or readonly (read, glob, grep, ls, term_read, term_screen and read-only external/MCP tools)." enum:"full,readonly" default:"full"`
+	Allow         []string      `help:"Only offer tools whose name matches one of these globs, e.g. 'read,grep,mcp__fs__*'." placeholder:"GLOB"`
+	Deny          []string      `help:"Never offer tools whose name matches one of these globs, e.g. 'bash,term_*'." placeholder:"GLOB"`
+	ToolsDir      string        `help:"Directory of external tools: every executable there that prints its definition for --schema (default ~/.config/powerglide/tools)." config:"tools_dir" env:"POWERGLIDE_TOOLS_DIR" placeholder:"DIR"`
+	MCP           []string      `name:"mcp" help:"MCP server as 'name=command args' (repeatable); its tools are named mcp__name__tool. Default: the config key mcp." sep:"none" placeholder:"NAME=CMD"`
+	Verify        string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output." placeholder:"CMD"`
+	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
+	MaxOutput     int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
+	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output)." placeholder:"DIR"`
+
+	List  ListCmd  `cmd:"" help:"Print the tool definitions as a JSON array."`
+	Call  CallCmd  `cmd:"" help:"Run one tool call and print its result."`
+	Serve ServeCmd `cmd:"" help:"Run calls read as JSON lines from stdin; write one result line each."`
+}
+
+// session builds the tool session from the flags and the configuration.
+func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
+	cfg, err := rt.Config()
+	if err != nil {
+		return nil, err
+	}
+	mcp := c.MCP
+	if len(mcp) == 0 {
+		mcp = cfg.Strings("mcp")
+	}
+	outDir := c.OutputDir
+	if outDir == "" {
+		outDir = filepath.Join(cfg.String("home"), "tool-output")
+	}
+	s, err := tool.NewSession(tool.Options{
+		Root:          c.Root,
+		Preset:        c.Preset,
+		Allow:         c.Allow,
+		Deny:          c.Deny,
+		ToolsDir:      cfg.String("tools_dir"),
+		MCP:           mcp,
+		Verify:        c.Verify,
+		VerifyTimeout: c.VerifyTimeout,
+		MaxOutput:     c.MaxOutput,
+		OutputDir:     outDir,
+		PersistCwd:    persistCwd,
+		Env:           rt.IO.Env,
+		Log:           rt.IO.Err,
+	})
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	return s, nil
+}
+
+// ListCmd prints the tool definitions.
+//
+//	$ pg-tool list | jq -r '.[].name'
+//	$ pg-tool --preset readonly --mcp 'fs=npx @modelcontextprotocol/server-filesystem .' list
+type ListCmd struct{}
+
+// Run prints the definitions; a failing MCP server or external tool is
+// reported after the others are printed (exit 1).
+func (l *ListCmd) Run(rt *cli.Runtime, c *CLI) error {
+	s, err := c.session(rt, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	tools, terr := s.Tools(rt.Ctx)
+	defs := make([]protocol.ToolDef, 0, len(tools))
+	for _, t := range tools {
+		defs = append(defs, t.Def())
+	}
+	var b []byte
+	if rt.IO.OutTTY {
+		b, err = json.MarshalIndent(defs, "", "  ")
+	} else {
+		b, err = jsonl.Marshal(defs)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := rt.IO.Out.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if terr != nil {
+		return cli.Failf("tools", "%v", terr)
+	}
+	return nil
+}
+
+// CallCmd runs one call.
+//
+//	$ pg-tool call read '{"path":"go.mod"}'
+//	$ echo '{"command":"go test ./..."}' | pg-tool call bash -
+//	$ pg-tool --root ~/src/app call grep '{"pattern":"TODO","glob":"*.go"}'
+//
+// The result is one JSON line. Exit 0 when ok, 2 for an unknown tool or
+// input that fails the tool's schema, 1 when the tool failed.
+type CallCmd struct {
+	Name  string `arg:"" help:"Tool name (see pg-tool list)."`
+	Input string `arg:"" optional:"" help:"Input as a JSON object, or - to read it from stdin (default {})."`
+}
+
+// Run runs the call and prints the result.
+func (cc *CallCmd) Run(rt *cli.Runtime, c *CLI) error {
+	input := []byte(cc.Input)
+	if cc.Input == "-" {
+		b, err := io.ReadAll(rt.IO.In)
+		if err != nil {
+			return fmt.Errorf("read input: %w", err)
+		}
+		input = b
+	}
+	if strings.TrimSpace(string(input)) == "" {
+		input = []byte("{}")
+	}
+	if !json.Valid(input) {
+		return cli.Usagef("input of %s is not valid JSON: %s", cc.Name, clip(string(input), 80))
+	}
+	s, err := c.session(rt, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res := s.Call(rt.Ctx, protocol.ToolCall{ID: "call", Name: cc.Name, Input: input})
+	if err := jsonl.NewEncoder(rt.IO.Out).Encode(res.ToolResult); err != nil {
+		return err
+	}
+	if res.OK {
+		return nil
+	}
+	if errors.Is(rt.Ctx.Err(), context.Canceled) {
+		return rt.Ctx.Err()
+	}
+	code := cli.ExitFailure
+	if res.Kind == tool.KindUnknownTool || res.Kind == tool.KindBadInput {
+		code = cli.ExitUsage
+	}
+	return cli.Exit(code, errors.New(firstLine(*res.Error)))
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// ServeCmd runs a stream of calls.
+//
+//	$ printf '%s\n' '{"id":"1","name":"ls","input":{}}' | pg-tool serve
+//	$ pg-tool serve --parallel 4 < calls.jsonl > results.jsonl
+//
+// Input lines are {"id","name","input"}; each gets one output line
+// {"type":"result","id","name","ok","output","error","truncated","duration_ms"}.
+// A malformed line gets {"type":"error","line":N,"message"} and the stream
+// goes on. bash's working directory persists across calls; MCP servers start
+// once and stop when the input ends.
+type ServeCmd struct {
+	Parallel int `help:"Run up to N calls at once; results may then come out of order (match them by id)." default:"1" placeholder:"N"`
+}
+
+// Run serves until the end of the input.
+func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
+	rt.JSON = true
+	if sc.Parallel < 1 {
+		return cli.Usagef("--parallel must be at least 1, got %d", sc.Parallel)
+	}
+	s, err := c.session(rt, true)
+	if err != nil {
+		return err
+	}
+	err = s.Serve(rt.Ctx, rt.IO.In, rt.IO.Out, sc.Parallel)
+	if cerr := s.Close(); err == nil && cerr != nil {
+		fmt.Fprintf(rt.IO.Err, "pg-tool: warning: %v\n", cerr)
+	}
+	return err
+}

@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/cmd/pgtool"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func init() { tools["pg-tool"] = pgtool.Spec }
+
+// TestPgTool runs testdata/script/pg-tool. Scripts get $MCPBIN (the npm
+// MCP servers installed by scripts/test-deps.sh; the condition [mcp] says
+// whether they are there) and the test's Go build cache, so the edit veto's
+// real `go build` does not rebuild the standard library.
+func TestPgTool(t *testing.T) {
+	p := Params(scriptDir("pg-tool"))
+	mcpBin, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp", "node_modules", ".bin"))
+	_, npmErr := exec.LookPath("npm")
+	haveMCP := fileExists(filepath.Join(mcpBin, "mcp-server-everything")) && fileExists(filepath.Join(mcpBin, "mcp-server-filesystem"))
+	if !haveMCP {
+		if npmErr != nil {
+			t.Logf("!!! npm is not installed: the pg-tool MCP scripts are SKIPPED; install nodejs/npm and run scripts/test-deps.sh")
+		} else {
+			t.Errorf("the MCP test servers are not installed in %s: run scripts/test-deps.sh (make test does)", mcpBin)
+		}
+	}
+	goEnv := map[string]string{}
+	if out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOROOT").Output(); err == nil {
+		v := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(v) == 3 {
+			goEnv["GOCACHE"], goEnv["GOMODCACHE"], goEnv["GOROOT"] = v[0], v[1], v[2]
+		}
+	}
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		if err := setup(env); err != nil {
+			return err
+		}
+		env.Setenv("MCPBIN", mcpBin)
+		for k, v := range goEnv {
+			env.Setenv(k, v)
+		}
+		env.Setenv("GOTOOLCHAIN", "local")
+		env.Setenv("GOFLAGS", "-mod=mod")
+		return nil
+	}
+	p.Condition = func(cond string) (bool, error) {
+		if cond == "mcp" {
+			return haveMCP, nil
+		}
+		return false, nil
+	}
+	testscript.Run(t, p)
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -1,0 +1,201 @@
+package jsonl
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecoderLineNumbers(t *testing.T) {
+	in := "{\"a\":1}\n\n  \n{\"a\":2}\r\n{\"a\":\n"
+	d := NewDecoder(strings.NewReader(in), "tasks.jsonl")
+	var v struct{ A int }
+	for _, want := range []int{1, 2} {
+		if err := d.Decode(&v); err != nil || v.A != want {
+			t.Fatalf("decode: %v %v", v, err)
+		}
+	}
+	err := d.Decode(&v)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 5 || !le.BadInput() {
+		t.Fatalf("want an error at line 5, got %v", err)
+	}
+	if err.Error() != "tasks.jsonl:5: invalid JSON: unexpected end of line" {
+		t.Fatalf("message: %q", err)
+	}
+	if err := d.Decode(&v); err != io.EOF {
+		t.Fatalf("want EOF, got %v", err)
+	}
+}
+
+func TestDecoderStrictAndTypes(t *testing.T) {
+	var v struct {
+		A int `json:"a"`
+	}
+	err := NewDecoder(strings.NewReader(`{"a":1,"b":2}`), "").Strict().Decode(&v)
+	if err == nil || !strings.Contains(err.Error(), `line 1: json: unknown field "b"`) {
+		t.Fatalf("strict: %v", err)
+	}
+	err = NewDecoder(strings.NewReader(`{"a":"x"}`), "in").Decode(&v)
+	if err == nil || err.Error() != `in:1: field "a": expected int, got string` {
+		t.Fatalf("type: %v", err)
+	}
+	err = NewDecoder(strings.NewReader(`{"a":1} {"a":2}`), "in").Decode(&v)
+	if err == nil || !strings.Contains(err.Error(), "more than one value") {
+		t.Fatalf("two values: %v", err)
+	}
+}
+
+func TestDecoderLongLinesAndNoFinalNewline(t *testing.T) {
+	long := strings.Repeat("x", 300<<10)
+	in := `{"s":"` + long + `"}` + "\n" + `{"s":"end"}`
+	d := NewDecoder(strings.NewReader(in), "")
+	var v struct{ S string }
+	if err := d.Decode(&v); err != nil || len(v.S) != len(long) {
+		t.Fatalf("long line: %v %d", err, len(v.S))
+	}
+	if err := d.Decode(&v); err != nil || v.S != "end" || d.Line() != 2 {
+		t.Fatalf("last line: %v %q %d", err, v.S, d.Line())
+	}
+}
+
+func TestMarshalNoHTMLEscape(t *testing.T) {
+	b, err := Marshal(map[string]string{"s": "<a&b>"})
+	if err != nil || string(b) != "{\"s\":\"<a&b>\"}\n" {
+		t.Fatalf("%q %v", b, err)
+	}
+}
+
+func TestAppendRepairsTornTail(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	os.WriteFile(p, []byte(`{"a":1}`+"\n"+`{"a":`), 0o644)
+	if err := Append(p, map[string]int{"a": 2}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if string(b) != "{\"a\":1}\n{\"a\":\n{\"a\":2}\n" {
+		t.Fatalf("%q", b)
+	}
+	if err := AppendRaw(p, []byte("no newline")); err == nil {
+		t.Fatal("AppendRaw accepted data without a final newline")
+	}
+}
+
+func next(t *testing.T, f *Follower) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	line, err := f.Next(ctx)
+	if err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	return string(line)
+}
+
+func write(t *testing.T, p, s string, flag int) {
+	t.Helper()
+	f, err := os.OpenFile(p, flag|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(s)
+	f.Close()
+}
+
+func TestFollowLateTruncatedReplaced(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "events.jsonl")
+	f := Follow(p, FollowOptions{Poll: 5 * time.Millisecond})
+	defer f.Close()
+	// The file appears late: read from its start.
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		write(t, p, "one\ntw", os.O_APPEND)
+		time.Sleep(30 * time.Millisecond)
+		write(t, p, "o\n", os.O_APPEND)
+	}()
+	if got := next(t, f); got != "one" {
+		t.Fatalf("got %q", got)
+	}
+	// A half-written line is not returned until its newline arrives.
+	if got := next(t, f); got != "two" {
+		t.Fatalf("got %q", got)
+	}
+	// Truncation: start over.
+	write(t, p, "", os.O_TRUNC)
+	time.Sleep(20 * time.Millisecond)
+	write(t, p, "three\n", os.O_APPEND)
+	if got := next(t, f); got != "three" {
+		t.Fatalf("after truncate: %q", got)
+	}
+	// Replacement by rename: the old file is drained, then the new one read
+	// from its start.
+	write(t, p, "four\n", os.O_APPEND)
+	tmp := filepath.Join(dir, "new")
+	write(t, tmp, "five\n", os.O_TRUNC)
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, f); got != "four" {
+		t.Fatalf("drain before replace: %q", got)
+	}
+	if got := next(t, f); got != "five" {
+		t.Fatalf("after replace: %q", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := f.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want a timeout with nothing new, got %v", err)
+	}
+}
+
+func TestFollowFromEnd(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	write(t, p, "old\n", os.O_TRUNC)
+	f := Follow(p, FollowOptions{Poll: 5 * time.Millisecond})
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	if _, err := f.Next(ctx); err == nil {
+		t.Fatal("an existing line was returned without FromStart")
+	}
+	cancel()
+	write(t, p, "new\n", os.O_APPEND)
+	if got := next(t, f); got != "new" {
+		t.Fatalf("got %q", got)
+	}
+	if f.Offset() != 8 {
+		t.Fatalf("offset %d", f.Offset())
+	}
+}
+
+func FuzzDecoder(f *testing.F) {
+	f.Add([]byte("{\"a\":1}\n\n{\"b\":[1,2]}\n"))
+	f.Add([]byte("{\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := NewDecoder(strings.NewReader(string(data)), "fuzz")
+		last := 0
+		for {
+			var v any
+			err := d.Decode(&v)
+			if err == io.EOF {
+				return
+			}
+			if d.Line() < last {
+				t.Fatalf("line numbers went back: %d after %d", d.Line(), last)
+			}
+			last = d.Line()
+			var le *LineError
+			if err != nil && !errors.As(err, &le) {
+				t.Fatalf("unexpected error type %T: %v", err, err)
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,180 @@
+// Command gendocs renders docs/protocol.md from the embedded JSON Schemas
+// (`make docs`), so the reference can never drift from the types.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+type schema struct {
+	Title       string             `json:"title"`
+	Description string             `json:"description"`
+	Type        any                `json:"type"`
+	Enum        []any              `json:"enum"`
+	Properties  map[string]*schema `json:"properties"`
+	Required    []string           `json:"required"`
+	Items       *schema            `json:"items"`
+	OneOf       []*schema          `json:"oneOf"`
+	AnyOf       []*schema          `json:"anyOf"`
+	Format      string             `json:"format"`
+	Additional  any                `json:"additionalProperties"`
+}
+
+// UnmarshalJSON accepts the boolean schemas true and false.
+func (s *schema) UnmarshalJSON(b []byte) error {
+	if string(b) == "true" || string(b) == "false" {
+		return nil
+	}
+	type plain schema
+	return json.Unmarshal(b, (*plain)(s))
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: gendocs FILE")
+		os.Exit(2)
+	}
+	f, err := os.Create(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs: error:", err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	if err := render(f); err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs: error:", err)
+		os.Exit(1)
+	}
+}
+
+var intro = map[string]string{
+	"request":       "A model call: what `pg-llm` reads on stdin, and each line of `pg-llm serve` (with an `id`).",
+	"message":       "One turn of a conversation; `end` events carry the assistant's message ready to append.",
+	"model-event":   "What `pg-llm` writes: `start`, then deltas, tool calls, usage, retries and fallbacks, and last `end` (or `error`).",
+	"tool-def":      "A tool as a model sees it.",
+	"tool-list":     "`pg-tool list`: the definitions, ready for a request's `tools`.",
+	"tool-call":     "A call of a tool: each line `pg-tool serve` reads.",
+	"tool-result":   "`pg-tool`'s answer to a call.",
+	"tool-output":   "What `pg-tool serve` writes: results, and errors for malformed lines.",
+	"task":          "One task of the team queue (`task-queue.json`, `pg-queue list`).",
+	"worker":        "`worker-<n>.json`: a worker's own record of its state and heartbeat.",
+	"journal-event": "`events.jsonl`: the team's journal of task changes, worker state changes and monitor actions.",
+	"loop-event":    "`pg-loop`'s stdout and `logs/worker-<n>.jsonl`.",
+	"error":         "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
+}
+
+func render(w io.Writer) error {
+	fmt.Fprintln(w, "# powerglide protocol reference")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Generated from the JSON Schemas in `pkg/protocol/schemas` (protocol version %d) by `make docs`; do not edit.\n", protocol.Version)
+	fmt.Fprintln(w, "Every record has a `type`; records may gain fields within a version, so readers must ignore fields they do not know.")
+	fmt.Fprintln(w, "`pg-<tool> schema NAME` prints a schema.")
+	names := protocol.SchemaNames()
+	sort.Strings(names)
+	fmt.Fprintln(w)
+	for _, n := range names {
+		fmt.Fprintf(w, "- [%s](#%s)\n", n, n)
+	}
+	for _, n := range names {
+		raw, err := protocol.Schema(n)
+		if err != nil {
+			return err
+		}
+		var s schema
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		fmt.Fprintf(w, "\n## %s\n\n", n)
+		if t := intro[n]; t != "" {
+			fmt.Fprintln(w, t)
+			fmt.Fprintln(w)
+		}
+		switch {
+		case len(s.OneOf) > 0:
+			for _, v := range s.OneOf {
+				fmt.Fprintf(w, "### `%s`\n\n", typeConst(v))
+				fields(w, v)
+			}
+		case s.Items != nil:
+			fmt.Fprintln(w, "An array of:")
+			fmt.Fprintln(w)
+			fields(w, s.Items)
+		default:
+			fields(w, &s)
+		}
+	}
+	return nil
+}
+
+func typeConst(s *schema) string {
+	if t, ok := s.Properties["type"]; ok && len(t.Enum) == 1 {
+		return fmt.Sprint(t.Enum[0])
+	}
+	return "?"
+}
+
+func fields(w io.Writer, s *schema) {
+	if len(s.Properties) == 0 {
+		fmt.Fprintln(w, "(any JSON value)")
+		fmt.Fprintln(w)
+		return
+	}
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	keys := make([]string, 0, len(s.Properties))
+	for k := range s.Properties {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if (keys[i] == "type") != (keys[j] == "type") {
+			return keys[i] == "type"
+		}
+		if req[keys[i]] != req[keys[j]] {
+			return req[keys[i]]
+		}
+		return keys[i] < keys[j]
+	})
+	fmt.Fprintln(w, "| field | type | required | notes |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, k := range keys {
+		p := s.Properties[k]
+		r := ""
+		if req[k] {
+			r = "yes"
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", k, typeName(p), r, strings.ReplaceAll(p.Description, "|", "\\|"))
+	}
+	fmt.Fprintln(w)
+}
+
+func typeName(s *schema) string {
+	switch {
+	case len(s.AnyOf) > 0 || len(s.OneOf) > 0:
+		var parts []string
+		for _, a := range append(s.AnyOf, s.OneOf...) {
+			parts = append(parts, typeName(a))
+		}
+		return strings.Join(parts, " or ")
+	case len(s.Enum) > 0:
+		var parts []string
+		for _, e := range s.Enum {
+			parts = append(parts, fmt.Sprintf("`%v`", e))
+		}
+		return strings.Join(parts, ", ")
+	case s.Items != nil:
+		return "array of " + typeName(s.Items)
+	case s.Format == "date-time":
+		return "time (RFC 3339)"
+	case s.Type == nil:
+		return "any"
+	}
+	return fmt.Sprint(s.Type)
+}

@@ -1,0 +1,223 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	bashDefaultTimeout = 2 * time.Minute
+	bashMaxTimeout     = 10 * time.Minute
+	// bashMaxBuffer bounds what a command's output may occupy in memory.
+	bashMaxBuffer = 64 << 20
+)
+
+var errTimeout = errors.New("timed out")
+
+var bashTool = &Tool{
+	Name: "bash",
+	Description: `Run a shell command with bash -c in the workspace and return its combined stdout and stderr followed by its exit code.
+Use it for builds, tests, git, and programs; prefer read/grep/glob/ls to inspect files and edit/write to change them.
+The working directory starts at the workspace root (or "workdir", relative to the root); in a long-running session a "cd" carries over to the next call.
+Timeout: 120000 ms by default, at most 600000 ms; on timeout the command and every process it started are killed.
+Stdin is empty: interactive programs do not work here, use the term_* tools for them. Background processes (cmd &) are ended when the command returns; start servers with term_start. Long output is cut to its head and tail.`,
+	Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "minLength": 1, "description": "The command line, run with bash -c."},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Time limit in milliseconds (default 120000, max 600000)."},
+    "workdir": {"type": "string", "description": "Directory to run in, relative to the workspace root. Default: the current directory of this session."},
+    "description": {"type": "string", "description": "A few words saying what the command does (for logs)."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`),
+	Run: runBash,
+}
+
+type bashInput struct {
+	Command     string  `json:"command"`
+	TimeoutMS   int64   `json:"timeout_ms"`
+	Workdir     *string `json:"workdir"`
+	Description string  `json:"description"`
+}
+
+// lockedBuffer collects the combined output of a command and its children.
+type lockedBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	dropped int
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := bashMaxBuffer - b.buf.Len(); room < len(p) {
+		if room > 0 {
+			b.buf.Write(p[:room])
+		}
+		b.dropped += len(p) - max(room, 0)
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	if b.dropped > 0 {
+		s += fmt.Sprintf("\n[%d more bytes of output were discarded]\n", b.dropped)
+	}
+	return s
+}
+
+func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, error) {
+	var in bashInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return "", err
+	}
+	timeout := bashDefaultTimeout
+	if in.TimeoutMS > 0 {
+		timeout = min(time.Duration(in.TimeoutMS)*time.Millisecond, bashMaxTimeout)
+	}
+	s.mu.Lock()
+	cwd := s.cwd
+	s.mu.Unlock()
+	if in.Workdir != nil {
+		r, err := s.rel(*in.Workdir)
+		if err != nil {
+			return "", err
+		}
+		fi, err := s.root.Stat(r)
+		if err != nil {
+			return "", s.pathErr(*in.Workdir, err)
+		}
+		if !fi.IsDir() {
+			return "", fmt.Errorf("workdir %s is not a directory", *in.Workdir)
+		}
+		cwd = r
+	} else if _, err := s.root.Stat(cwd); err != nil {
+		cwd = "." // the session's directory vanished: start over at the root
+	}
+	dir := filepath.Join(s.rootPath, cwd)
+
+	// The final working directory comes back on fd 3, also after "exit N".
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	defer pr.Close()
+	script := "trap 'pwd -P >&3 2>/dev/null' EXIT\n" + in.Command
+	out := &lockedBuffer{}
+	code, runErr := runGroup(ctx, timeout, dir, s.opts.Env, nil, out, out, []*os.File{pw}, "bash", "-c", script)
+	pw.Close()
+	var cwdOut bytes.Buffer
+	_, _ = cwdOut.ReadFrom(pr)
+
+	text := out.String()
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if s.opts.PersistCwd && in.Workdir == nil && runErr == nil {
+		if newDir := strings.TrimSpace(cwdOut.String()); newDir != "" {
+			if r, err := filepath.Rel(s.rootPath, newDir); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
+				s.mu.Lock()
+				s.cwd = r
+				s.mu.Unlock()
+			} else {
+				text += fmt.Sprintf("[the command left the workspace (cwd %s); the next call starts at the workspace root]\n", newDir)
+				s.mu.Lock()
+				s.cwd = "."
+				s.mu.Unlock()
+			}
+		}
+	}
+	switch {
+	case errors.Is(runErr, errTimeout):
+		text += fmt.Sprintf("[timed out after %s; the command and its child processes were killed]\n", timeout)
+		return text, fmt.Errorf("command timed out after %s", timeout)
+	case runErr != nil:
+		return text, runErr
+	case code != 0:
+		text += fmt.Sprintf("[exit code: %d]\n", code)
+		return text, fmt.Errorf("command exited with code %d", code)
+	}
+	text += "[exit code: 0]\n"
+	return text, nil
+}
+
+// runGroup runs a command in its own process group and kills the whole
+// group (grandchildren included) on timeout or cancellation. It returns the
+// exit code (128+n for a signal).
+func runGroup(ctx context.Context, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, extra []*os.File, name string, args ...string) (int, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = env
+	}
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	if w, ok := stdout.(interface{ Write([]byte) (int, error) }); ok {
+		cmd.Stdout = w
+	}
+	if w, ok := stderr.(interface{ Write([]byte) (int, error) }); ok {
+		cmd.Stderr = w
+	}
+	cmd.ExtraFiles = extra
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Children that keep the output pipe open must not hold us forever.
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		return -1, fmt.Errorf("start %s: %w", name, err)
+	}
+	pgid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var err error
+	select {
+	case err = <-done:
+		// Background children left behind in the group are ended too:
+		// a call must not leak processes.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	case <-timer:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+		return -1, errTimeout
+	case <-ctx.Done():
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+		return -1, context.Cause(ctx)
+	}
+	if err == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		return cmd.ProcessState.ExitCode(), nil
+	}
+	return -1, err
+}

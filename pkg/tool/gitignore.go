@@ -1,0 +1,210 @@
+package tool
+
+import (
+	"bufio"
+	"bytes"
+	"io/fs"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// A hand-written .gitignore matcher: the patterns git documents
+// (gitignore(5)): negation, directory-only patterns, anchoring, *, ?, [..]
+// and **. No library in the module cache covered it without pulling in all
+// of go-git.
+
+type ignoreRule struct {
+	re      *regexp.Regexp
+	negate  bool
+	dirOnly bool
+}
+
+// ignoreSet holds the rules of one .gitignore, relative to its directory.
+type ignoreSet struct {
+	base  string // directory of the file, slash-separated, "." for the root
+	rules []ignoreRule
+}
+
+func parseIgnore(base string, data []byte) *ignoreSet {
+	set := &ignoreSet{base: base}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.HasSuffix(line, " ") && !strings.HasSuffix(line, `\ `) {
+			line = strings.TrimRight(line, " ")
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var r ignoreRule
+		if strings.HasPrefix(line, "!") {
+			r.negate = true
+			line = line[1:]
+		} else if strings.HasPrefix(line, `\`) {
+			line = line[1:]
+		}
+		if strings.HasSuffix(line, "/") {
+			r.dirOnly = true
+			line = strings.TrimSuffix(line, "/")
+		}
+		if line == "" {
+			continue
+		}
+		anchored := strings.Contains(line, "/")
+		line = strings.TrimPrefix(line, "/")
+		re, err := regexp.Compile(globRegexp(line, !anchored))
+		if err != nil {
+			continue
+		}
+		r.re = re
+		set.rules = append(set.rules, r)
+	}
+	if len(set.rules) == 0 {
+		return nil
+	}
+	return set
+}
+
+// globRegexp converts a gitignore-style glob to an anchored regexp. With
+// anyDir the pattern may match at any depth.
+func globRegexp(g string, anyDir bool) string {
+	var b strings.Builder
+	b.WriteString("^")
+	if anyDir {
+		b.WriteString("(?:.*/)?")
+	}
+	for i := 0; i < len(g); i++ {
+		c := g[i]
+		switch {
+		case c == '*' && strings.HasPrefix(g[i:], "**/") && (i == 0 || g[i-1] == '/'):
+			b.WriteString("(?:.*/)?")
+			i += 2
+		case c == '*' && g[i:] == "**" && (i == 0 || g[i-1] == '/'):
+			b.WriteString(".*")
+			i++
+		case c == '*':
+			b.WriteString("[^/]*")
+		case c == '?':
+			b.WriteString("[^/]")
+		case c == '[':
+			j := strings.IndexByte(g[i+1:], ']')
+			if j < 0 {
+				b.WriteString(`\[`)
+				continue
+			}
+			class := g[i+1 : i+1+j]
+			if strings.HasPrefix(class, "!") {
+				class = "^" + class[1:]
+			}
+			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
+			i += j + 1
+		case c == '\\' && i+1 < len(g):
+			i++
+			b.WriteString(regexp.QuoteMeta(string(g[i])))
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	return b.String()
+}
+
+// ignorer is the stack of .gitignore files that apply during a walk.
+type ignorer struct {
+	fsys fs.FS
+	sets []*ignoreSet
+}
+
+// enter loads dir's .gitignore (dir slash-separated, relative to the root).
+func (ig *ignorer) enter(dir string) {
+	data, err := fs.ReadFile(ig.fsys, path.Join(dir, ".gitignore"))
+	if err != nil {
+		return
+	}
+	if set := parseIgnore(dir, data); set != nil {
+		ig.sets = append(ig.sets, set)
+	}
+}
+
+// leave drops the sets of directories the walk has left.
+func (ig *ignorer) leave(dir string) {
+	for len(ig.sets) > 0 {
+		base := ig.sets[len(ig.sets)-1].base
+		if base == "." || dir == base || strings.HasPrefix(dir, base+"/") {
+			return
+		}
+		ig.sets = ig.sets[:len(ig.sets)-1]
+	}
+}
+
+// ignored applies the rules to a slash-separated path relative to the root;
+// the last matching rule wins, deeper files over shallower ones.
+func (ig *ignorer) ignored(p string, isDir bool) bool {
+	for i := len(ig.sets) - 1; i >= 0; i-- {
+		set := ig.sets[i]
+		rel := p
+		if set.base != "." {
+			if !strings.HasPrefix(p, set.base+"/") {
+				continue
+			}
+			rel = p[len(set.base)+1:]
+		}
+		for j := len(set.rules) - 1; j >= 0; j-- {
+			r := set.rules[j]
+			if r.dirOnly && !isDir {
+				continue
+			}
+			if r.re.MatchString(rel) {
+				return !r.negate
+			}
+		}
+	}
+	return false
+}
+
+// walk visits the files and directories under start (relative to the root),
+// skipping .git and what .gitignore files exclude. Directories from the root
+// down to start contribute their .gitignore too. fn may return fs.SkipDir or
+// fs.SkipAll.
+func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) error {
+	fsys := s.root.FS()
+	ig := &ignorer{fsys: fsys}
+	start = path.Clean(start)
+	if data, err := fs.ReadFile(fsys, ".git/info/exclude"); err == nil {
+		if set := parseIgnore(".", data); set != nil {
+			ig.sets = append(ig.sets, set)
+		}
+	}
+	// Parents of start: their rules apply below them.
+	if start != "." {
+		ig.enter(".")
+		parts := strings.Split(start, "/")
+		for i := 1; i < len(parts); i++ {
+			ig.enter(strings.Join(parts[:i], "/"))
+		}
+	}
+	return fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start {
+				return err
+			}
+			return nil // unreadable entries are skipped, as grep -s would
+		}
+		if d.IsDir() {
+			if p != start {
+				if d.Name() == ".git" || ig.ignored(p, true) {
+					return fs.SkipDir
+				}
+			}
+			ig.leave(p)
+			ig.enter(p)
+			return fn(p, d)
+		}
+		ig.leave(path.Dir(p))
+		if ig.ignored(p, false) {
+			return nil
+		}
+		return fn(p, d)
+	})
+}

@@ -1,0 +1,121 @@
+package tool
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// mcpBin is where scripts/test-deps.sh installs the npm MCP servers.
+func mcpBin(t *testing.T) string {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp", "node_modules", ".bin"))
+	if _, err := os.Stat(filepath.Join(dir, "mcp-server-everything")); err != nil {
+		if _, nerr := exec.LookPath("npm"); nerr != nil {
+			t.Skip("!!! SKIPPED: npm is not installed, so the MCP test servers are missing; install nodejs/npm and run scripts/test-deps.sh")
+		}
+		t.Fatalf("MCP test servers not installed in %s: run scripts/test-deps.sh", dir)
+	}
+	return dir
+}
+
+func TestMCPServerDiesAndRestarts(t *testing.T) {
+	bin := mcpBin(t)
+	s, err := NewSession(Options{Root: t.TempDir(), MCP: []string{"ev=" + filepath.Join(bin, "mcp-server-everything") + " stdio"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	echo := func(msg string) Outcome {
+		return s.Call(ctx, protocol.ToolCall{ID: msg, Name: "mcp__ev__echo", Input: []byte(`{"message":"` + msg + `"}`)})
+	}
+	if r := echo("one"); !r.OK || r.Output != "Echo: one" {
+		t.Fatalf("first call: %+v", r)
+	}
+	srv := s.mcp.servers["ev"]
+	pid := srv.pid()
+	if pid == 0 {
+		t.Fatal("no server process")
+	}
+	// The same process serves the next call: it started once.
+	if r := echo("two"); !r.OK || srv.pid() != pid {
+		t.Fatalf("second call: %+v (pid %d, was %d)", r, srv.pid(), pid)
+	}
+	// Kill the server; the next call reports it, the one after restarts it.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.dead
+	r := echo("three")
+	if r.OK {
+		// The death was seen before the call: it restarted at once.
+		if srv.pid() == pid || srv.pid() == 0 {
+			t.Fatalf("call after kill succeeded on the dead server?: %+v", r)
+		}
+	} else {
+		if r.Error == nil || !strings.Contains(*r.Error, "mcp server ev") {
+			t.Fatalf("call after kill: want a clear error, got %+v", r)
+		}
+		if r := echo("four"); !r.OK || r.Output != "Echo: four" {
+			t.Fatalf("call after restart: %+v", r)
+		}
+	}
+	if srv.pid() == pid {
+		t.Fatal("server was not restarted")
+	}
+}
+
+func TestMCPServerKilledDuringCall(t *testing.T) {
+	bin := mcpBin(t)
+	s, err := NewSession(Options{Root: t.TempDir(), MCP: []string{"ev=" + filepath.Join(bin, "mcp-server-everything") + " stdio"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	srv := s.mcp.servers["ev"]
+	if _, err := srv.ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pid := srv.pid()
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}()
+	// A long operation that the kill interrupts.
+	r := s.Call(ctx, protocol.ToolCall{ID: "long", Name: "mcp__ev__trigger-long-running-operation", Input: []byte(`{"duration":5,"steps":5}`)})
+	if r.OK || r.Error == nil || !strings.Contains(*r.Error, "mcp server ev died during the call") || !strings.Contains(*r.Error, "restarted on the next call") {
+		t.Fatalf("want a died-during-the-call error, got %+v", r.ToolResult)
+	}
+	if r := s.Call(ctx, protocol.ToolCall{ID: "again", Name: "mcp__ev__echo", Input: []byte(`{"message":"back"}`)}); !r.OK || r.Output != "Echo: back" {
+		t.Fatalf("after restart: %+v", r.ToolResult)
+	}
+}
+
+func TestMCPShutdownIsClean(t *testing.T) {
+	bin := mcpBin(t)
+	s, err := NewSession(Options{Root: t.TempDir(), MCP: []string{"ev=" + filepath.Join(bin, "mcp-server-everything") + " stdio"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.mcp.servers["ev"].pid()
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("server %d still running after Close", pid)
+	}
+	t.Logf("shutdown took %s", time.Since(start))
+}

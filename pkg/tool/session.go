@@ -1,0 +1,256 @@
+package tool
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// Session runs tool calls in one workspace. It is safe for concurrent calls.
+type Session struct {
+	opts     Options
+	root     *os.Root
+	rootPath string // absolute, symlinks resolved
+
+	mu       sync.Mutex
+	verifyMu sync.Mutex
+	cwd      string // bash's working directory, relative to the root
+
+	builtins map[string]*Tool
+	order    []*Tool
+
+	extOnce sync.Once
+	extList []*Tool
+	extErr  error
+
+	mcp *mcpManager
+}
+
+// NewSession opens the workspace root and registers the tools.
+func NewSession(opts Options) (*Session, error) {
+	if opts.Root == "" {
+		opts.Root = "."
+	}
+	switch opts.Preset {
+	case "":
+		opts.Preset = "full"
+	case "full", "readonly":
+	default:
+		return nil, fmt.Errorf("unknown preset %q (known: full, readonly)", opts.Preset)
+	}
+	if err := ValidateGlobs(opts.Allow); err != nil {
+		return nil, err
+	}
+	if err := ValidateGlobs(opts.Deny); err != nil {
+		return nil, err
+	}
+	if opts.MaxOutput == 0 {
+		opts.MaxOutput = DefaultMaxOutput
+	}
+	if opts.VerifyTimeout <= 0 {
+		opts.VerifyTimeout = 5 * time.Minute
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	abs, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root %s: %w", opts.Root, err)
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("workspace root %s is not a directory", abs)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	s := &Session{opts: opts, root: root, rootPath: abs, cwd: ".", builtins: map[string]*Tool{}}
+	for _, t := range builtinTools() {
+		s.builtins[t.Name] = t
+		s.order = append(s.order, t)
+	}
+	mcp, err := newMCPManager(s, opts.MCP)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	s.mcp = mcp
+	return s, nil
+}
+
+// Close stops MCP servers and releases the root.
+func (s *Session) Close() error {
+	err := s.mcp.close()
+	return errors.Join(err, s.root.Close())
+}
+
+// RootPath is the absolute workspace root.
+func (s *Session) RootPath() string { return s.rootPath }
+
+// errOutside marks a path argument that leaves the workspace.
+var errOutside = errors.New("outside the workspace root")
+
+// rel turns a path argument (relative to the root, or absolute) into a
+// clean path relative to the root. It refuses paths that leave the root
+// lexically; os.Root refuses symlinks that leave it.
+func (s *Session) rel(p string) (string, error) {
+	if p == "" {
+		return ".", nil
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
+	}
+	var r string
+	if filepath.IsAbs(p) {
+		var err error
+		r, err = filepath.Rel(s.rootPath, filepath.Clean(p))
+		if err != nil {
+			return "", fmt.Errorf("path %s is %w %s", p, errOutside, s.rootPath)
+		}
+	} else {
+		r = filepath.Clean(p)
+	}
+	if r == ".." || strings.HasPrefix(r, "../") {
+		return "", fmt.Errorf("path %s is %w %s: paths must stay inside it", p, errOutside, s.rootPath)
+	}
+	return r, nil
+}
+
+// pathErr rewrites os.Root's errors about escapes into one a model can act on.
+func (s *Session) pathErr(p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "path escapes from parent"):
+		return fmt.Errorf("path %s resolves %w %s (through a symlink or ..): refused", p, errOutside, s.rootPath)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such file or directory", p)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: permission denied", p)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %s %v", p, pe.Op, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", p, err)
+}
+
+// display is how a path relative to the root appears in outputs.
+func display(rel string) string { return filepath.ToSlash(rel) }
+
+// capOutput keeps head and tail of a long output and saves the whole text.
+func (s *Session) capOutput(call protocol.ToolCall, out string) (string, bool, string) {
+	limit := s.opts.MaxOutput
+	if limit < 0 || utf8.RuneCountInString(out) <= limit {
+		return out, false, ""
+	}
+	file, err := s.saveFull(call, out)
+	total := utf8.RuneCountInString(out)
+	// The marker takes about 300 characters of the budget.
+	budget := max(limit-300, limit/2)
+	head := cutRunes(out, budget*2/3, true)
+	tail := cutRunes(out, budget-utf8.RuneCountInString(head), false)
+	omitted := total - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
+	var marker string
+	if err != nil {
+		marker = fmt.Sprintf("\n\n[... %d characters omitted (output had %d); saving the full output failed: %v ...]\n\n", omitted, total, err)
+		file = ""
+	} else {
+		marker = fmt.Sprintf("\n\n[... %d characters omitted (output had %d); the full output is in %s; read it with offset/limit ...]\n\n", omitted, total, file)
+	}
+	return head + marker + tail, true, file
+}
+
+// cutRunes returns the first (or last) n runes of s, on line boundaries
+// when one is near.
+func cutRunes(s string, n int, head bool) string {
+	if n <= 0 {
+		return ""
+	}
+	if head {
+		i, count := 0, 0
+		for i < len(s) && count < n {
+			_, w := utf8.DecodeRuneInString(s[i:])
+			i += w
+			count++
+		}
+		out := s[:i]
+		if j := strings.LastIndexByte(out, '\n'); j > len(out)*3/4 {
+			out = out[:j+1]
+		}
+		return out
+	}
+	i, count := len(s), 0
+	for i > 0 && count < n {
+		_, w := utf8.DecodeLastRuneInString(s[:i])
+		i -= w
+		count++
+	}
+	out := s[i:]
+	if j := strings.IndexByte(out, '\n'); j >= 0 && j < len(out)/4 {
+		out = out[j+1:]
+	}
+	return out
+}
+
+func (s *Session) saveFull(call protocol.ToolCall, out string) (string, error) {
+	dir := s.opts.OutputDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "pg-tool-output")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("%s-%s-%s.txt", time.Now().UTC().Format("20060102T150405"), safeName(call.Name), hex.EncodeToString(b[:]))
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(out), 0o600); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// outputFile reports whether an absolute path names a saved full output,
+// which read may open although it lies outside the root.
+func (s *Session) outputFile(p string) (string, bool) {
+	dir := s.opts.OutputDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "pg-tool-output")
+	}
+	if !filepath.IsAbs(p) {
+		return "", false
+	}
+	r, err := filepath.Rel(dir, filepath.Clean(p))
+	if err != nil || r == "." || strings.Contains(r, "/") || strings.HasPrefix(r, "..") {
+		return "", false
+	}
+	return filepath.Join(dir, r), true
+}

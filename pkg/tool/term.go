@@ -1,0 +1,293 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Terminal tools drive pg-pty sessions by running the pg-pty binary (next
+// to this executable, else on PATH): start, send, read (or wait for a
+// regexp), screen and kill. Sessions outlive a call, so a model can run an
+// interactive program, type into it and watch the screen.
+
+const ptyCallSlack = 30 * time.Second
+
+// ptyBinary finds pg-pty at call time.
+func ptyBinary() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "pg-pty")
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("pg-pty")
+	if err != nil {
+		return "", errors.New("pg-pty is not installed: the term_* tools need the pg-pty binary next to pg-tool or on PATH")
+	}
+	return p, nil
+}
+
+// runPty runs one pg-pty command and returns its stdout.
+func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...string) ([]byte, error) {
+	bin, err := ptyBinary()
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	s.mu.Lock()
+	dir := filepath.Join(s.rootPath, s.cwd)
+	s.mu.Unlock()
+	code, err := runGroup(ctx, timeout, dir, s.opts.Env, []byte{}, &stdout, &stderr, nil, bin, args...)
+	if errors.Is(err, errTimeout) {
+		return stdout.Bytes(), fmt.Errorf("pg-pty %s timed out after %s", args[0], timeout)
+	}
+	if err != nil {
+		return stdout.Bytes(), err
+	}
+	if code != 0 {
+		msg := strings.TrimSpace(stderr.String())
+		msg = strings.TrimPrefix(msg, "pg-pty: error: ")
+		if msg == "" {
+			msg = fmt.Sprintf("exit code %d", code)
+		}
+		return stdout.Bytes(), fmt.Errorf("pg-pty %s: %s", args[0], msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+const termNameSchema = `"name": {"type": "string", "pattern": "^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$", "description": "Session name, e.g. repl."}`
+
+var termStartTool = &Tool{
+	Name: "term_start",
+	Description: `Start a program in a new pseudo-terminal session that outlives this call: interactive programs (REPLs, editors, TUIs, ssh, long-running servers).
+Then use term_send to type, term_read to get output (or wait for a pattern) and term_screen to see the screen as a terminal shows it; term_kill ends it.`,
+	Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    ` + termNameSchema + `,
+    "command": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Program and arguments, e.g. [\"python3\", \"-q\"]. Use [\"bash\", \"-c\", \"...\"] for a shell line."},
+    "cols": {"type": "integer", "minimum": 10, "maximum": 1000, "description": "Terminal width (default 120)."},
+    "rows": {"type": "integer", "minimum": 5, "maximum": 500, "description": "Terminal height (default 40)."}
+  },
+  "required": ["name", "command"],
+  "additionalProperties": false
+}`),
+	Run: func(ctx context.Context, s *Session, raw json.RawMessage) (string, error) {
+		var in struct {
+			Name    string   `json:"name"`
+			Command []string `json:"command"`
+			Cols    int      `json:"cols"`
+			Rows    int      `json:"rows"`
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return "", err
+		}
+		args := []string{"start", in.Name}
+		if in.Cols > 0 {
+			args = append(args, "--cols", strconv.Itoa(in.Cols))
+		}
+		if in.Rows > 0 {
+			args = append(args, "--rows", strconv.Itoa(in.Rows))
+		}
+		args = append(append(args, "--"), in.Command...)
+		if _, err := s.runPty(ctx, ptyCallSlack, args...); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("started session %s: %s\n", in.Name, strings.Join(in.Command, " ")), nil
+	},
+}
+
+var termSendTool = &Tool{
+	Name:        "term_send",
+	Description: `Type into a terminal session: "text" is sent as is (include "\n" to press Enter), then "keys" are pressed in order: Enter, Tab, Esc, Backspace, Delete, Up, Down, Left, Right, Home, End, PgUp, PgDn, F1..F12, C-a..C-z (C-c is Ctrl-C), M-x (Alt-x).`,
+	Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    ` + termNameSchema + `,
+    "text": {"type": "string", "description": "Text to type."},
+    "keys": {"type": "array", "items": {"type": "string"}, "description": "Keys to press after the text, e.g. [\"Enter\"] or [\"C-c\"]."}
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`),
+	Run: func(ctx context.Context, s *Session, raw json.RawMessage) (string, error) {
+		var in struct {
+			Name string   `json:"name"`
+			Text string   `json:"text"`
+			Keys []string `json:"keys"`
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return "", err
+		}
+		if in.Text == "" && len(in.Keys) == 0 {
+			return "", errors.New("nothing to send: give text, keys or both")
+		}
+		args := []string{"send", in.Name, in.Text}
+		if len(in.Keys) > 0 {
+			args = append(args, "--keys", strings.Join(in.Keys, ","))
+		}
+		if _, err := s.runPty(ctx, ptyCallSlack, args...); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("sent to %s\n", in.Name), nil
+	},
+}
+
+var termReadTool = &Tool{
+	Name: "term_read",
+	Description: `Read a terminal session's output since an offset (default: where the previous read ended). With "wait", wait until the output matches that regular expression or the timeout passes.
+The result ends with the offset to pass as "since" next time, so each read returns only new output. For full-screen programs use term_screen instead.`,
+	Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    ` + termNameSchema + `,
+    "since": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (the next_offset of the previous read)."},
+    "wait": {"type": "string", "description": "Regular expression to wait for in the output, e.g. \"\\\\$ $\" for a prompt."},
+    "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long to wait for the pattern (default 10000)."}
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`),
+	ReadOnly: true,
+	Run: func(ctx context.Context, s *Session, raw json.RawMessage) (string, error) {
+		var in struct {
+			Name      string `json:"name"`
+			Since     *int64 `json:"since"`
+			Wait      string `json:"wait"`
+			TimeoutMS *int64 `json:"timeout_ms"`
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return "", err
+		}
+		args := []string{"read", in.Name, "--json"}
+		if in.Since != nil {
+			args = append(args, "--since", strconv.FormatInt(*in.Since, 10))
+		}
+		wait := time.Duration(0)
+		if in.Wait != "" {
+			wait = 10 * time.Second
+			if in.TimeoutMS != nil {
+				wait = time.Duration(*in.TimeoutMS) * time.Millisecond
+			}
+			args = append(args, "--wait", in.Wait, "--timeout", wait.String())
+		}
+		stdout, err := s.runPty(ctx, wait+ptyCallSlack, args...)
+		if err != nil && len(bytes.TrimSpace(stdout)) == 0 {
+			return "", err
+		}
+		var rec struct {
+			Data       string `json:"data"`
+			Offset     int64  `json:"offset"`
+			NextOffset int64  `json:"next_offset"`
+			Matched    *bool  `json:"matched"`
+		}
+		if jerr := json.Unmarshal(lastLine(stdout), &rec); jerr != nil {
+			if err != nil {
+				return "", err
+			}
+			return "", fmt.Errorf("pg-pty read printed no output record: %v", jerr)
+		}
+		out := rec.Data
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += fmt.Sprintf("[next_offset: %d]\n", rec.NextOffset)
+		if in.Wait != "" && (rec.Matched == nil || !*rec.Matched) {
+			return out, fmt.Errorf("output did not match %q within %s", in.Wait, wait)
+		}
+		return out, nil
+	},
+}
+
+var termScreenTool = &Tool{
+	Name:        "term_screen",
+	Description: `Show a terminal session's screen as a terminal displays it now (rows of text and the cursor position). Best for full-screen programs (editors, top, TUIs).`,
+	Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    ` + termNameSchema + `
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`),
+	ReadOnly: true,
+	Run: func(ctx context.Context, s *Session, raw json.RawMessage) (string, error) {
+		var in struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return "", err
+		}
+		stdout, err := s.runPty(ctx, ptyCallSlack, "screen", in.Name, "--json")
+		if err != nil {
+			return "", err
+		}
+		var rec struct {
+			Cols, Rows int
+			Cursor     struct{ Row, Col int }
+			Lines      []string
+		}
+		if err := json.Unmarshal(lastLine(stdout), &rec); err != nil {
+			return "", fmt.Errorf("pg-pty screen printed no screen record: %v", err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "[screen %dx%d, cursor at row %d col %d]\n", rec.Cols, rec.Rows, rec.Cursor.Row, rec.Cursor.Col)
+		lines := rec.Lines
+		for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+			lines = lines[:len(lines)-1]
+		}
+		for _, l := range lines {
+			b.WriteString(strings.TrimRight(l, " "))
+			b.WriteByte('\n')
+		}
+		return b.String(), nil
+	},
+}
+
+var termKillTool = &Tool{
+	Name:        "term_kill",
+	Description: `End a terminal session and the program in it.`,
+	Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    ` + termNameSchema + `
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`),
+	Run: func(ctx context.Context, s *Session, raw json.RawMessage) (string, error) {
+		var in struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return "", err
+		}
+		if _, err := s.runPty(ctx, ptyCallSlack, "kill", in.Name); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("killed session %s\n", in.Name), nil
+	},
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+
+// builtinTools is every built-in tool, in the order `list` shows them.
+func builtinTools() []*Tool {
+	return []*Tool{bashTool, readTool, writeTool, editTool, globTool, grepTool, lsTool,
+		termStartTool, termSendTool, termReadTool, termScreenTool, termKillTool}
+}

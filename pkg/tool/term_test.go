@@ -1,0 +1,87 @@
+package tool
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+func TestTermToolsWithoutPgPty(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	s, err := NewSession(Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.Call(context.Background(), protocol.ToolCall{Name: "term_start", Input: []byte(`{"name":"sh","command":["sh"]}`)})
+	if r.OK || !strings.Contains(*r.Error, "pg-pty is not installed") {
+		t.Fatalf("want a clear error, got %+v", r.ToolResult)
+	}
+}
+
+// fakePty is a stand-in for pg-pty that follows its CLI contract and logs
+// the arguments it got: the term tools' mapping is checked here; the real
+// pg-pty is exercised by the e2e scripts once both are merged.
+const fakePty = `#!/bin/sh
+echo "$@" >> "$PTYLOG"
+case "$1" in
+start|send|kill) exit 0 ;;
+read)
+  case "$*" in
+  *--wait*nomatch*) echo '{"type":"output","name":"'$2'","data":"partial","offset":0,"next_offset":7,"matched":false}'; exit 124 ;;
+  *--wait*) echo '{"type":"output","name":"'$2'","data":"$ ","offset":5,"next_offset":7,"matched":true}' ;;
+  *) printf '%s\n' '{"type":"output","name":"'$2'","data":"hello\r\n","offset":0,"next_offset":7}' ;;
+  esac ;;
+screen) echo '{"type":"screen","name":"'$2'","cols":20,"rows":3,"cursor":{"row":1,"col":2},"lines":["hello               ","$                   ","                    "]}' ;;
+*) echo "pg-pty: error: unknown command $1" >&2; exit 2 ;;
+esac
+`
+
+func TestTermToolsMapToPgPty(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "pg-pty"), []byte(fakePty), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "log")
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	t.Setenv("PTYLOG", log)
+	s, err := NewSession(Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	cases := []struct {
+		tool, input string
+		ok          bool
+		out, args   string
+	}{
+		{"term_start", `{"name":"sh","command":["bash","-i"],"cols":100,"rows":30}`, true, "started session sh: bash -i\n", "start sh --cols 100 --rows 30 -- bash -i"},
+		{"term_send", `{"name":"sh","text":"echo hi","keys":["Enter","C-c"]}`, true, "sent to sh\n", "send sh echo hi --keys Enter,C-c"},
+		{"term_read", `{"name":"sh","since":0}`, true, "hello\r\n[next_offset: 7]\n", "read sh --json --since 0"},
+		{"term_read", `{"name":"sh","wait":"\\$ $","timeout_ms":2000}`, true, "$ \n[next_offset: 7]\n", "read sh --json --wait \\$ $ --timeout 2s"},
+		{"term_read", `{"name":"sh","wait":"nomatch","timeout_ms":100}`, false, "partial\n[next_offset: 7]\n", "read sh --json --wait nomatch --timeout 100ms"},
+		{"term_screen", `{"name":"sh"}`, true, "[screen 20x3, cursor at row 1 col 2]\nhello\n$\n", "screen sh --json"},
+		{"term_kill", `{"name":"sh"}`, true, "killed session sh\n", "kill sh"},
+	}
+	for _, c := range cases {
+		_ = os.Remove(log)
+		r := s.Call(ctx, protocol.ToolCall{Name: c.tool, Input: []byte(c.input)})
+		if r.OK != c.ok || r.Output != c.out {
+			t.Errorf("%s %s: got ok=%v output %q error %v; want ok=%v output %q", c.tool, c.input, r.OK, r.Output, r.Error, c.ok, c.out)
+		}
+		got, _ := os.ReadFile(log)
+		if strings.TrimSpace(string(got)) != c.args {
+			t.Errorf("%s: pg-pty got %q, want %q", c.tool, strings.TrimSpace(string(got)), c.args)
+		}
+	}
+	// Bad session names are refused by the schema before pg-pty runs.
+	r := s.Call(ctx, protocol.ToolCall{Name: "term_kill", Input: []byte(`{"name":"../x"}`)})
+	if r.OK || !strings.Contains(*r.Error, "field name") {
+		t.Errorf("bad name: %+v", r.ToolResult)
+	}
+}
