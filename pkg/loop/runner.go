@@ -621,6 +621,8 @@ func (r *Runner) taskCtxErr(ctx context.Context) (Input, string) {
 }
 
 func (r *Runner) modelFailure(err error) (Input, string) {
+	msg := err.Error()
+	r.updateWorker(func(w *protocol.Worker) { w.LastError = &msg })
 	var me *ModelError
 	if errors.As(err, &me) && me.Auth() {
 		return r.fatal(err)
