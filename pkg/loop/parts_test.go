@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/loop/internal/fake"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -403,5 +404,20 @@ func TestRenderReadable(t *testing.T) {
 	em.Marker(MarkerDone)
 	if b.String() != "03:04:05 info: hello\n<POWERGLIDE_DONE>\n" {
 		t.Errorf("text output %q", b.String())
+	}
+}
+
+// The estimate stays close to (and not under ~90% of) the encoded size / 4.
+func TestEstimateTokens(t *testing.T) {
+	req := &protocol.Request{System: strings.Repeat("s", 1000), Tools: fake.ToolDefs, Messages: []protocol.Message{
+		{Role: "user", Content: protocol.Content{{Type: "text", Text: strings.Repeat("line\n", 200)}}},
+		{Role: "assistant", Content: protocol.Content{{Type: "tool_call", ID: "a", Name: "bash", Input: json.RawMessage(`{"command":"ls -la"}`)}}},
+		{Role: "tool", Content: protocol.Content{{Type: "tool_result", ID: "a", Output: strings.Repeat("x\"y\n", 300)}}},
+	}}
+	b, _ := json.Marshal(req)
+	exact := len(b) / 4
+	got := EstimateTokens(req)
+	if got < exact*9/10 || got > exact*13/10 {
+		t.Errorf("estimate %d, encoded/4 %d", got, exact)
 	}
 }
