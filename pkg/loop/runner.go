@@ -555,8 +555,12 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		return r.limit(&LimitError{Limit: LimitSteps, Reason: fmt.Sprintf("%d steps taken, the limit is %d", tr.steps, r.o.MaxSteps)}, false)
 	}
 	if err := r.window(tr.ctx); err != nil {
-		if tr.ctx.Err() != nil {
+		var le *LimitError
+		switch {
+		case tr.ctx.Err() != nil:
 			return r.taskCtxErr(ctx)
+		case errors.As(err, &le):
+			return r.limit(le, true) // the summarizing call would pass the budget
 		}
 		return r.modelFailure(err)
 	}
