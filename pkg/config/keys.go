@@ -63,6 +63,7 @@ var Keys = []Key{
 			return filepath.Join(filepath.Dir(DefaultFile(env)), "tools")
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
+	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Default: "default", Help: "team name: the queue and workers in $POWERGLIDE_HOME/teams/<team>/"},
 	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},
 	{Name: "loop_max_steps", Kind: KindInt, Env: []string{"POWERGLIDE_MAX_STEPS"}, Default: 200, Help: "pg-loop: model turns per task before the step limit stops it"},
 	{Name: "loop_budget_tokens", Kind: KindInt, Env: []string{"POWERGLIDE_BUDGET_TOKENS"}, Default: 0, Help: "pg-loop: token budget of a run (0: none)"},

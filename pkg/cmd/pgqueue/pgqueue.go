@@ -1,0 +1,705 @@
+// Package pgqueue is the command line of pg-queue, the team task queue: it
+// adds, claims, completes and lists the tasks of a team directory through
+// pkg/queue, and follows the team journal.
+package pgqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/itchyny/gojq"
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// Spec describes pg-queue for cli.Main.
+func Spec() *cli.Spec {
+	return &cli.Spec{
+		Name: "pg-queue",
+		Description: `The team task queue: tasks with priorities and dependencies, claimed under leases with fencing tokens.
+The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the live tasks as one JSON
+document (valid at every instant, for jq), events.jsonl gets one line per change (tail -f it, or
+pg-queue watch), task-archive.jsonl holds finished tasks moved out of the live file, and lock is the
+flock every change holds. task-queue.idx is a cache that may be deleted at any time.
+
+A claim is a lease with a fencing token: renew, complete, fail and release must present the token,
+and a stale token (the lease expired and the task went to another worker, or it was released or
+cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token
+is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable
+again, and a task that used max_attempts attempts fails with the reason in its error field.
+A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or
+was cancelled.
+
+Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok,
+1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
+		CLI:     &CLI{},
+		Schemas: []string{"task", "journal-event", "error"},
+	}
+}
+
+// CLI is pg-queue's grammar.
+type CLI struct {
+	cli.Common `embed:""`
+
+	Team string `help:"Team whose queue to use: $POWERGLIDE_HOME/teams/<team>/." config:"team" env:"POWERGLIDE_TEAM" placeholder:"NAME"`
+	JSON bool   `help:"Print JSON Lines even on a terminal."`
+
+	Add      AddCmd      `cmd:"" help:"Add a task from arguments, or many as JSON Lines on stdin (add -); all or nothing."`
+	Claim    ClaimCmd    `cmd:"" help:"Lease the highest-priority, then oldest, claimable task; exit 3 when there is none."`
+	Renew    RenewCmd    `cmd:"" help:"Extend the lease of a claimed task."`
+	Complete CompleteCmd `cmd:"" help:"Mark a claimed task done, with an optional JSON result."`
+	Fail     FailCmd     `cmd:"" help:"Mark a claimed task failed, or pending again with --retry."`
+	Release  ReleaseCmd  `cmd:"" help:"Hand a claimed task back to the queue (the attempt still counts)."`
+	Cancel   CancelCmd   `cmd:"" help:"Cancel pending or claimed tasks."`
+	List     ListCmd     `cmd:"" help:"List tasks."`
+	Show     ShowCmd     `cmd:"" help:"Print tasks by id, live or archived."`
+	Stats    StatsCmd    `cmd:"" help:"Print counts by status, blocked tasks, the oldest pending age and recent throughput."`
+	Watch    WatchCmd    `cmd:"" help:"Follow the team journal, events.jsonl."`
+	Archive  ArchiveCmd  `cmd:"" help:"Move finished tasks out of task-queue.json into task-archive.jsonl."`
+	Prune    PruneCmd    `cmd:"" help:"Delete finished tasks from task-queue.json and task-archive.jsonl."`
+}
+
+// open resolves the team directory and opens its queue.
+func (c *CLI) open(rt *cli.Runtime) (*queue.Queue, error) {
+	// A one-shot command lives a few milliseconds: collecting garbage would
+	// cost more than the memory it frees. The limit keeps a huge queue from
+	// growing without bound. (watch, which runs for long, turns it back on.)
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(256 << 20)
+	cfg, err := rt.Config()
+	if err != nil {
+		return nil, err
+	}
+	team := cfg.String("team")
+	if team == "" {
+		return nil, cli.Usagef("no team: use --team NAME or set POWERGLIDE_TEAM")
+	}
+	dir, err := teamdir.New(cfg.String("home"), team)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	q, err := queue.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+func lease(rt *cli.Runtime) (time.Duration, error) {
+	cfg, err := rt.Config()
+	if err != nil {
+		return 0, err
+	}
+	d := cfg.Duration("lease")
+	if d <= 0 {
+		return 0, cli.Usagef("lease must be positive, got %s", d)
+	}
+	return d, nil
+}
+
+// fail maps queue errors to the exit-code table.
+func fail(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, queue.ErrNothing):
+		return cli.Nothingf("%v", err)
+	case errors.Is(err, queue.ErrLeaseLost):
+		return cli.Failf("lease_lost", "%v", err)
+	case errors.Is(err, queue.ErrNotFound):
+		return cli.Failf("not_found", "%v", err)
+	case errors.Is(err, queue.ErrFinished):
+		return cli.Failf("finished", "%v", err)
+	}
+	return err
+}
+
+// printer writes records as JSON lines, or what a jq filter makes of them.
+type printer struct {
+	out io.Writer
+	enc interface{ Encode(any) error }
+	jq  *gojq.Code
+	raw bool
+}
+
+func newPrinter(rt *cli.Runtime, expr string, raw bool) (*printer, error) {
+	p := &printer{out: rt.IO.Out, enc: jsonl.NewEncoder(rt.IO.Out), raw: raw}
+	if expr != "" {
+		query, err := gojq.Parse(expr)
+		if err != nil {
+			return nil, cli.Usagef("--jq: %v", err)
+		}
+		code, err := gojq.Compile(query, gojq.WithEnvironLoader(func() []string { return rt.IO.Env }))
+		if err != nil {
+			return nil, cli.Usagef("--jq: %v", err)
+		}
+		p.jq = code
+	}
+	return p, nil
+}
+
+// print writes one record; it reports how many lines it wrote.
+func (p *printer) print(rec any) (int, error) {
+	if p.jq == nil {
+		return 1, p.enc.Encode(rec)
+	}
+	var v any
+	switch r := rec.(type) {
+	case []byte:
+		if err := json.Unmarshal(r, &v); err != nil {
+			return 0, err
+		}
+	default:
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return 0, err
+		}
+		if err := json.Unmarshal(b, &v); err != nil {
+			return 0, err
+		}
+	}
+	return p.run(v)
+}
+
+func (p *printer) run(v any) (int, error) {
+	n := 0
+	iter := p.jq.Run(v)
+	for {
+		out, ok := iter.Next()
+		if !ok {
+			return n, nil
+		}
+		if err, ok := out.(error); ok {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				return n, nil
+			}
+			return n, cli.Failf("jq", "--jq: %v", err)
+		}
+		if s, ok := out.(string); ok && p.raw {
+			if _, err := fmt.Fprintln(p.out, s); err != nil {
+				return n, err
+			}
+		} else {
+			b, err := gojq.Marshal(out)
+			if err != nil {
+				return n, cli.Failf("jq", "--jq: %v", err)
+			}
+			if _, err := p.out.Write(append(b, '\n')); err != nil {
+				return n, err
+			}
+		}
+		n++
+	}
+}
+
+// printTasks prints tasks as JSON lines.
+func printTasks(rt *cli.Runtime, ts ...protocol.Task) error {
+	enc := jsonl.NewEncoder(rt.IO.Out)
+	for i := range ts {
+		if err := enc.Encode(&ts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddCmd adds tasks.
+//
+// $ pg-queue add 'fix the flaky test' --priority 5 --verify 'go test ./...'
+// $ pg-queue add 'deploy' --depends-on t-01JD...,t-01JE... --label area=ops
+// $ jq -c '.[]' tasks.json | pg-queue add -
+type AddCmd struct {
+	Title       string            `arg:"" help:"Title of the task, or - to read tasks as JSON Lines (the task record of pg-queue schema task) on stdin."`
+	Prompt      string            `help:"What the worker should do (default: the title)."`
+	Priority    int               `help:"Higher runs first." default:"0"`
+	DependsOn   []string          `help:"Ids of tasks that must be done first (comma-separated or repeated)." placeholder:"ID"`
+	Label       map[string]string `help:"A label, key=value (repeatable)." placeholder:"K=V"`
+	Verify      string            `help:"Command that must pass before the task counts as done (pg-loop runs it)." placeholder:"CMD"`
+	MaxAttempts int               `help:"How many claims the task gets before it fails (default 3)."`
+	ID          string            `name:"id" help:"Id of the task (default t-<ULID>)."`
+}
+
+// Run adds the tasks and prints them.
+func (c *AddCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	var tasks []protocol.Task
+	var lines []int
+	if c.Title == "-" {
+		if c.Prompt != "" || c.Priority != 0 || len(c.DependsOn) > 0 || len(c.Label) > 0 || c.Verify != "" || c.MaxAttempts != 0 || c.ID != "" {
+			return cli.Usagef("add -: the task fields come from stdin; flags are for a task given by its title")
+		}
+		dec := jsonl.NewDecoder(rt.IO.In, "stdin").Strict()
+		for {
+			var t protocol.Task
+			err := dec.Decode(&t)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			tasks = append(tasks, t)
+			lines = append(lines, dec.Line())
+		}
+		if len(tasks) == 0 {
+			return cli.Usagef("add -: no tasks on stdin")
+		}
+	} else {
+		if c.MaxAttempts < 0 {
+			return cli.Usagef("--max-attempts must be at least 1")
+		}
+		tasks = []protocol.Task{{ID: c.ID, Title: c.Title, Prompt: c.Prompt, Priority: c.Priority,
+			DependsOn: splitIDs(c.DependsOn), Labels: c.Label, Verify: c.Verify, MaxAttempts: c.MaxAttempts}}
+	}
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	added, err := q.Add(tasks)
+	if err != nil {
+		var ie *queue.InputError
+		if errors.As(err, &ie) && lines != nil && ie.Index >= 0 && ie.Index < len(lines) {
+			return &jsonl.LineError{Name: "stdin", Line: lines[ie.Index], Err: errors.New(ie.Msg + "; nothing was added")}
+		}
+		if errors.As(err, &ie) {
+			return cli.Usagef("%s; nothing was added", ie.Msg)
+		}
+		return err
+	}
+	return printTasks(rt, added...)
+}
+
+func splitIDs(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, id := range strings.Split(s, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// ClaimCmd leases a task.
+//
+// $ task=$(pg-queue claim --worker 3 --lease 10m --wait 30s) || exit
+// $ pg-queue claim --worker 3 | jq -r '.id, .claim.token'
+type ClaimCmd struct {
+	Worker string        `help:"Name of the claiming worker." env:"POWERGLIDE_WORKER" required:"" placeholder:"W"`
+	Lease  time.Duration `help:"Length of the lease; renew before it ends (default 10m)." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"D"`
+	Wait   time.Duration `help:"Wait up to this long for a claimable task before exiting 3." placeholder:"D"`
+}
+
+// Run claims a task and prints it with its claim.
+func (c *ClaimCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	if err := teamdir.ValidName("worker", c.Worker); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	d, err := lease(rt)
+	if err != nil {
+		return err
+	}
+	if c.Wait < 0 {
+		return cli.Usagef("--wait must not be negative")
+	}
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	t, err := q.WaitClaim(rt.Ctx, c.Worker, d, c.Wait)
+	if err != nil {
+		return fail(err)
+	}
+	return printTasks(rt, *t)
+}
+
+// tokenArgs are the id and fencing token of a claimed task.
+type tokenArgs struct {
+	ID    string `arg:"" help:"Id of the task."`
+	Token int64  `help:"The fencing token of your claim (.claim.token of the claimed task)." required:""`
+}
+
+// RenewCmd extends a lease.
+//
+// $ pg-queue renew t-01JD... --token 17 --lease 10m
+type RenewCmd struct {
+	tokenArgs
+	Lease time.Duration `help:"New length of the lease, from now (default 10m)." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"D"`
+}
+
+// Run renews the lease and prints the task.
+func (c *RenewCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	d, err := lease(rt)
+	if err != nil {
+		return err
+	}
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	t, err := q.Renew(c.ID, c.Token, d)
+	if err != nil {
+		return fail(err)
+	}
+	return printTasks(rt, *t)
+}
+
+// CompleteCmd marks a task done.
+//
+// $ pg-queue complete t-01JD... --token 17 --result '{"commit":"abc123"}'
+// $ go test ./... -json | jq -s -c '{tests: length}' | pg-queue complete t-01JD... --token 17 --result -
+type CompleteCmd struct {
+	tokenArgs
+	Result string `help:"Result as JSON, or - to read it from stdin." placeholder:"JSON"`
+}
+
+// Run completes the task and prints it.
+func (c *CompleteCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	var result json.RawMessage
+	if c.Result != "" {
+		raw := []byte(c.Result)
+		if c.Result == "-" {
+			b, err := io.ReadAll(rt.IO.In)
+			if err != nil {
+				return fmt.Errorf("read result: %w", err)
+			}
+			raw = b
+		}
+		if !json.Valid(raw) {
+			return cli.Usagef("--result is not valid JSON (quote a string: '\"done\"')")
+		}
+		result = raw
+	}
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	t, err := q.Complete(c.ID, c.Token, result)
+	if err != nil {
+		return fail(err)
+	}
+	return printTasks(rt, *t)
+}
+
+// FailCmd marks a task failed.
+//
+// $ pg-queue fail t-01JD... --token 17 --error 'tests still fail' --retry
+type FailCmd struct {
+	tokenArgs
+	Error string `help:"What went wrong." required:"" placeholder:"MSG"`
+	Retry bool   `help:"Put the task back to pending when it has attempts left."`
+}
+
+// Run fails the task and prints it.
+func (c *FailCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	t, err := q.Fail(c.ID, c.Token, c.Error, c.Retry)
+	if err != nil {
+		return fail(err)
+	}
+	return printTasks(rt, *t)
+}
+
+// ReleaseCmd hands tasks back.
+//
+// $ pg-queue release t-01JD... --token 17
+// $ pg-queue release --worker 3 --reason 'worker stopped'
+type ReleaseCmd struct {
+	ID     string `arg:"" optional:"" help:"Id of the task (with --token)."`
+	Token  int64  `help:"The fencing token of your claim."`
+	Worker string `help:"Release every task claimed by this worker, whatever its token (for supervisors)." placeholder:"W"`
+	Reason string `help:"Why, recorded in the journal (with --worker)."`
+}
+
+// Run releases and prints the released tasks.
+func (c *ReleaseCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	switch {
+	case c.Worker != "" && c.ID != "":
+		return cli.Usagef("give a task id with --token, or --worker, not both")
+	case c.Worker == "" && c.ID == "":
+		return cli.Usagef("give a task id with --token, or --worker")
+	case c.ID != "" && c.Token == 0:
+		return cli.Usagef("--token is required with a task id")
+	}
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	if c.Worker != "" {
+		ts, err := q.ReleaseWorker(c.Worker, c.Reason)
+		if err != nil {
+			return fail(err)
+		}
+		return printTasks(rt, ts...)
+	}
+	t, err := q.Release(c.ID, c.Token)
+	if err != nil {
+		return fail(err)
+	}
+	return printTasks(rt, *t)
+}
+
+// CancelCmd cancels tasks.
+//
+// $ pg-queue cancel t-01JD... --reason 'superseded'
+type CancelCmd struct {
+	IDs    []string `arg:"" name:"id" help:"Ids of the tasks."`
+	Reason string   `help:"Why, stored in the task's error and the journal."`
+}
+
+// Run cancels and prints the tasks.
+func (c *CancelCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	for _, id := range c.IDs {
+		t, err := q.Cancel(id, c.Reason)
+		if err != nil {
+			return fail(err)
+		}
+		if err := printTasks(rt, *t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListCmd lists tasks.
+//
+// $ pg-queue list --status pending,blocked
+// $ pg-queue list --jq 'select(.priority > 0) | .id' -r
+type ListCmd struct {
+	Status   []string `help:"Only these statuses: pending, claimed, done, failed, cancelled, blocked." placeholder:"S"`
+	Worker   string   `help:"Only tasks claimed by this worker." placeholder:"W"`
+	Archived bool     `help:"Include finished tasks from task-archive.jsonl (listed first)."`
+	JQ       string   `name:"jq" help:"jq filter applied to each task (in-process)." placeholder:"EXPR"`
+	Raw      bool     `short:"r" help:"With --jq, print strings without quotes."`
+}
+
+// Run prints the tasks.
+func (c *ListCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = c.JQ != "" || rt.IO.JSON(root.JSON)
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	p, err := newPrinter(rt, c.JQ, c.Raw)
+	if err != nil {
+		return err
+	}
+	ts, err := q.List(queue.ListOptions{Status: splitIDs(c.Status), Worker: c.Worker, Archived: c.Archived})
+	if err != nil {
+		return fail(err)
+	}
+	if !rt.JSON {
+		return table(rt.IO.Out, ts)
+	}
+	for i := range ts {
+		if _, err := p.print(&ts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func table(w io.Writer, ts []protocol.Task) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tPRI\tTRIES\tWORKER\tTITLE")
+	for _, t := range ts {
+		st := t.Status
+		if t.Blocked {
+			st = "blocked"
+		}
+		worker := "-"
+		if t.Claim != nil && t.Status == protocol.StatusClaimed {
+			worker = t.Claim.Worker
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%s\t%s\n", t.ID, st, t.Priority, t.Attempts, t.MaxAttempts, worker, t.Title)
+	}
+	return tw.Flush()
+}
+
+// ShowCmd prints tasks.
+//
+// $ pg-queue show t-01JD... | jq .result
+type ShowCmd struct {
+	IDs []string `arg:"" name:"id" help:"Ids of the tasks."`
+}
+
+// Run prints each task.
+func (c *ShowCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	for _, id := range c.IDs {
+		t, err := q.Show(id)
+		if err != nil {
+			return fail(err)
+		}
+		if err := printTasks(rt, *t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StatsCmd prints queue statistics.
+//
+// $ pg-queue stats --jq .drained
+type StatsCmd struct {
+	JQ  string `name:"jq" help:"jq filter applied to the stats record." placeholder:"EXPR"`
+	Raw bool   `short:"r" help:"With --jq, print strings without quotes."`
+}
+
+// Run prints one stats record.
+func (c *StatsCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	p, err := newPrinter(rt, c.JQ, c.Raw)
+	if err != nil {
+		return err
+	}
+	st, err := q.Stats()
+	if err != nil {
+		return err
+	}
+	_, err = p.print(st)
+	return err
+}
+
+// WatchCmd follows the journal.
+//
+// $ pg-queue watch --jq 'select(.op == "complete") | .task' -r
+// $ pg-queue watch --from-start --count 1 --jq 'select(.op == "claim")'
+type WatchCmd struct {
+	FromStart bool          `help:"Print the journal from its start, not only new lines."`
+	JQ        string        `name:"jq" help:"jq filter applied to each journal record." placeholder:"EXPR"`
+	Raw       bool          `short:"r" help:"With --jq, print strings without quotes."`
+	Count     int           `help:"Exit after printing this many lines (0: follow until interrupted)." placeholder:"N"`
+	For       time.Duration `help:"Stop following after this long (exit 0)." placeholder:"D"`
+}
+
+// Run follows events.jsonl until interrupted (or --count lines).
+func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	p, err := newPrinter(rt, c.JQ, c.Raw)
+	if err != nil {
+		return err
+	}
+	debug.SetGCPercent(100)
+	fl := jsonl.Follow(q.Dir().Events(), jsonl.FollowOptions{FromStart: c.FromStart})
+	defer fl.Close()
+	ctx := rt.Ctx
+	if c.For > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.For)
+		defer cancel()
+	}
+	printed := 0
+	for c.Count <= 0 || printed < c.Count {
+		line, err := fl.Next(ctx)
+		if err != nil {
+			if c.For > 0 && errors.Is(err, context.DeadlineExceeded) && rt.Ctx.Err() == nil {
+				return nil
+			}
+			return err
+		}
+		if p.jq == nil {
+			if _, err := rt.IO.Out.Write(append(line, '\n')); err != nil {
+				return err
+			}
+			printed++
+			continue
+		}
+		n, err := p.print(line)
+		if err != nil {
+			var ce *cli.Error
+			if errors.As(err, &ce) {
+				return err
+			}
+			fmt.Fprintf(rt.IO.Err, "pg-queue: warning: events.jsonl: skipping a line that is not JSON: %v\n", err)
+			continue
+		}
+		printed += n
+	}
+	return nil
+}
+
+// ArchiveCmd moves finished tasks to the archive.
+//
+// $ pg-queue archive --older-than 24h
+type ArchiveCmd struct {
+	OlderThan time.Duration `help:"Only tasks finished at least this long ago." default:"0s" placeholder:"D"`
+}
+
+// countRecord reports how many tasks a command moved or deleted.
+type countRecord struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+}
+
+// Run archives and prints {"type":"archive","count":N}.
+func (c *ArchiveCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	n, err := q.Archive(c.OlderThan)
+	if err != nil {
+		return err
+	}
+	return jsonl.NewEncoder(rt.IO.Out).Encode(countRecord{"archive", n})
+}
+
+// PruneCmd deletes finished tasks.
+//
+// $ pg-queue prune --older-than 168h
+type PruneCmd struct {
+	OlderThan time.Duration `help:"Only tasks finished at least this long ago." default:"0s" placeholder:"D"`
+}
+
+// Run prunes and prints {"type":"prune","count":N}.
+func (c *PruneCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	q, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	n, err := q.Prune(c.OlderThan)
+	if err != nil {
+		return err
+	}
+	return jsonl.NewEncoder(rt.IO.Out).Encode(countRecord{"prune", n})
+}

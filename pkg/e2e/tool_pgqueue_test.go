@@ -1,0 +1,11 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/cmd/pgqueue"
+)
+
+func init() { tools["pg-queue"] = pgqueue.Spec }
+
+func TestPgQueue(t *testing.T) { runScripts(t, "pg-queue") }

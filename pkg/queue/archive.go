@@ -1,0 +1,267 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+func (q *Queue) archivePath() string { return filepath.Join(q.dir.Path(), ArchiveFile) }
+
+func sortByUpdated(s *state, idx []int) {
+	sort.SliceStable(idx, func(a, b int) bool { return s.entries[idx[a]].updated < s.entries[idx[b]].updated })
+}
+
+// archiveEntries moves the marked entries to task-archive.jsonl (appended
+// and synced before task-queue.json drops them, so a crash in between
+// leaves a task in both places, never in neither) and remembers the final
+// status of those that live tasks still depend on.
+func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *change) error {
+	refs := map[string]bool{}
+	for i, e := range s.entries {
+		if !move[i] {
+			for _, d := range e.deps {
+				refs[d] = true
+			}
+		}
+	}
+	var buf []byte
+	kept := make([]*entry, 0, len(s.entries)-len(move))
+	for i, e := range s.entries {
+		if !move[i] {
+			kept = append(kept, e)
+			continue
+		}
+		js, err := s.json(e)
+		if err != nil {
+			return err
+		}
+		buf = append(buf, js...)
+		buf = append(buf, '\n')
+		st := statusNames[e.status]
+		s.hdr.Archived[st]++
+		if refs[e.id] {
+			s.hdr.FinishedDeps[e.id] = st
+		}
+		c.events = append(c.events, protocol.TaskEvent{Type: protocol.JournalTask, TS: now, Op: "archive",
+			Task: e.id, Status: st, Worker: e.worker, Token: e.token})
+	}
+	for id := range s.hdr.FinishedDeps {
+		if !refs[id] {
+			delete(s.hdr.FinishedDeps, id)
+		}
+	}
+	if err := appendSynced(q.archivePath(), buf); err != nil {
+		return err
+	}
+	s.entries, s.byID = kept, nil
+	return nil
+}
+
+// appendSynced appends whole lines and fsyncs. Callers hold the team lock.
+func appendSynced(path string, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		// A line torn by a power loss stays on its own line.
+		if r, err := os.Open(path); err == nil {
+			last := make([]byte, 1)
+			if _, err := r.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+				data = append([]byte{'\n'}, data...)
+			}
+			r.Close()
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("append %s: %w", filepath.Base(path), err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// archivedID reads the id of an archive line without decoding it: tasks
+// are written by this package with "id" first.
+func archivedID(line []byte) (string, bool) {
+	const pre = `{"id":"`
+	if !bytes.HasPrefix(line, []byte(pre)) {
+		return "", false
+	}
+	rest := line[len(pre):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:end]), true
+}
+
+// eachArchiveLine calls fn for every non-blank line of the archive.
+func (q *Queue) eachArchiveLine(fn func(line []byte) error) error {
+	f, err := os.Open(q.archivePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", ArchiveFile, err)
+	}
+	defer f.Close()
+	dec := jsonl.NewDecoder(f, ArchiveFile)
+	for {
+		line, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", ArchiveFile, err)
+		}
+		if err := fn(line); err != nil {
+			return err
+		}
+	}
+}
+
+// scanArchive finds the archived tasks with the given ids (the last copy
+// of each).
+func (q *Queue) scanArchive(want map[string]bool) (map[string]*protocol.Task, error) {
+	out := map[string]*protocol.Task{}
+	err := q.eachArchiveLine(func(line []byte) error {
+		if id, ok := archivedID(line); ok && !want[id] {
+			return nil
+		}
+		var t protocol.Task
+		if json.Unmarshal(line, &t) != nil || !want[t.ID] {
+			return nil // a line torn by a power loss is skipped
+		}
+		normalize(&t)
+		out[t.ID] = &t
+		return nil
+	})
+	return out, err
+}
+
+// eachArchived decodes every archived task.
+func (q *Queue) eachArchived(fn func(t *protocol.Task)) error {
+	return q.eachArchiveLine(func(line []byte) error {
+		var t protocol.Task
+		if json.Unmarshal(line, &t) == nil && t.ID != "" {
+			normalize(&t)
+			fn(&t)
+		}
+		return nil
+	})
+}
+
+// Archive moves finished tasks (done, failed, cancelled) whose last change
+// is at least olderThan ago from task-queue.json to task-archive.jsonl. It
+// returns how many moved.
+func (q *Queue) Archive(olderThan time.Duration) (int, error) {
+	n := 0
+	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		cut := now.Add(-olderThan).UnixNano()
+		move := map[int]bool{}
+		for i, e := range s.entries {
+			if finished(e.status) && e.updated <= cut {
+				move[i] = true
+			}
+		}
+		n = len(move)
+		if n == 0 {
+			return nil
+		}
+		return q.archiveEntries(s, move, now, c)
+	})
+	return n, err
+}
+
+// Prune deletes finished tasks whose last change is at least olderThan ago,
+// from task-queue.json and from task-archive.jsonl. Live tasks that depend
+// on a pruned task keep its final status. It returns how many went.
+func (q *Queue) Prune(olderThan time.Duration) (int, error) {
+	n := 0
+	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		cut := now.Add(-olderThan)
+		refs := map[string]bool{}
+		for _, e := range s.entries {
+			if !finished(e.status) || e.updated > cut.UnixNano() {
+				for _, d := range e.deps {
+					refs[d] = true
+				}
+			}
+		}
+		ev := func(id, st, worker string, token int64) {
+			c.events = append(c.events, protocol.TaskEvent{Type: protocol.JournalTask, TS: now, Op: "prune",
+				Task: id, Status: st, Worker: worker, Token: token})
+			if refs[id] {
+				s.hdr.FinishedDeps[id] = st
+			}
+		}
+		// The archive first: rewritten without the old tasks.
+		var keep []byte
+		changed := false
+		err := q.eachArchiveLine(func(line []byte) error {
+			var t struct {
+				ID        string          `json:"id"`
+				Status    string          `json:"status"`
+				UpdatedAt time.Time       `json:"updated_at"`
+				Claim     *protocol.Claim `json:"claim"`
+			}
+			if json.Unmarshal(line, &t) != nil || t.ID == "" {
+				changed = true // drop torn lines
+				return nil
+			}
+			if t.UpdatedAt.After(cut) {
+				keep = append(append(keep, line...), '\n')
+				return nil
+			}
+			changed = true
+			var w string
+			var tok int64
+			if t.Claim != nil {
+				w, tok = t.Claim.Worker, t.Claim.Token
+			}
+			if s.hdr.Archived[t.Status] > 0 {
+				s.hdr.Archived[t.Status]--
+			}
+			ev(t.ID, t.Status, w, tok)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		kept := s.entries[:0:0]
+		for _, e := range s.entries {
+			if finished(e.status) && e.updated <= cut.UnixNano() {
+				ev(e.id, statusNames[e.status], e.worker, e.token)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		n = len(c.events)
+		if changed {
+			if err := atomicfile.WriteFile(q.archivePath(), keep, 0o644); err != nil {
+				return err
+			}
+		}
+		s.entries, s.byID = kept, nil
+		return nil
+	})
+	return n, err
+}

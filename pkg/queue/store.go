@@ -1,0 +1,679 @@
+package queue
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// File names this package adds to the team directory (DESIGN.md §3 leaves
+// the storage below task-queue.json to the queue).
+const (
+	// ArchiveFile holds finished tasks moved out of task-queue.json, one
+	// JSON task per line, oldest first.
+	ArchiveFile = "task-archive.jsonl"
+	// IndexFile is a binary cache of the scheduling fields of every live
+	// task and where its JSON sits in task-queue.json. It is rebuilt from
+	// task-queue.json whenever it does not match it, so it can be deleted
+	// at any time.
+	IndexFile = "task-queue.idx"
+)
+
+// header is the first line of task-queue.json. The file reads:
+//
+//	{"type":"task-queue","version":1,"generation":7,...,"tasks":[
+//	{task},
+//	{task}
+//	]}
+//
+// one task per line, so the queue can splice a changed task in without
+// decoding the others, and jq sees one ordinary JSON document.
+type header struct {
+	Type       string    `json:"type"`
+	Version    int       `json:"version"`
+	Generation int64     `json:"generation"`
+	NextToken  int64     `json:"next_token"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	// Archived counts the tasks moved to task-archive.jsonl, by status.
+	Archived map[string]int `json:"archived"`
+	// FinishedDeps keeps the final status of archived tasks that live
+	// tasks still depend on, so dependency checks never read the archive.
+	FinishedDeps map[string]string `json:"finished_deps"`
+}
+
+const (
+	headerType = "task-queue"
+	tasksOpen  = `,"tasks":[`
+	tasksClose = "]}\n"
+)
+
+// document is the slow-path reading of task-queue.json, for a file written
+// by something else (say, pretty-printed by jq).
+type document struct {
+	header
+	Tasks []json.RawMessage `json:"tasks"`
+}
+
+// Status codes kept in the index.
+const (
+	stPending uint8 = iota
+	stClaimed
+	stDone
+	stFailed
+	stCancelled
+)
+
+var statusNames = [...]string{protocol.StatusPending, protocol.StatusClaimed, protocol.StatusDone, protocol.StatusFailed, protocol.StatusCancelled}
+
+func statusCode(s string) (uint8, bool) {
+	for i, n := range statusNames {
+		if n == s {
+			return uint8(i), true
+		}
+	}
+	return 0, false
+}
+
+func finished(st uint8) bool { return st >= stDone }
+
+// entry is what scheduling needs to know about one live task, and where its
+// JSON is.
+type entry struct {
+	id          string
+	status      uint8
+	priority    int64
+	attempts    int64
+	maxAttempts int64
+	token       int64
+	until       int64 // claim expiry, unix nanoseconds; 0 without claim
+	worker      string
+	created     int64
+	updated     int64
+	deps        []string
+	off, n      int    // the task's JSON in state.data
+	raw         []byte // the new JSON of a changed task, nil when unchanged
+}
+
+func newEntry(t *protocol.Task, raw []byte) *entry {
+	st, _ := statusCode(t.Status)
+	e := &entry{id: t.ID, status: st, priority: int64(t.Priority), attempts: int64(t.Attempts),
+		maxAttempts: int64(t.MaxAttempts), created: t.CreatedAt.UnixNano(), updated: t.UpdatedAt.UnixNano(),
+		deps: t.DependsOn, raw: raw}
+	if t.Claim != nil {
+		e.token, e.until, e.worker = t.Claim.Token, t.Claim.Until.UnixNano(), t.Claim.Worker
+	}
+	return e
+}
+
+// state is the queue as loaded from disk.
+type state struct {
+	hdr     header
+	entries []*entry
+	// f is the version of task-queue.json the entries describe, kept open:
+	// a task is read from it on demand and unchanged tasks are copied from
+	// it into the next version (copy_file_range) without passing through
+	// memory. data is its whole content once something needed it.
+	f    *os.File
+	data []byte
+	byID map[string]int
+	stat fileStamp
+}
+
+// fileStamp identifies one version of task-queue.json: it is replaced by
+// rename, so a new version has a new inode.
+type fileStamp struct {
+	ino, size, mtime int64
+}
+
+func stampOf(fi fs.FileInfo) fileStamp {
+	s := fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		s.ino = int64(st.Ino)
+	}
+	return s
+}
+
+func emptyState() *state {
+	return &state{hdr: header{Type: headerType, Version: 1, NextToken: 1,
+		Archived: map[string]int{}, FinishedDeps: map[string]string{}}}
+}
+
+func (s *state) close() {
+	if s != nil && s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
+
+func (s *state) index(id string) (int, bool) {
+	if s.byID == nil {
+		s.byID = make(map[string]int, len(s.entries))
+		for i, e := range s.entries {
+			s.byID[e.id] = i
+		}
+	}
+	i, ok := s.byID[id]
+	return i, ok
+}
+
+// json returns the task's JSON.
+func (s *state) json(e *entry) ([]byte, error) {
+	if e.raw != nil {
+		return e.raw, nil
+	}
+	if s.data != nil {
+		return s.data[e.off : e.off+e.n], nil
+	}
+	b := make([]byte, e.n)
+	if _, err := s.f.ReadAt(b, int64(e.off)); err != nil {
+		return nil, fmt.Errorf("read task-queue.json: %w", err)
+	}
+	return b, nil
+}
+
+// readAll loads the whole file, for calls that decode most tasks.
+func (s *state) readAll() error {
+	if s.data != nil || s.f == nil {
+		return nil
+	}
+	data := make([]byte, s.stat.size)
+	if _, err := s.f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read task-queue.json: %w", err)
+	}
+	s.data = data
+	return nil
+}
+
+// task decodes one live task.
+func (s *state) task(e *entry) (*protocol.Task, error) {
+	js, err := s.json(e)
+	if err != nil {
+		return nil, err
+	}
+	var t protocol.Task
+	if err := json.Unmarshal(js, &t); err != nil {
+		return nil, fmt.Errorf("task-queue.json: task %s: %w", e.id, err)
+	}
+	normalize(&t)
+	return &t, nil
+}
+
+// put stores a changed task back into its entry.
+func (s *state) put(i int, t *protocol.Task) error {
+	normalize(t)
+	raw, err := marshalTask(t)
+	if err != nil {
+		return err
+	}
+	s.entries[i] = newEntry(t, raw)
+	return nil
+}
+
+func marshalTask(t *protocol.Task) ([]byte, error) {
+	b, err := jsonl.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
+	}
+	return bytes.TrimSuffix(b, []byte{'\n'}), nil
+}
+
+// normalize makes the lists empty instead of null, as DESIGN.md §3 shows.
+func normalize(t *protocol.Task) {
+	if t.DependsOn == nil {
+		t.DependsOn = []string{}
+	}
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	t.Blocked = false
+}
+
+// statusOf returns the status of a task the live tasks may depend on:
+// a live task, or an archived one remembered in finished_deps.
+func (s *state) statusOf(id string) (uint8, bool) {
+	if i, ok := s.index(id); ok {
+		return s.entries[i].status, true
+	}
+	if st, ok := s.hdr.FinishedDeps[id]; ok {
+		c, ok := statusCode(st)
+		return c, ok
+	}
+	return 0, false
+}
+
+// depsDone reports whether every dependency of e is done.
+func (s *state) depsDone(e *entry) bool {
+	for _, d := range e.deps {
+		if st, ok := s.statusOf(d); !ok || st != stDone {
+			return false
+		}
+	}
+	return true
+}
+
+// load reads the queue. A missing file is an empty queue. When the index
+// matches the file, only the header line and the index are read;
+// otherwise the file is decoded whole.
+func load(dir string) (*state, error) {
+	qpath := filepath.Join(dir, teamdir.QueueFile)
+	f, err := os.Open(qpath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return emptyState(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open task-queue.json: %w", err)
+	}
+	s, err := loadFile(dir, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func loadFile(dir string, f *os.File) (*state, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat task-queue.json: %w", err)
+	}
+	s := &state{f: f, stat: stampOf(fi)}
+	head := make([]byte, min(s.stat.size, 64<<10))
+	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read task-queue.json: %w", err)
+	}
+	if hdr, ok := fastHeader(head); ok {
+		s.hdr = hdr
+		if entries, ok := readIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat); ok {
+			s.entries = entries
+			return s, nil
+		}
+	}
+	if err := s.readAll(); err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(s.data)) == 0 {
+		e := emptyState()
+		e.f, e.stat, e.data = s.f, s.stat, s.data
+		return e, nil
+	}
+	if hdr, ok := fastHeader(s.data); ok {
+		s.hdr = hdr
+		if s.parseLines() {
+			return s, nil
+		}
+	}
+	if err := s.parseDocument(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func fixHeader(h *header) {
+	if h.Archived == nil {
+		h.Archived = map[string]int{}
+	}
+	if h.FinishedDeps == nil {
+		h.FinishedDeps = map[string]string{}
+	}
+	if h.NextToken < 1 {
+		h.NextToken = 1
+	}
+	h.Type, h.Version = headerType, 1
+}
+
+// fastHeader reads the first line when the file is in the queue's own
+// layout.
+func fastHeader(data []byte) (header, bool) {
+	var h header
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		return h, false
+	}
+	line := data[:nl]
+	if !bytes.HasSuffix(line, []byte(tasksOpen)) {
+		return h, false
+	}
+	js := append(bytes.Clone(line[:len(line)-len(tasksOpen)]), '}')
+	if json.Unmarshal(js, &h) != nil || h.Type != headerType {
+		return h, false
+	}
+	fixHeader(&h)
+	return h, true
+}
+
+// parseLines decodes the tasks of a file in the queue's own layout, one per
+// line. It reports false when the layout is not that.
+func (s *state) parseLines() bool {
+	data := s.data
+	pos := bytes.IndexByte(data, '\n') + 1
+	var entries []*entry
+	for {
+		nl := bytes.IndexByte(data[pos:], '\n')
+		if nl < 0 {
+			return false
+		}
+		line := data[pos : pos+nl]
+		if string(line) == "]}" {
+			if len(bytes.TrimSpace(data[pos+nl:])) != 0 {
+				return false
+			}
+			break
+		}
+		n := len(bytes.TrimSuffix(line, []byte{','}))
+		var t protocol.Task
+		if json.Unmarshal(line[:n], &t) != nil || !validStored(&t) {
+			return false
+		}
+		e := newEntry(&t, nil)
+		e.off, e.n = pos, n
+		entries = append(entries, e)
+		pos += nl + 1
+	}
+	s.entries = entries
+	return true
+}
+
+func validStored(t *protocol.Task) bool {
+	_, ok := statusCode(t.Status)
+	return ok && t.ID != ""
+}
+
+// parseDocument decodes task-queue.json as any JSON document of the right
+// shape.
+func (s *state) parseDocument() error {
+	var doc document
+	if err := json.Unmarshal(s.data, &doc); err != nil {
+		return fmt.Errorf("task-queue.json is not a valid queue document: %w", err)
+	}
+	fixHeader(&doc.header)
+	s.hdr = doc.header
+	s.entries = nil
+	for i, raw := range doc.Tasks {
+		var t protocol.Task
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return fmt.Errorf("task-queue.json: task %d: %w", i+1, err)
+		}
+		if !validStored(&t) {
+			return fmt.Errorf("task-queue.json: task %d: missing id or unknown status %q", i+1, t.Status)
+		}
+		normalize(&t)
+		b, err := marshalTask(&t)
+		if err != nil {
+			return err
+		}
+		s.entries = append(s.entries, newEntry(&t, b))
+	}
+	return nil
+}
+
+// save writes the next version of task-queue.json and refreshes the
+// index. Runs of unchanged tasks are copied from the previous version with
+// copy_file_range; only changed tasks are encoded.
+func (s *state) save(dir string, now time.Time) error {
+	s.hdr.Generation++
+	s.hdr.UpdatedAt = now
+	hb, err := json.Marshal(s.hdr)
+	if err != nil {
+		return fmt.Errorf("encode queue header: %w", err)
+	}
+	qpath := filepath.Join(dir, teamdir.QueueFile)
+	err = atomicfile.Write(qpath, 0o644, func(tmp *os.File) error {
+		w := bufio.NewWriterSize(tmp, 256<<10)
+		w.Write(hb[:len(hb)-1])
+		w.WriteString(tasksOpen)
+		w.WriteByte('\n')
+		pos := len(hb) - 1 + len(tasksOpen) + 1
+		for i := 0; i < len(s.entries); {
+			e := s.entries[i]
+			if e.raw == nil && s.data == nil {
+				// A run of tasks that sit together in the old file.
+				j := i
+				for j+1 < len(s.entries) && s.entries[j+1].raw == nil && s.entries[j+1].off == s.entries[j].off+s.entries[j].n+2 {
+					j++
+				}
+				start, end := e.off, s.entries[j].off+s.entries[j].n
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				if _, err := s.f.Seek(int64(start), io.SeekStart); err != nil {
+					return err
+				}
+				n, err := io.Copy(tmp, &io.LimitedReader{R: s.f, N: int64(end - start)})
+				if err != nil {
+					return err
+				}
+				if n != int64(end-start) {
+					return fmt.Errorf("copy tasks: short copy")
+				}
+				for k := i; k <= j; k++ {
+					s.entries[k].off += pos - start
+				}
+				pos += end - start
+				i = j + 1
+			} else {
+				js, err := s.json(e)
+				if err != nil {
+					return err
+				}
+				e.off, e.n = pos, len(js)
+				w.Write(js)
+				pos += len(js)
+				i++
+			}
+			if i < len(s.entries) {
+				w.WriteString(",\n")
+				pos += 2
+			} else {
+				w.WriteByte('\n')
+				pos++
+			}
+		}
+		w.WriteString(tasksClose)
+		return w.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range s.entries {
+		e.raw = nil
+	}
+	s.close()
+	s.data = nil
+	f, err := os.Open(qpath)
+	if err != nil {
+		return fmt.Errorf("open task-queue.json: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("stat task-queue.json: %w", err)
+	}
+	s.f, s.stat = f, stampOf(fi)
+	// The index is a cache: when writing it fails, the next reader
+	// rebuilds it from task-queue.json.
+	_ = writeIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.entries)
+	return nil
+}
+
+var indexMagic = []byte("PGQIDX1\n")
+
+func writeIndex(path string, gen int64, st fileStamp, entries []*entry) error {
+	b := make([]byte, 0, 64+len(entries)*64)
+	b = append(b, indexMagic...)
+	b = binary.AppendVarint(b, gen)
+	b = binary.AppendVarint(b, st.ino)
+	b = binary.AppendVarint(b, st.size)
+	b = binary.AppendVarint(b, st.mtime)
+	b = binary.AppendUvarint(b, uint64(len(entries)))
+	for _, e := range entries {
+		b = appendString(b, e.id)
+		b = append(b, e.status)
+		for _, v := range [...]int64{e.priority, e.attempts, e.maxAttempts, e.token, e.until, e.created, e.updated, int64(e.off), int64(e.n)} {
+			b = binary.AppendVarint(b, v)
+		}
+		b = appendString(b, e.worker)
+		b = binary.AppendUvarint(b, uint64(len(e.deps)))
+		for _, d := range e.deps {
+			b = appendString(b, d)
+		}
+	}
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable()))
+	// Written by rename but not synced: after a power loss the checksum or
+	// the stamp tells a stale or torn index, which is then rebuilt.
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+IndexFile+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// crcTable is built on first use: a process that never reads or writes
+// the index does not pay for it.
+var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// indexReader decodes the index from one string, so ids and worker names
+// are substrings of it rather than separate allocations.
+type indexReader struct {
+	b   string
+	bad bool
+}
+
+func (r *indexReader) uvarint() uint64 {
+	var x uint64
+	var sh uint
+	for i := 0; i < len(r.b) && i < binary.MaxVarintLen64; i++ {
+		c := r.b[i]
+		if c < 0x80 {
+			r.b = r.b[i+1:]
+			return x | uint64(c)<<sh
+		}
+		x |= uint64(c&0x7f) << sh
+		sh += 7
+	}
+	r.bad, r.b = true, ""
+	return 0
+}
+
+func (r *indexReader) varint() int64 {
+	ux := r.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (r *indexReader) str() string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.bad, r.b = true, ""
+		return ""
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *indexReader) byte() uint8 {
+	if len(r.b) == 0 {
+		r.bad = true
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// readIndex returns the index entries when the index describes exactly the
+// given version of task-queue.json.
+func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < len(indexMagic)+4 || !bytes.HasPrefix(b, indexMagic) {
+		return nil, false
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, crcTable()) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return nil, false
+	}
+	r := &indexReader{b: string(body[len(indexMagic):])}
+	if r.varint() != gen || r.varint() != st.ino || r.varint() != st.size || r.varint() != st.mtime {
+		return nil, false
+	}
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		return nil, false
+	}
+	backing := make([]entry, n)
+	entries := make([]*entry, n)
+	for i := range backing {
+		e := &backing[i]
+		e.id, e.status = r.str(), r.byte()
+		e.priority, e.attempts, e.maxAttempts = r.varint(), r.varint(), r.varint()
+		e.token, e.until, e.created, e.updated = r.varint(), r.varint(), r.varint(), r.varint()
+		e.off, e.n = int(r.varint()), int(r.varint())
+		e.worker = r.str()
+		nd := r.uvarint()
+		if r.bad || nd > uint64(len(r.b)) {
+			return nil, false
+		}
+		if nd > 0 {
+			e.deps = make([]string, nd)
+			for j := range e.deps {
+				e.deps[j] = r.str()
+			}
+		}
+		if r.bad || e.off < 0 || e.n <= 0 || int64(e.off+e.n) > st.size || e.status > stCancelled {
+			return nil, false
+		}
+		entries[i] = e
+	}
+	if r.bad || len(r.b) != 0 {
+		return nil, false
+	}
+	return entries, true
+}
+
+// sortedIDs is a helper for deterministic error messages.
+func sortedIDs(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
