@@ -25,6 +25,8 @@ Every safety limit works on its own: --max-steps per task, the circuit breaker, 
 
 Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9. Give the run's other flags again when resuming.
 
+All the flags: pg-loop run --help.
+
 Examples:
   $ pg-loop --task 'make the tests pass' --verify 'go test ./...' --commit
   $ pg-loop --tasks tasks.jsonl --llm ./my-model.sh --tools 'pg-tool'
