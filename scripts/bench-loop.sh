@@ -101,6 +101,9 @@ for run in 1 2 3; do
 	end=$(date +%s%N)
 	grep -q '"message":"resumed task task-1 with 10001 messages"' "$tmp/resume.jsonl" || { echo "bench-loop: resume failed" >&2; cat "$tmp/err" "$tmp/resume.jsonl" >&2; exit 1; }
 	read -r ru rs <"$tmp/resume.cpu"
+	ready=$(grep -m1 '"from":"pick_task","to":"thinking"' "$tmp/resume.jsonl" | sed 's/.*"ts":"\([^"]*\)".*/\1/')
+	ready_ns=$(date -d "$ready" +%s%N)
+	echo "  run $run: ready to call the model $(((ready_ns - start) / 1000000)) ms after the start (session read and replayed)"
 	echo "  run $run: $(((end - start) / 1000000)) ms wall, $(awk -v u="$ru" -v s="$rs" 'BEGIN{printf "%.0f", (u + s) * 1000}') ms CPU (pg-loop and its model fake) for the whole process: start, replay, one model round-trip carrying all 10,001 messages, exit"
 	write_session
 	cp "$tmp/memory.orig" "$dir/memory.jsonl"
