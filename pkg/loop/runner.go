@@ -1058,7 +1058,7 @@ func (r *Runner) heartbeat(ctx context.Context, done chan struct{}) {
 		if tr == nil || r.o.Lease <= 0 || time.Since(tr.lastRenew) < r.o.Lease/3 {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, r.o.Lease/3)
+		rctx, cancel := context.WithTimeout(ctx, r.o.Lease/2)
 		err := r.o.Source.Renew(rctx, tr.task)
 		cancel()
 		switch {
