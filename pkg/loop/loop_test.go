@@ -556,3 +556,30 @@ func TestContextOverflowCompacts(t *testing.T) {
 		t.Fatal("no compaction after the overflow")
 	}
 }
+
+// blockingTools waits for its context.
+type blockingTools struct{ funcTools }
+
+func (blockingTools) Call(ctx context.Context, _ []protocol.ToolCall) ([]protocol.ToolResult, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A lease lost while a tool runs fails the task, not the run.
+func TestLeaseLostWhileExecuting(t *testing.T) {
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){call("echo", `{}`)}}
+	h := newHarness(t, llm, &blockingTools{}, "t")
+	src := &leaseSource{ListSource: ListSource{Tasks: []protocol.Task{NewTask(TaskInput{ID: "q1", Prompt: "p"}, time.Now())}}}
+	h.opts.Source = src
+	d, _ := teamdir.New(t.TempDir(), "tm")
+	d.Ensure()
+	h.opts.Team, h.opts.Worker = &d, "1"
+	h.opts.Heartbeat, h.opts.Lease = 10*time.Millisecond, 30*time.Millisecond
+	res := h.run(t)
+	if res.State != Done || src.failed != 0 {
+		t.Fatalf("res %+v failed %d\n%s", res, src.failed, h.out.String())
+	}
+	if !strings.Contains(h.out.String(), `"from":"executing","to":"pick_task","reason":"lease lost`) {
+		t.Errorf("no lease loss in executing:\n%s", h.out.String())
+	}
+}

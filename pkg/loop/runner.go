@@ -58,7 +58,7 @@ type Options struct {
 	Team      *teamdir.Dir // team mode: the worker record is kept here
 	Worker    string
 	Heartbeat time.Duration
-	Lease     time.Duration // renew the claim every Lease/3
+	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat
 
 	Session *Session
 	Resume  *Replay // what a resumed session had in progress
@@ -106,6 +106,7 @@ type Runner struct {
 	failLimit  bool
 	fatalErr   error
 
+	runCtx    context.Context
 	wmu       sync.Mutex
 	worker    *protocol.Worker
 	lastWrite time.Time
@@ -158,6 +159,7 @@ var errLeaseLost = errors.New("lease lost: another worker may hold the task")
 // (failed). The last stdout line is <POWERGLIDE_DONE> or
 // <POWERGLIDE_ERROR>, except when a signal interrupted the run.
 func (r *Runner) Run(ctx context.Context) Result {
+	r.runCtx = ctx
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	var hbDone chan struct{}
 	if r.o.Team != nil {
@@ -549,7 +551,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	tr := r.cur
 	if err := r.pace(tr.ctx); err != nil {
-		return r.taskCtxErr(ctx)
+		return r.taskCtxErr()
 	}
 	if r.o.MaxSteps > 0 && tr.steps >= r.o.MaxSteps {
 		return r.limit(&LimitError{Limit: LimitSteps, Reason: fmt.Sprintf("%d steps taken, the limit is %d", tr.steps, r.o.MaxSteps)}, false)
@@ -558,7 +560,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		var le *LimitError
 		switch {
 		case tr.ctx.Err() != nil:
-			return r.taskCtxErr(ctx)
+			return r.taskCtxErr()
 		case errors.As(err, &le):
 			return r.limit(le, true) // the summarizing call would pass the budget
 		}
@@ -585,7 +587,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	}
 	if err != nil {
 		if tr.ctx.Err() != nil {
-			return r.taskCtxErr(ctx)
+			return r.taskCtxErr()
 		}
 		return r.modelFailure(err)
 	}
@@ -615,8 +617,8 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 
 // taskCtxErr turns a cancelled task context into its input: the run's
 // signal, or the task's lost lease.
-func (r *Runner) taskCtxErr(ctx context.Context) (Input, string) {
-	if ctx.Err() != nil {
+func (r *Runner) taskCtxErr() (Input, string) {
+	if r.runCtx.Err() != nil {
 		return Fatal, "interrupted"
 	}
 	cause := context.Cause(r.cur.ctx)
@@ -679,7 +681,7 @@ func (r *Runner) executing() (Input, string) {
 		res, err := r.o.Tools.Call(tr.ctx, todo)
 		if err != nil {
 			if tr.ctx.Err() != nil {
-				return r.taskCtxErr(r.cur.ctx)
+				return r.taskCtxErr()
 			}
 			return r.fatal(fmt.Errorf("tools: %w", err))
 		}
@@ -762,7 +764,7 @@ func (r *Runner) verify() (Input, string) {
 	if cmd := r.verifyCmd(tr.task); cmd != "" && promiseOK {
 		out, err := RunVerify(tr.ctx, cmd, r.o.Workdir, r.o.VerifyTimeout)
 		if err != nil && tr.ctx.Err() != nil {
-			return r.taskCtxErr(r.cur.ctx)
+			return r.taskCtxErr()
 		}
 		if err != nil {
 			out = VerifyOutcome{ExitCode: -1, Output: err.Error()}
@@ -831,7 +833,7 @@ func (r *Runner) commit() (Input, string) {
 		h, err := GitCommit(tr.ctx, r.o.Workdir, msg)
 		if err != nil {
 			if tr.ctx.Err() != nil {
-				return r.taskCtxErr(r.cur.ctx)
+				return r.taskCtxErr()
 			}
 			return r.taskFail(fmt.Sprintf("commit: %v", err), false)
 		}
@@ -849,7 +851,7 @@ func (r *Runner) commit() (Input, string) {
 			return TaskFailed, errLeaseLost.Error()
 		}
 		if tr.ctx.Err() != nil {
-			return r.taskCtxErr(r.cur.ctx)
+			return r.taskCtxErr()
 		}
 		return r.fatal(fmt.Errorf("complete task %s: %w", tr.task.ID, err))
 	}
@@ -1055,7 +1057,7 @@ func (r *Runner) heartbeat(ctx context.Context, done chan struct{}) {
 		r.curMu.Lock()
 		tr := r.cur
 		r.curMu.Unlock()
-		if tr == nil || r.o.Lease <= 0 || time.Since(tr.lastRenew) < r.o.Lease/3 {
+		if tr == nil || r.o.Lease <= 0 || time.Since(tr.lastRenew) < r.o.Lease/10 {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, r.o.Lease/2)
