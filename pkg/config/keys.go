@@ -69,6 +69,11 @@ var Keys = []Key{
 	{Name: "loop_budget_tokens", Kind: KindInt, Env: []string{"POWERGLIDE_BUDGET_TOKENS"}, Default: 0, Help: "pg-loop: token budget of a run (0: none)"},
 	{Name: "loop_budget_usd", Kind: KindFloat, Env: []string{"POWERGLIDE_BUDGET_USD"}, Default: 0.0, Help: "pg-loop: dollar budget of a run (0: none)"},
 	{Name: "loop_context_window", Kind: KindInt, Env: []string{"POWERGLIDE_CONTEXT_WINDOW"}, Default: 200000, Help: "pg-loop: the model's context window in tokens, for memory windowing"},
+	{Name: "dash_stale", Kind: KindDuration, Env: []string{"POWERGLIDE_DASH_STALE"}, Default: 30 * time.Second, Help: "pg-dash: heartbeat age shown as stale (red)"},
+	{Name: "dash_refresh", Kind: KindDuration, Env: []string{"POWERGLIDE_DASH_REFRESH"}, Default: time.Second, Help: "pg-dash: polling interval when file notifications are unavailable"},
+	{Name: "pty_cols", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_COLS"}, Default: 80, Help: "pg-pty terminal width in columns"},
+	{Name: "pty_rows", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_ROWS"}, Default: 24, Help: "pg-pty terminal height in rows"},
+	{Name: "pty_term", Kind: KindString, Env: []string{"POWERGLIDE_PTY_TERM"}, Default: "xterm-256color", Help: "TERM given to programs pg-pty runs"},
 }
 
 // Lookup finds a registered key.

@@ -57,17 +57,25 @@ func State(pid int) (string, error) {
 }
 
 // Matches reports whether pid is alive (not a zombie) and still the process
-// that started at start.
+// that started at start. It reads /proc/<pid>/stat once.
 func Matches(pid int, start string) bool {
 	if pid <= 0 || start == "" {
 		return false
 	}
-	got, err := StartTime(pid)
-	if err != nil || got != start {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
 		return false
 	}
-	st, err := State(pid)
-	return err == nil && st != "Z" && st != "X"
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	fields := bytes.Fields(b[i+1:])
+	if len(fields) < 20 {
+		return false
+	}
+	st := string(fields[0])
+	return string(fields[19]) == start && st != "Z" && st != "X"
 }
 
 // Self returns the pid and start time of the calling process.

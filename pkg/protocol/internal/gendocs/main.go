@@ -64,6 +64,7 @@ var intro = map[string]string{
 	"tool-output":   "What `pg-tool serve` writes: results, and errors for malformed lines.",
 	"task":          "One task of the team queue (`task-queue.json`, `pg-queue list`).",
 	"worker":        "`worker-<n>.json`: a worker's own record of its state and heartbeat.",
+	"worker-status": "`pg-monitor status`: each worker with its liveness (alive, stale, stuck, dead, done), heartbeat age, task and usage.",
 	"journal-event": "`events.jsonl`: the team's journal of task changes, worker state changes and monitor actions.",
 	"loop-event":    "`pg-loop`'s stdout and `logs/worker-<n>.jsonl`.",
 	"error":         "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",

@@ -31,17 +31,18 @@ func main() {
 
 func write(dir string) error {
 	schemas := map[string]*jsonschema.Schema{
-		"request":     reflectType(reflect.TypeFor[protocol.Request]()),
-		"message":     reflectType(reflect.TypeFor[protocol.Message]()),
-		"tool-def":    reflectType(reflect.TypeFor[protocol.ToolDef]()),
-		"tool-list":   {Type: "array", Items: reflectType(reflect.TypeFor[protocol.ToolDef]())},
-		"tool-call":   reflectType(reflect.TypeFor[protocol.ToolCall]()),
-		"tool-result": reflectType(reflect.TypeFor[protocol.ToolResult]()),
-		"task":        reflectType(reflect.TypeFor[protocol.Task]()),
-		"worker":      reflectType(reflect.TypeFor[protocol.Worker]()),
-		"error":       reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
+		"request":       reflectType(reflect.TypeFor[protocol.Request]()),
+		"message":       reflectType(reflect.TypeFor[protocol.Message]()),
+		"tool-def":      reflectType(reflect.TypeFor[protocol.ToolDef]()),
+		"tool-list":     {Type: "array", Items: reflectType(reflect.TypeFor[protocol.ToolDef]())},
+		"tool-call":     reflectType(reflect.TypeFor[protocol.ToolCall]()),
+		"tool-result":   reflectType(reflect.TypeFor[protocol.ToolResult]()),
+		"task":          reflectType(reflect.TypeFor[protocol.Task]()),
+		"worker":        reflectType(reflect.TypeFor[protocol.Worker]()),
+		"worker-status": reflectType(reflect.TypeFor[protocol.WorkerStatus]()),
+		"error":         reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
 	}
-	for _, f := range []*protocol.Family{protocol.ModelEvents, protocol.LoopEvents, protocol.JournalEvents, protocol.ToolOutputs} {
+	for _, f := range []*protocol.Family{protocol.ModelEvents, protocol.LoopEvents, protocol.JournalEvents, protocol.ToolOutputs, protocol.PtyOutputs} {
 		s := &jsonschema.Schema{Description: f.Name + " records, told apart by their type field"}
 		for _, t := range f.Types() {
 			s.OneOf = append(s.OneOf, reflectType(reflect.TypeOf(f.New(t)).Elem()))

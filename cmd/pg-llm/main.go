@@ -1,0 +1,12 @@
+package main
+
+import (
+	"os"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/cmd/pgllm"
+)
+
+func main() {
+	os.Exit(cli.Main(pgllm.Spec(), os.Args[1:], cli.Std(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
+}

@@ -1,0 +1,167 @@
+package pgllm
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/llm"
+	"github.com/powerglide/powerglide/pkg/llm/llmtest"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// pgllmBinary builds cmd/pg-llm as `make build` does (stripped).
+func pgllmBinary(b *testing.B) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pgllm-bench")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "pg-llm")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binPath, "github.com/powerglide/powerglide/cmd/pg-llm")
+		cmd.Dir = filepath.Join("..", "..", "..")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		b.Skip(buildErr)
+	}
+	return binPath
+}
+
+func benchServer(b *testing.B) *llmtest.Server {
+	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "text.http"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := llmtest.NewServer(rs...)
+	srv.Repeat = true
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+func benchEnv(b *testing.B, url string) []string {
+	home := b.TempDir()
+	return []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH"),
+		"ANTHROPIC_API_KEY=sk-ant-bench", "ANTHROPIC_BASE_URL=" + url}
+}
+
+// BenchmarkProcessFirstEvent: from starting a pg-llm process to reading
+// its first event line, against a local server; also the process's peak
+// RSS and CPU time.
+func BenchmarkProcessFirstEvent(b *testing.B) {
+	bin := pgllmBinary(b)
+	srv := benchServer(b)
+	env := benchEnv(b, srv.URL)
+	var first, cpu time.Duration
+	var maxRSS int64
+	n := 0
+	for b.Loop() {
+		cmd := exec.Command(bin, "--model", "anthropic/claude-sonnet-4-5", "hi")
+		cmd.Env = env
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		r := bufio.NewReader(out)
+		line, err := r.ReadString('\n')
+		first += time.Since(t0)
+		if err != nil || !strings.HasPrefix(line, `{"type":"start"`) {
+			b.Fatalf("first line %q: %v", line, err)
+		}
+		io.Copy(io.Discard, r)
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		maxRSS = max(maxRSS, ru.Maxrss)
+		cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		n++
+	}
+	b.ReportMetric(float64(first.Microseconds())/1000/float64(n), "ms-to-first-event")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/process")
+	b.ReportMetric(float64(maxRSS)/1024, "peak-RSS-MB")
+}
+
+// BenchmarkServeRequest: one request through a warm `pg-llm serve`, from
+// writing the request line to reading its end event. Compare with
+// BenchmarkInProcessCall (the same call with no process or pipes) for the
+// overhead serve adds.
+func BenchmarkServeRequest(b *testing.B) {
+	bin := pgllmBinary(b)
+	srv := benchServer(b)
+	cmd := exec.Command(bin, "serve", "--model", "anthropic/claude-sonnet-4-5")
+	cmd.Env = benchEnv(b, srv.URL)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	call := func(i int) {
+		fmt.Fprintf(in, `{"id":"r%d","messages":[{"role":"user","content":"hi"}]}`+"\n", i)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			if strings.HasPrefix(line, `{"type":"end"`) {
+				return
+			}
+			if strings.HasPrefix(line, `{"type":"error"`) {
+				b.Fatal(line)
+			}
+		}
+	}
+	call(-1) // warm the connection
+	i := 0
+	for b.Loop() {
+		call(i)
+		i++
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
+}
+
+// BenchmarkInProcessCall is the same call as BenchmarkServeRequest made
+// in-process through the router: the baseline for serve's overhead.
+func BenchmarkInProcessCall(b *testing.B) {
+	srv := benchServer(b)
+	r, err := llm.NewRouter(llm.Options{AnthropicKey: "k", AnthropicBaseURL: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &protocol.Request{Model: "anthropic/claude-sonnet-4-5", Messages: []protocol.Message{
+		{Role: "user", Content: protocol.Content{{Type: "text", Text: "hi"}}}}}
+	for b.Loop() {
+		if _, err := r.Call(context.Background(), req, func(any) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

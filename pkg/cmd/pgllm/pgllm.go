@@ -1,0 +1,248 @@
+// Package pgllm is the command-line grammar of pg-llm: one model call
+// streamed as JSON events, a serve mode for many calls over warm
+// connections, and the model table.
+package pgllm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/llm"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+const description = `Model calls streamed as JSON events: Anthropic, OpenAI, OpenAI-compatible servers, replay.
+pg-llm reads a request ({"model","system","messages","tools","max_tokens","temperature","cache","thinking"}) or a plain-text prompt on stdin or as arguments, and writes JSON Lines events: start, text, thinking, tool_call, usage, retry, fallback, error and last end, whose message is ready to append to messages. On a terminal it prints only the text (--text); --json forces events.
+
+Model ids are provider/model: anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b, llamacpp/..., vllm/..., openrouter/..., any provider named under the config key providers ({"name":{"kind":"openai-compatible","base_url":"http://host:8080/v1","api_key_env":"VAR"}}), and replay/FILE. --model a,b,c is a fallback chain: a model whose retryable failures (rate_limit, overloaded, server, network, timeout) outlast --retries hands the call to the next. auth, bad_request and context_overflow are never retried; an attempt that already streamed content is not retried either. Retries wait with exponential backoff and jitter, or as long as the server's retry-after-ms / retry-after asks.
+
+Replay: --replay FILE (or --model replay/FILE) answers from a recorded session with no network and no key; --record FILE appends every call made to FILE in the same format. ` + llm.ReplayFormat + `
+
+Exit status: 0 the call ended with an end event; 1 it failed (an error event with kind, retryable and status was written); 2 bad input (the error names the field); 124 --timeout expired.`
+
+// CLI is pg-llm's grammar.
+type CLI struct {
+	cli.Common `embed:""`
+
+	Model          string        `short:"m" config:"model" env:"POWERGLIDE_MODEL" help:"Model id provider/model, or a fallback chain a,b,c; wins over the request's model." placeholder:"ID"`
+	Retries        int           `config:"retries" env:"POWERGLIDE_RETRIES" help:"Retries per model before falling back (default 4)."`
+	Timeout        time.Duration `config:"timeout" env:"POWERGLIDE_TIMEOUT" help:"Overall timeout of a call, all retries included (default 10m)."`
+	AttemptTimeout time.Duration `config:"attempt_timeout" env:"POWERGLIDE_ATTEMPT_TIMEOUT" help:"Timeout of one attempt (default 5m)."`
+	MaxTokens      int           `config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" help:"max_tokens for requests that do not set it (default 8192)."`
+	Record         string        `help:"Append every call (request fingerprint and events) to this session file." placeholder:"FILE" type:"path"`
+	Replay         string        `help:"Answer from this recorded session file instead of a provider (same as --model replay/FILE)." placeholder:"FILE" type:"path"`
+
+	Call   CallCmd   `cmd:"" default:"withargs" help:"Make one model call (the default command)."`
+	Serve  ServeCmd  `cmd:"" help:"Serve a stream of requests with ids, over warm connections."`
+	Models ModelsCmd `cmd:"" help:"List known models with context window and prices."`
+}
+
+// Spec describes pg-llm.
+func Spec() *cli.Spec {
+	return &cli.Spec{Name: "pg-llm", Description: description, CLI: &CLI{}, Schemas: []string{"request", "model-event"}}
+}
+
+// CallCmd makes one call.
+//
+//	$ echo 'Say hi' | pg-llm --model anthropic/claude-haiku-4-5
+//	$ pg-llm --json < request.json | jq -c 'select(.type=="tool_call") | .call' | pg-tool serve
+type CallCmd struct {
+	Prompt []string `arg:"" optional:"" help:"Prompt text; without it the request or prompt is read from stdin."`
+	System string   `help:"System prompt for a plain-text prompt (a request has its own)."`
+	Text   bool     `help:"Print only the answer's text (the default on a terminal)."`
+	JSON   bool     `help:"Print JSON Lines events even on a terminal."`
+}
+
+// ServeCmd serves many requests.
+//
+//	$ pg-llm serve < requests.jsonl
+//
+// Each input line is a request with an "id"; every event of it carries that
+// id, and calls run concurrently (--concurrency), their events interleaved
+// line by line. A bad line gets an error event with its line number and
+// serving goes on. Serving ends at end of input, after the calls in flight.
+type ServeCmd struct {
+	Concurrency int `default:"8" help:"Calls in flight at once."`
+}
+
+// ModelsCmd lists the model table.
+//
+//	$ pg-llm models
+//	$ pg-llm models --jq 'select(.id|startswith("anthropic/")) | .id'
+type ModelsCmd struct {
+	JSON bool   `help:"Print JSON Lines, one model per line."`
+	Jq   string `help:"Filter each model record through a jq expression (implies --json)." placeholder:"EXPR"`
+}
+
+// setup resolves the configuration into a router.
+func setup(rt *cli.Runtime, c *CLI) (*llm.Router, *config.Config, error) {
+	cfg, err := rt.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	var providers, models json.RawMessage
+	if v, ok := cfg.Get("providers").Value.(json.RawMessage); ok {
+		providers = v
+	}
+	if v, ok := cfg.Get("models").Value.(json.RawMessage); ok {
+		models = v
+	}
+	table, err := llm.NewModels(models)
+	if err != nil {
+		return nil, nil, cli.Usagef("%v", err)
+	}
+	if cfg.Int("retries") < 0 {
+		return nil, nil, cli.Usagef("--retries must not be negative")
+	}
+	r, err := llm.NewRouter(llm.Options{
+		Retries:          cfg.Int("retries"),
+		Timeout:          cfg.Duration("timeout"),
+		AttemptTimeout:   cfg.Duration("attempt_timeout"),
+		MaxTokens:        cfg.Int("max_tokens"),
+		AnthropicKey:     cfg.String("anthropic_api_key"),
+		AnthropicBaseURL: cfg.String("anthropic_base_url"),
+		OpenAIKey:        cfg.String("openai_api_key"),
+		OpenAIBaseURL:    cfg.String("openai_base_url"),
+		Providers:        providers,
+		Models:           table,
+		Getenv:           rt.IO.Getenv,
+	})
+	if err != nil {
+		return nil, nil, cli.Usagef("%v", err)
+	}
+	return r, cfg, nil
+}
+
+// chooseModel: --replay, then a --model given on the command line, then
+// the request's model, then the environment, file and default.
+func chooseModel(c *CLI, cfg *config.Config, req *protocol.Request) string {
+	if c.Replay != "" {
+		return "replay/" + c.Replay
+	}
+	if cfg.Get("model").Source == config.SourceFlag || req.Model == "" {
+		return cfg.String("model")
+	}
+	return req.Model
+}
+
+// readRequest reads the call's input: a JSON request, or prompt text.
+func (cmd *CallCmd) readRequest(rt *cli.Runtime) (*protocol.Request, error) {
+	var text string
+	if len(cmd.Prompt) > 0 {
+		text = strings.Join(cmd.Prompt, " ")
+	} else {
+		if rt.IO.InTTY {
+			return nil, cli.Usagef("no prompt: give one as arguments or pipe a request or prompt on stdin")
+		}
+		data, err := io.ReadAll(rt.IO.In)
+		if err != nil {
+			return nil, fmt.Errorf("read stdin: %w", err)
+		}
+		t := bytes.TrimSpace(data)
+		if len(t) > 0 && t[0] == '{' {
+			req, err := protocol.DecodeRequest(t)
+			if err != nil {
+				return nil, fmt.Errorf("request: %w", err)
+			}
+			if cmd.System != "" && req.System == "" {
+				req.System = cmd.System
+			}
+			return req, nil
+		}
+		text = string(t)
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, cli.Usagef("no prompt: give one as arguments or pipe a request or prompt on stdin")
+	}
+	return &protocol.Request{System: cmd.System, Messages: []protocol.Message{
+		{Role: protocol.RoleUser, Content: protocol.Content{{Type: protocol.BlockText, Text: text}}}}}, nil
+}
+
+// Run makes the call.
+func (cmd *CallCmd) Run(rt *cli.Runtime, c *CLI) error {
+	if cmd.Text && cmd.JSON {
+		return cli.Usagef("--text and --json exclude each other")
+	}
+	textMode := cmd.Text || (rt.IO.OutTTY && !cmd.JSON)
+	rt.JSON = !textMode
+	req, err := cmd.readRequest(rt)
+	if err != nil {
+		return err
+	}
+	router, cfg, err := setup(rt, c)
+	if err != nil {
+		return err
+	}
+	req.Model = chooseModel(c, cfg, req)
+
+	var (
+		events  []any
+		sink    func(any)
+		enc     = jsonl.NewEncoder(rt.IO.Out)
+		lastNL  = true
+		wroteTx = false
+	)
+	if textMode {
+		sink = func(ev any) {
+			switch e := ev.(type) {
+			case *protocol.TextEvent:
+				io.WriteString(rt.IO.Out, e.Text)
+				lastNL, wroteTx = strings.HasSuffix(e.Text, "\n"), true
+			case *protocol.ToolCallEvent:
+				fmt.Fprintf(rt.IO.Err, "pg-llm: tool call %s %s\n", e.Call.Name, e.Call.Input)
+			case *protocol.RetryEvent:
+				fmt.Fprintf(rt.IO.Err, "pg-llm: retry %d in %dms: %s\n", e.Attempt, e.DelayMS, e.Reason)
+			case *protocol.FallbackEvent:
+				fmt.Fprintf(rt.IO.Err, "pg-llm: falling back from %s to %s: %s\n", e.From, e.To, e.Reason)
+			}
+		}
+	} else {
+		sink = func(ev any) { _ = enc.Encode(ev) }
+	}
+	record := sink
+	if c.Record != "" {
+		record = func(ev any) { events = append(events, ev); sink(ev) }
+	}
+	_, callErr := router.Call(rt.Ctx, req, record)
+	if textMode && wroteTx && !lastNL {
+		io.WriteString(rt.IO.Out, "\n")
+	}
+	if c.Record != "" && (callErr == nil || isLLMError(callErr)) {
+		if err := (&llm.Recorder{Path: c.Record}).Record(req, events); err != nil {
+			return err
+		}
+	}
+	return exitFor(rt, callErr)
+}
+
+func isLLMError(err error) bool {
+	var e *llm.Error
+	return errors.As(err, &e)
+}
+
+// exitFor maps a call's failure to the exit table. The error event is
+// already on stdout, so the error goes to stderr only.
+func exitFor(rt *cli.Runtime, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *llm.Error
+	if !errors.As(err, &e) {
+		return err // cancelled: 128+n
+	}
+	rt.JSON = false
+	code := cli.ExitFailure
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = cli.ExitTimeout
+	}
+	return &cli.Error{Code: code, Kind: e.Kind, Err: fmt.Errorf("%s: %s", e.Kind, e.Message)}
+}

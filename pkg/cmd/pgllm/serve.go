@@ -1,0 +1,222 @@
+package pgllm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/itchyny/gojq"
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/llm"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// lockedEncoder writes whole lines from many goroutines.
+type lockedEncoder struct {
+	mu  sync.Mutex
+	enc interface{ Encode(any) error }
+}
+
+func (l *lockedEncoder) Encode(v any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.enc.Encode(v)
+}
+
+type line struct {
+	n    int
+	data []byte
+	err  error
+}
+
+// Run serves requests until the end of input.
+func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
+	rt.JSON = true
+	if s.Concurrency < 1 {
+		return cli.Usagef("--concurrency must be at least 1")
+	}
+	router, cfg, err := setup(rt, c)
+	if err != nil {
+		return err
+	}
+	out := &lockedEncoder{enc: jsonl.NewEncoder(rt.IO.Out)}
+	var rec *llm.Recorder
+	if c.Record != "" {
+		rec = &llm.Recorder{Path: c.Record}
+	}
+
+	// Lines are read apart so that a signal ends serving even while stdin
+	// stays open.
+	lines := make(chan line)
+	go func() {
+		defer close(lines)
+		dec := jsonl.NewDecoder(rt.IO.In, "stdin")
+		for {
+			b, err := dec.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			l := line{n: dec.Line(), data: append([]byte(nil), b...), err: err}
+			select {
+			case lines <- l:
+			case <-rt.Ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		inflight = map[string]bool{}
+		sem      = make(chan struct{}, s.Concurrency)
+	)
+	bad := func(n int, id string, err error) {
+		out.Encode(&protocol.ErrorEvent{Type: protocol.EventError, ID: id, Tool: "pg-llm", Kind: protocol.KindBadRequest,
+			Message: fmt.Sprintf("stdin:%d: %v", n, err), Line: n})
+	}
+loop:
+	for {
+		var l line
+		var ok bool
+		select {
+		case l, ok = <-lines:
+			if !ok {
+				break loop
+			}
+		case <-rt.Ctx.Done():
+			break loop
+		}
+		if l.err != nil {
+			wg.Wait()
+			return fmt.Errorf("read stdin: %w", l.err)
+		}
+		req, err := protocol.DecodeRequest(l.data)
+		if err != nil {
+			bad(l.n, idOf(l.data), err)
+			continue
+		}
+		if req.ID == "" {
+			bad(l.n, "", protocol.FieldError{Field: "id", Msg: "is required in serve mode"})
+			continue
+		}
+		mu.Lock()
+		dup := inflight[req.ID]
+		if !dup {
+			inflight[req.ID] = true
+		}
+		mu.Unlock()
+		if dup {
+			bad(l.n, req.ID, protocol.FieldError{Field: "id", Msg: fmt.Sprintf("%q is already in flight", req.ID)})
+			continue
+		}
+		req.Model = chooseModel(c, cfg, req)
+		select {
+		case sem <- struct{}{}:
+		case <-rt.Ctx.Done():
+			break loop
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var events []any
+			sink := out.Encode
+			if rec != nil {
+				sink = func(ev any) { events = append(events, ev); out.Encode(ev) }
+			}
+			_, err := router.Call(rt.Ctx, req, func(ev any) { sink(ev) })
+			if rec != nil && (err == nil || isLLMError(err)) {
+				if rerr := rec.Record(req, events); rerr != nil {
+					out.Encode(&protocol.ErrorEvent{Type: protocol.EventError, ID: req.ID, Tool: "pg-llm", Message: rerr.Error()})
+				}
+			}
+			mu.Lock()
+			delete(inflight, req.ID)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return rt.Ctx.Err()
+}
+
+// idOf finds the id of a line that is not a valid request, when it has one.
+func idOf(b []byte) string {
+	var v struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	s, _ := v.ID.(string)
+	return s
+}
+
+// Run prints the model table.
+func (m *ModelsCmd) Run(rt *cli.Runtime, c *CLI) error {
+	rt.JSON = rt.IO.JSON(m.JSON || m.Jq != "")
+	var query *gojq.Code
+	if m.Jq != "" {
+		q, err := gojq.Parse(m.Jq)
+		if err != nil {
+			return cli.Usagef("--jq: %v", err)
+		}
+		if query, err = gojq.Compile(q); err != nil {
+			return cli.Usagef("--jq: %v", err)
+		}
+	}
+	router, _, err := setup(rt, c)
+	if err != nil {
+		return err
+	}
+	models := router.Models().All()
+	if rt.JSON {
+		enc := jsonl.NewEncoder(rt.IO.Out)
+		for _, info := range models {
+			if query == nil {
+				if err := enc.Encode(info); err != nil {
+					return err
+				}
+				continue
+			}
+			var v any
+			b, _ := json.Marshal(info)
+			_ = json.Unmarshal(b, &v)
+			iter := query.RunWithContext(rt.Ctx, v)
+			for {
+				out, ok := iter.Next()
+				if !ok {
+					break
+				}
+				if err, isErr := out.(error); isErr {
+					return cli.Failf("jq", "--jq: %v", err)
+				}
+				if err := enc.Encode(out); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(rt.IO.Out, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "MODEL\tCONTEXT\tIN $/MTOK\tOUT $/MTOK\tCACHE READ\tCACHE WRITE\tSOURCE\t")
+	for _, i := range models {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", i.ID, i.ContextWindow, price(i.InputPerMTok), price(i.OutputPerMTok),
+			price(i.CacheReadPerMTok), price(i.CacheWritePerMTok), i.Source)
+	}
+	return tw.Flush()
+}
+
+func price(p float64) string {
+	if p == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g", p)
+}

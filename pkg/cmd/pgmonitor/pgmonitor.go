@@ -1,0 +1,395 @@
+// Package pgmonitor is the command line of pg-monitor: liveness and
+// supervision of a team's workers.
+package pgmonitor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/itchyny/gojq"
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/monitor"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// CLI is pg-monitor's grammar.
+type CLI struct {
+	cli.Common `embed:""`
+
+	Team     string `help:"Team name: the team directory is $POWERGLIDE_HOME/teams/<team> (default: the team key of the configuration, \"default\")." config:"team" env:"POWERGLIDE_TEAM" placeholder:"T"`
+	QueueCmd string `name:"queue-cmd" help:"The pg-queue command used to list, release and count tasks (default: pg-queue next to pg-monitor, else on PATH)." config:"queue_cmd" env:"POWERGLIDE_QUEUE_CMD" placeholder:"CMD"`
+
+	Run    RunCmd    `cmd:"" help:"Spawn N workers and supervise them until the queue is drained."`
+	Watch  WatchCmd  `cmd:"" help:"Watch workers started elsewhere (cron, by hand): stop stale ones, release dead ones' tasks."`
+	Beat   BeatCmd   `cmd:"" help:"Write a heartbeat to worker-<n>.json (for shell-script workers)."`
+	Status StatusCmd `cmd:"" help:"List the team's workers with their liveness, heartbeat age, task and usage."`
+}
+
+// Spec describes pg-monitor.
+func Spec() *cli.Spec {
+	return &cli.Spec{
+		Name: "pg-monitor",
+		Description: `Spawn, supervise and watch a team of workers.
+pg-monitor keeps a swarm honest. Each worker keeps worker-<n>.json in the team directory with a
+heartbeat (heartbeat_at), the time of its last progress (progress_at), its pid and the pid's start
+time. A worker is alive, stale (heartbeat older than --heartbeat), stuck (heartbeat fresh but no
+progress for --stall), dead (its process is gone, or its pid was reused) or done (it ended).
+Stale and stuck workers get SIGTERM, then SIGKILL of their process group after --grace; a pid is
+signalled only while its start time still matches the record, so a reused pid is never killed.
+The claimed tasks of a dead worker are released through pg-queue (with their fencing token) at
+once. Every action is appended to events.jsonl with its reason.
+
+Several watchers may run at once (a run supervisor, cron, a person): a pass holds an flock on
+monitor.lock in the team directory and records the kills in flight in monitor.json, so each
+action is taken once.`,
+		CLI:     &CLI{},
+		Schemas: []string{"worker-status", "worker", "journal-event"},
+	}
+}
+
+// Limits are the liveness limits shared by run, watch and status.
+type Limits struct {
+	Heartbeat string `help:"A heartbeat older than this is stale (default 30s)." config:"monitor_heartbeat" env:"POWERGLIDE_MONITOR_HEARTBEAT" placeholder:"D"`
+	Stall     string `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables)." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
+	Grace     string `help:"Time between SIGTERM and SIGKILL of a worker's process group (default 10s)." config:"monitor_grace" env:"POWERGLIDE_MONITOR_GRACE" placeholder:"D"`
+	Interval  string `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
+}
+
+// setup resolves the team, the limits and the queue command.
+func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
+	if err := resolveTeam(rt, c); err != nil {
+		return nil, 0, err
+	}
+	home, err := rt.Home()
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := teamdir.New(home, c.Team)
+	if err != nil {
+		return nil, 0, cli.Usagef("%v", err)
+	}
+	cfg, err := rt.Config()
+	if err != nil {
+		return nil, 0, err
+	}
+	o := monitor.Options{
+		Heartbeat: cfg.Duration("monitor_heartbeat"),
+		Stall:     cfg.Duration("monitor_stall"),
+		Grace:     cfg.Duration("monitor_grace"),
+	}
+	interval := cfg.Duration("monitor_interval")
+	if o.Heartbeat <= 0 {
+		return nil, 0, cli.Usagef("--heartbeat must be positive, got %s", o.Heartbeat)
+	}
+	if o.Grace < 0 || o.Stall < 0 {
+		return nil, 0, cli.Usagef("--grace and --stall cannot be negative")
+	}
+	if interval <= 0 {
+		return nil, 0, cli.Usagef("--interval must be positive, got %s", interval)
+	}
+	host, _ := os.Hostname()
+	w := &monitor.Watcher{
+		Dir:  d,
+		Opts: o,
+		Host: host,
+		Queue: &monitor.CLIQueue{
+			Argv: monitor.FindQueueCmd(cfg.String("queue_cmd")),
+			Team: c.Team,
+			Env:  childEnv(rt, home),
+		},
+	}
+	return w, interval, nil
+}
+
+// resolveTeam takes the team from --team, POWERGLIDE_TEAM or the
+// configuration, as pg-queue does.
+func resolveTeam(rt *cli.Runtime, c *CLI) error {
+	cfg, err := rt.Config()
+	if err != nil {
+		return err
+	}
+	c.Team = cfg.String("team")
+	if c.Team == "" {
+		return cli.Usagef("missing --team (or POWERGLIDE_TEAM)")
+	}
+	return nil
+}
+
+// childEnv is the command's environment with the resolved data root, so
+// pg-queue and the workers see the same team directory.
+func childEnv(rt *cli.Runtime, home string) []string {
+	return append(append([]string{}, rt.IO.Env...), "POWERGLIDE_HOME="+home)
+}
+
+// RunCmd spawns and supervises a swarm.
+//
+// Examples:
+//
+//	$ pg-monitor run --team T --workers 4 -- pg-loop --team T
+//	$ pg-monitor run --team T --workers 2 --restart always --budget-usd 5 -- ./worker.sh
+type RunCmd struct {
+	Workers     int           `help:"Number of workers to spawn; each gets POWERGLIDE_TEAM and POWERGLIDE_WORKER=<n> (1..N)." required:"" short:"n" placeholder:"N"`
+	Restart     string        `help:"Restart policy: on-failure (a worker that exits without <POWERGLIDE_DONE> or <POWERGLIDE_ERROR>), always (also after them, while the queue has work), never." enum:"on-failure,always,never" default:"on-failure"`
+	MaxRestarts int           `help:"Restarts allowed per worker; -1 for no limit." default:"5" placeholder:"K"`
+	Backoff     time.Duration `help:"Delay before a worker's first restart, doubled for each further restart (at most 30s)." default:"1s" placeholder:"D"`
+	BudgetUSD   float64       `name:"budget-usd" help:"Team budget in USD: when the sum of the workers' usage.cost_usd reaches it, every worker is stopped and pg-monitor exits 4. 0: no budget." placeholder:"X"`
+	Limits      `embed:""`
+	Cmd         []string `arg:"" optional:"" passthrough:"" help:"The worker command, after --." placeholder:"CMD"`
+}
+
+// Run supervises the swarm. Workers' stdout goes to logs/worker-<n>.jsonl,
+// their stderr to logs/worker-<n>.jsonl.stderr.
+func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
+	if r.Workers < 1 {
+		return cli.Usagef("--workers must be at least 1, got %d", r.Workers)
+	}
+	cmd := r.Cmd
+	if len(cmd) > 0 && cmd[0] == "--" {
+		cmd = cmd[1:]
+	}
+	if len(cmd) == 0 {
+		return cli.Usagef("missing the worker command: pg-monitor run --team T --workers N -- CMD")
+	}
+	if r.BudgetUSD < 0 {
+		return cli.Usagef("--budget-usd cannot be negative")
+	}
+	w, interval, err := setup(rt, c)
+	if err != nil {
+		return err
+	}
+	home, _ := rt.Home()
+	sup := &monitor.Supervisor{W: w, Opts: monitor.RunOptions{
+		Workers: r.Workers, Restart: r.Restart, MaxRestarts: r.MaxRestarts, Backoff: r.Backoff,
+		Interval: interval, BudgetUSD: r.BudgetUSD, Argv: cmd, Env: childEnv(rt, home), Log: rt.IO.Err,
+	}}
+	res, err := sup.Run(rt.Ctx)
+	if err != nil {
+		if rt.Ctx.Err() != nil {
+			return err
+		}
+		fmt.Fprintln(rt.IO.Out, monitor.MarkerError)
+		return cli.Failf("run", "%v", err)
+	}
+	switch res.Outcome {
+	case monitor.OutcomeDone:
+		fmt.Fprintln(rt.IO.Out, monitor.MarkerDone)
+		return nil
+	case monitor.OutcomeBudget:
+		fmt.Fprintln(rt.IO.Out, monitor.MarkerError)
+		return cli.Limitf("team budget reached: the workers spent $%.4f of $%.4f", res.CostUSD, r.BudgetUSD)
+	default:
+		fmt.Fprintln(rt.IO.Out, monitor.MarkerError)
+		s := res.Stats
+		msg := fmt.Sprintf("every worker ended with work left in the queue: %d pending, %d claimed", s.Pending, s.Claimed)
+		if s.Blocked > 0 {
+			msg += fmt.Sprintf(" (%d blocked by dependencies that are not done)", s.Blocked)
+		}
+		return cli.Failf("undrained", "%s", msg)
+	}
+}
+
+// WatchCmd is the watchdog alone.
+//
+// Examples:
+//
+//	$ pg-monitor watch --team T
+//	$ pg-monitor watch --team T --once        # from cron: * * * * *
+type WatchCmd struct {
+	Once   bool `help:"Make one pass, and follow through the kills it starts (SIGKILL after --grace, release of tasks), then exit."`
+	Limits `embed:""`
+}
+
+// Run makes watch passes and prints each action as a JSON line.
+func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	w, interval, err := setup(rt, root)
+	if err != nil {
+		return err
+	}
+	enc := jsonl.NewEncoder(rt.IO.Out)
+	var deadline time.Time
+	if c.Once {
+		// Enough for SIGTERM, the grace period, SIGKILL and the release.
+		deadline = time.Now().Add(w.Opts.Grace + 5*time.Second + 2*interval)
+	}
+	for {
+		res, err := w.Pass(rt.Ctx)
+		if err != nil {
+			return err
+		}
+		for _, ev := range res.Events {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+		}
+		for _, e := range res.Errors {
+			fmt.Fprintf(rt.IO.Err, "pg-monitor: warning: %v\n", e)
+		}
+		if c.Once && (res.InFlight == 0 || time.Now().After(deadline)) {
+			if res.InFlight > 0 {
+				return cli.Failf("timeout", "%d worker(s) still running after SIGKILL", res.InFlight)
+			}
+			return nil
+		}
+		select {
+		case <-rt.Ctx.Done():
+			return rt.Ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// BeatCmd is a heartbeat for shell workers.
+//
+// Examples:
+//
+//	$ pg-monitor beat --team T --worker "$POWERGLIDE_WORKER" --state executing --task t-12
+//	$ while sleep 10; do pg-monitor beat --team T --worker 3; done &
+type BeatCmd struct {
+	Worker   string   `help:"Worker name (the n of worker-<n>.json)." env:"POWERGLIDE_WORKER" placeholder:"N"`
+	State    *string  `help:"Worker state to record; a change also counts as progress." placeholder:"S"`
+	Task     *string  `help:"Current task id (empty to clear); a change also counts as progress." placeholder:"ID"`
+	Step     *int     `help:"Current step; a change also counts as progress." placeholder:"N"`
+	CostUSD  *float64 `name:"cost-usd" help:"The worker's spending so far in USD (usage.cost_usd, counted in a team budget)." placeholder:"X"`
+	Progress bool     `help:"Record progress (progress_at) even without a change."`
+	PID      int      `name:"pid" help:"The worker's pid (default: the parent of pg-monitor, i.e. the calling script)." placeholder:"PID"`
+}
+
+// Run writes the heartbeat.
+func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
+	if err := resolveTeam(rt, root); err != nil {
+		return err
+	}
+	if b.Worker == "" {
+		b.Worker = rt.IO.Getenv("POWERGLIDE_WORKER")
+	}
+	if b.Worker == "" {
+		return cli.Usagef("missing --worker (or POWERGLIDE_WORKER)")
+	}
+	home, err := rt.Home()
+	if err != nil {
+		return err
+	}
+	d, err := teamdir.New(home, root.Team)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if err := teamdir.ValidName("worker", b.Worker); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	pid := b.PID
+	if pid == 0 {
+		pid = os.Getppid()
+	}
+	host, _ := os.Hostname()
+	_, err = monitor.Beat(d, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
+		Step: b.Step, CostUSD: b.CostUSD, Progress: b.Progress})
+	if err != nil {
+		if strings.Contains(err.Error(), "no such process") {
+			return cli.Usagef("%v", err)
+		}
+		return cli.Failf("beat", "%v", err)
+	}
+	return nil
+}
+
+// StatusCmd lists workers.
+//
+// Examples:
+//
+//	$ pg-monitor status --team T
+//	$ pg-monitor status --team T --jq 'select(.liveness != "alive") | .worker'
+type StatusCmd struct {
+	JSON   bool   `help:"Print JSON Lines even on a terminal."`
+	Jq     string `help:"Apply a jq filter to each worker's record (in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`
+	Raw    bool   `short:"r" help:"With --jq, print string results as plain text, like jq -r."`
+	Limits `embed:""`
+}
+
+// Run prints one worker_status record per worker.
+func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
+	w, _, err := setup(rt, root)
+	if err != nil {
+		return err
+	}
+	var code *gojq.Code
+	if s.Jq != "" {
+		q, err := gojq.Parse(s.Jq)
+		if err != nil {
+			return cli.Usagef("--jq: %v", err)
+		}
+		if code, err = gojq.Compile(q); err != nil {
+			return cli.Usagef("--jq: %v", err)
+		}
+	}
+	sts, errs := w.Statuses()
+	for _, e := range errs {
+		fmt.Fprintf(rt.IO.Err, "pg-monitor: warning: %v\n", e)
+	}
+	if code == nil && !rt.IO.JSON(s.JSON) {
+		return table(rt, sts)
+	}
+	rt.JSON = true
+	enc := jsonl.NewEncoder(rt.IO.Out)
+	for _, st := range sts {
+		if code == nil {
+			if err := enc.Encode(st); err != nil {
+				return err
+			}
+			continue
+		}
+		v, err := toAny(st)
+		if err != nil {
+			return err
+		}
+		iter := code.RunWithContext(rt.Ctx, v)
+		for {
+			out, ok := iter.Next()
+			if !ok {
+				break
+			}
+			if err, ok := out.(error); ok {
+				var he *gojq.HaltError
+				if errors.As(err, &he) && he.Value() == nil {
+					break
+				}
+				return cli.Failf("jq", "--jq: %v", err)
+			}
+			if str, ok := out.(string); ok && s.Raw {
+				if _, err := fmt.Fprintln(rt.IO.Out, str); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := enc.Encode(out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func table(rt *cli.Runtime, sts []monitor.Status) error {
+	tw := tabwriter.NewWriter(rt.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tLIVENESS\tPID\tSTATE\tTASK\tHEARTBEAT\tCOST\tREASON")
+	for _, s := range sts {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%.1fs ago\t$%.4f\t%s\n", s.Worker, s.Liveness, s.PID, s.State, s.Task, s.HeartbeatAgeS, s.Usage.CostUSD, s.Reason)
+	}
+	return tw.Flush()
+}
+
+// toAny turns a record into the plain values gojq works on.
+func toAny(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(b, &out)
+}

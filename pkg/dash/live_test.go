@@ -1,0 +1,271 @@
+package dash
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// TestLiveChanges changes a team's files under a running dashboard, with
+// file notifications and with polling.
+func TestLiveChanges(t *testing.T) {
+	for _, poll := range []bool{false, true} {
+		name := "fsnotify"
+		if poll {
+			name = "poll"
+		}
+		t.Run(name, func(t *testing.T) {
+			d := fixtureDir(t)
+			h := startHarness(t, Options{Dir: d, Poll: poll, Refresh: 50 * time.Millisecond, View: ViewWorker}, 100, 30)
+			h.waitFor("one more check")
+
+			// The fixture's log ends inside a line: its writer finishes it,
+			// then new events arrive.
+			appendFile(t, d.Log("1"), `el":"info","message":"a line finished late"}`+"\n")
+			h.waitFor("a line finished late")
+			appendFile(t, d.Log("1"), `{"type":"tool_result","ts":"2026-11-22T09:59:59Z","step":17,"result":{"type":"result","id":"c17","name":"bash","ok":true,"output":"ok  github.com/powerglide/powerglide/pkg/queue 9.1s","duration_ms":9100}}`+"\n")
+			h.waitFor("◀ bash ok 9.1s", "pkg/queue 9.1s")
+
+			// An invalid line is counted and skipped.
+			appendFile(t, d.Log("1"), "{oops\n")
+			h.waitFor("3 problems", "invalid line skipped")
+
+			// The worker record changes (atomic replace).
+			w, err := d.ReadWorker("1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.State, w.Step = "verify", 18
+			if err := d.WriteWorker(w); err != nil {
+				t.Fatal(err)
+			}
+			h.waitFor("worker 1  verify", "step 18")
+
+			// The log is rotated: the new file is read from its start.
+			if err := os.Rename(d.Log("1"), d.Log("1")+".1"); err != nil {
+				t.Fatal(err)
+			}
+			appendFile(t, d.Log("1"), `{"type":"log","ts":"2026-11-22T10:00:00Z","level":"info","message":"fresh log"}`+"\n")
+			h.waitFor("log rotated", "fresh log")
+
+			// The log is truncated in place.
+			if err := os.WriteFile(d.Log("1"), []byte(`{"type":"log","ts":"2026-11-22T10:00:01Z","level":"info","message":"after truncation"}`+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h.waitFor("log truncated", "after truncation")
+
+			// A new worker appears; the queue goes away.
+			w.Worker, w.PID, w.State, w.Task = "7", 40004, "thinking", "t-09"
+			if err := d.WriteWorker(w); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(d.Queue()); err != nil {
+				t.Fatal(err)
+			}
+			h.keys("esc")
+			h.waitFor("no task-queue.json yet", "  7  thinking")
+
+			// A broken queue is a warning, and the rest still shows.
+			if err := os.WriteFile(d.Queue(), []byte(`{"tasks":[{"id":`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h.waitFor("task-queue.json: queue document", "  7  thinking")
+		})
+	}
+}
+
+// TestTeamRemoved: the team directory goes and comes back; the dashboard
+// polls once notifications stop.
+func TestTeamRemoved(t *testing.T) {
+	d := fixtureDir(t)
+	h := startHarness(t, Options{Dir: d, Refresh: 50 * time.Millisecond}, 100, 30)
+	h.waitFor("retry-after")
+	if err := os.RemoveAll(d.Path()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("no team directory yet")
+	if err := d.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteWorker(&protocol.Worker{Worker: "1", State: "commit", HeartbeatAt: fixtureNow}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("no task-queue.json yet", "1  commit")
+}
+
+// TestTeamAppears starts on a team that does not exist yet.
+func TestTeamAppears(t *testing.T) {
+	home := t.TempDir()
+	d, _ := teamdir.New(home, "later")
+	h := startHarness(t, Options{Dir: d, Refresh: 50 * time.Millisecond}, 80, 24)
+	h.waitFor("no team directory yet", "no workers yet")
+	if err := d.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteWorker(&protocol.Worker{Worker: "1", State: "thinking", HeartbeatAt: fixtureNow}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("no task-queue.json yet", "1  thinking")
+	// Now watched (or polled): later changes show too.
+	if err := d.WriteWorker(&protocol.Worker{Worker: "1", State: "commit", HeartbeatAt: fixtureNow}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("1  commit")
+}
+
+func readVelocity(t *testing.T, d teamdir.Dir, n string) string {
+	t.Helper()
+	b, err := os.ReadFile(d.Velocity(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var got string
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(path)
+		if got = string(b); got == want {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s holds %q, want %q", path, got, want)
+}
+
+// TestVelocityKeys: p pauses and resumes, + and - step the velocity file.
+func TestVelocityKeys(t *testing.T) {
+	d := fixtureDir(t)
+	h := startHarness(t, Options{Dir: d}, 100, 30)
+	h.waitFor("retry-after")
+	h.keys("p")
+	waitFile(t, d.Velocity("1"), "0\n")
+	h.waitFor("worker 1 paused (velocity 0)", "▸ 1  paused")
+	h.keys("p")
+	waitFile(t, d.Velocity("1"), "1\n")
+	h.waitFor("worker 1 velocity 1", "▸ 1  executing")
+	h.keys("+")
+	waitFile(t, d.Velocity("1"), "2\n")
+	h.waitFor("worker 1 velocity 2")
+
+	// Worker 2 runs at 0.5 from its file: - then p twice comes back to it.
+	h.keys("down", "-")
+	waitFile(t, d.Velocity("2"), "0.25\n")
+	h.waitFor("worker 2 velocity 0.25")
+	h.keys("p")
+	waitFile(t, d.Velocity("2"), "0\n")
+	h.waitFor("worker 2 paused")
+	h.keys("p")
+	waitFile(t, d.Velocity("2"), "0.25\n")
+
+	// Worker 3 was paused before the dashboard started: p resumes it at
+	// the record's velocity.
+	h.keys("down")
+	h.waitFor("▸ 3  paused")
+	h.keys("p")
+	waitFile(t, d.Velocity("3"), "1\n")
+	h.waitFor("▸ 3  observing")
+}
+
+// TestStopWorker stops a real process group after confirmation, and
+// refuses a pid whose start time does not match.
+func TestStopWorker(t *testing.T) {
+	d := fixtureDir(t)
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	start, err := proc.StartTime(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := d.ReadWorker("1")
+	w.PID, w.PIDStart, w.Host = cmd.Process.Pid, start, "this-host"
+	if err := d.WriteWorker(w); err != nil {
+		t.Fatal(err)
+	}
+	// Worker 2 names the same pid with another start time: a reused pid.
+	w2, _ := d.ReadWorker("2")
+	w2.PID, w2.PIDStart, w2.Host = cmd.Process.Pid, start+"1", "this-host"
+	if err := d.WriteWorker(w2); err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, Options{Dir: d, Host: "this-host", Alive: proc.Matches}, 100, 30)
+	h.waitFor("retry-after", "▸ 1  executing")
+
+	// Any key but y cancels.
+	h.keys("x")
+	h.waitFor("Stop worker 1 (SIGTERM to process group")
+	h.keys("n")
+	h.waitFor("not stopped")
+	select {
+	case err := <-done:
+		t.Fatalf("process ended: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	// The reused pid is never signalled.
+	h.keys("down", "x")
+	h.waitFor("Stop worker 2")
+	h.keys("y")
+	h.waitFor("nothing signalled")
+	select {
+	case err := <-done:
+		t.Fatalf("a pid with another start time was signalled: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	// Worker 3 runs on another host: refused without asking.
+	h.keys("down", "x")
+	h.waitFor(`worker 3 runs on host "fixture-host": stop it there`)
+
+	h.keys("up", "up", "x")
+	h.waitFor("Stop worker 1")
+	h.keys("y")
+	h.waitFor("sent SIGTERM to worker 1")
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Fatalf("process ended with %v, want SIGTERM", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("process not stopped")
+	}
+	h.waitFor("▸ 1  dead")
+}
+
+// TestStreamControlsRefused: a stream has no files to pause or stop.
+func TestStreamControlsRefused(t *testing.T) {
+	r, w, _ := os.Pipe()
+	defer w.Close()
+	h := startHarness(t, Options{Stream: r}, 80, 24)
+	w.WriteString(`{"type":"state","ts":"2026-11-22T09:59:00Z","worker":"3","step":1,"from":"pick_task","to":"thinking"}` + "\n")
+	h.waitFor("worker 3", "thinking")
+	h.keys("p")
+	h.waitFor("nothing to control")
+	w.WriteString(`{"type":"assistant","ts":"2026-11-22T09:59:30Z","step":1,"text":"partial line arrives`)
+	time.Sleep(50 * time.Millisecond)
+	w.WriteString(" whole\"," + `"usage":{},"total":{"input_tokens":1000,"output_tokens":500}}` + "\n")
+	h.waitFor("partial line arrives whole", "tokens 1.5k")
+	w.Close()
+	h.waitFor("the stream ended", "(ended)")
+	if strings.Contains(h.frame(), "problems") {
+		t.Fatal("a line split across writes was reported invalid")
+	}
+}

@@ -1,0 +1,347 @@
+package dash
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// Liveness of a worker's process, as far as this host can tell.
+const (
+	AliveUnknown = iota // another host, or no pid recorded
+	AliveNo             // the recorded process is gone (or the pid was reused)
+	AliveYes
+)
+
+// WorkerInfo is a worker record with what the dashboard adds to it.
+type WorkerInfo struct {
+	protocol.Worker
+	// VelocityFile is the value of worker-<n>.velocity when it exists; the
+	// worker re-reads it every iteration, so it wins over the record.
+	VelocityFile *float64
+	Alive        int
+}
+
+// Velocity is the worker's effective velocity.
+func (w WorkerInfo) Velocity() float64 {
+	if w.VelocityFile != nil {
+		return *w.VelocityFile
+	}
+	return w.Worker.Velocity
+}
+
+// IsPaused reports whether the worker is paused.
+func (w WorkerInfo) IsPaused() bool {
+	return w.Paused || (w.VelocityFile != nil && *w.VelocityFile == 0)
+}
+
+// Finished reports whether the worker has ended on purpose.
+func (w WorkerInfo) Finished() bool {
+	switch w.State {
+	case "done", "failed", "exited", "stopped":
+		return true
+	}
+	return false
+}
+
+// JournalLine is one readable line of events.jsonl.
+type JournalLine struct {
+	TS   time.Time
+	Text string
+	Tone string
+}
+
+// Problem is something wrong with a file that the dashboard shows as a
+// warning and otherwise gets past.
+type Problem struct {
+	File string // name relative to the team dir
+	Msg  string
+}
+
+// Snapshot is the team as read from its files at one moment.
+type Snapshot struct {
+	Team        string
+	Tasks       []protocol.Task
+	Workers     []WorkerInfo
+	QueueExists bool
+	DirExists   bool
+	Started     time.Time // first journal event, else earliest worker start or task
+	Problems    []Problem // this load's problems with whole files
+	LoadedAt    time.Time
+}
+
+// Counts of the snapshot's tasks.
+func (s *Snapshot) Counts() Counts { return CountTasks(s.Tasks) }
+
+// Usage sums every worker's usage.
+func (s *Snapshot) Usage() protocol.Usage {
+	var u protocol.Usage
+	for _, w := range s.Workers {
+		u = u.Add(w.Usage)
+	}
+	return u
+}
+
+// Task finds a task by id.
+func (s *Snapshot) Task(id string) *protocol.Task {
+	for i := range s.Tasks {
+		if s.Tasks[i].ID == id {
+			return &s.Tasks[i]
+		}
+	}
+	return nil
+}
+
+// Elapsed is the time since the team started, at now.
+func (s *Snapshot) Elapsed(now time.Time) time.Duration {
+	if s.Started.IsZero() || now.Before(s.Started) {
+		return 0
+	}
+	return now.Sub(s.Started)
+}
+
+// ETA estimates the time to finish the remaining tasks from the rate tasks
+// finished so far; ok is false while there is no rate to go by.
+func (s *Snapshot) ETA(now time.Time) (time.Duration, bool) {
+	c := s.Counts()
+	el := s.Elapsed(now)
+	if c.Remaining() == 0 {
+		return 0, c.Total > 0
+	}
+	if c.Finished() == 0 || el <= 0 {
+		return 0, false
+	}
+	per := el / time.Duration(c.Finished())
+	return per * time.Duration(c.Remaining()), true
+}
+
+// Loader reads a team's files. It is a value, safe to copy into a tea.Cmd.
+type Loader struct {
+	Dir  teamdir.Dir
+	Host string // this host's name: only its pids are checked
+	// Alive tells whether pid is still the process that started at start;
+	// nil means proc.Matches.
+	Alive func(pid int, start string) bool
+}
+
+// LoadResult is a snapshot and the journal read since the last load.
+type LoadResult struct {
+	Snap     Snapshot
+	Journal  TailRead
+	JLines   []JournalLine
+	JInvalid []string // errors of invalid journal lines
+	First    time.Time
+}
+
+// Load reads the whole team; jpos is where the journal was left.
+func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
+	var r LoadResult
+	s := &r.Snap
+	s.Team = l.Dir.Team
+	s.LoadedAt = now
+	if st, err := os.Stat(l.Dir.Path()); err == nil && st.IsDir() {
+		s.DirExists = true
+	}
+	b, err := os.ReadFile(l.Dir.Queue())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
+	default:
+		s.QueueExists = true
+		tasks, err := DecodeQueue(b)
+		if err != nil {
+			s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
+		}
+		markBlocked(tasks)
+		s.Tasks = tasks
+	}
+	workers, errs := l.Dir.Workers()
+	for _, err := range errs {
+		s.Problems = append(s.Problems, Problem{relName(l.Dir, err), trimPath(err.Error())})
+	}
+	for _, w := range workers {
+		wi := WorkerInfo{Worker: *w}
+		vb, err := os.ReadFile(l.Dir.Velocity(w.Worker))
+		if err == nil {
+			v, err := ParseVelocity(vb)
+			if err != nil {
+				s.Problems = append(s.Problems, Problem{filepath.Base(l.Dir.Velocity(w.Worker)), err.Error()})
+			} else {
+				wi.VelocityFile = &v
+			}
+		}
+		if l.Host != "" && w.Host == l.Host && w.PID > 0 && w.PIDStart != "" {
+			alive := l.Alive
+			if alive == nil {
+				alive = proc.Matches
+			}
+			if alive(w.PID, w.PIDStart) {
+				wi.Alive = AliveYes
+			} else {
+				wi.Alive = AliveNo
+			}
+		}
+		s.Workers = append(s.Workers, wi)
+	}
+	// The journal: the first event dates the team; new lines are shown.
+	if !jpos.Open {
+		r.First = firstJournalTS(l.Dir.Events())
+	}
+	if jpos.Path == "" {
+		jpos.Path = l.Dir.Events()
+	}
+	jr, err := ReadTail(jpos, 64<<10)
+	if err != nil {
+		s.Problems = append(s.Problems, Problem{teamdir.EventsFile, err.Error()})
+	}
+	r.Journal = jr
+	for _, line := range jr.Lines {
+		jl, err := journalLine(line)
+		if err != nil {
+			r.JInvalid = append(r.JInvalid, err.Error())
+			continue
+		}
+		r.JLines = append(r.JLines, jl)
+	}
+	return r
+}
+
+// StartOf dates the team: the first journal event, else the earliest worker
+// start, else the earliest task.
+func StartOf(first time.Time, s *Snapshot) time.Time {
+	if !first.IsZero() {
+		return first
+	}
+	var t time.Time
+	for _, w := range s.Workers {
+		if !w.StartedAt.IsZero() && (t.IsZero() || w.StartedAt.Before(t)) {
+			t = w.StartedAt
+		}
+	}
+	if !t.IsZero() {
+		return t
+	}
+	for _, k := range s.Tasks {
+		if !k.CreatedAt.IsZero() && (t.IsZero() || k.CreatedAt.Before(t)) {
+			t = k.CreatedAt
+		}
+	}
+	return t
+}
+
+func relName(d teamdir.Dir, err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i > 0 {
+		if rel, e := filepath.Rel(d.Path(), msg[:i]); e == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return "worker"
+}
+
+func trimPath(msg string) string {
+	if i := strings.Index(msg, ": "); i > 0 && strings.HasPrefix(msg, "/") {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// ParseVelocity reads a velocity file: one non-negative number.
+func ParseVelocity(b []byte) (float64, error) {
+	s := strings.TrimSpace(string(b))
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("velocity %q is not a non-negative number", short(s, 20))
+	}
+	return v, nil
+}
+
+// FormatVelocity writes a velocity as its file holds it.
+func FormatVelocity(v float64) string {
+	return strconv.FormatFloat(v, 'g', -1, 64) + "\n"
+}
+
+func firstJournalTS(path string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for i := 0; i < 20 && sc.Scan(); i++ {
+		var head struct {
+			TS time.Time `json:"ts"`
+		}
+		if err := unmarshalLoose(sc.Bytes(), &head); err == nil && !head.TS.IsZero() {
+			return head.TS
+		}
+	}
+	return time.Time{}
+}
+
+func journalLine(line []byte) (JournalLine, error) {
+	v, err := protocol.JournalEvents.Decode(line)
+	if err != nil {
+		return JournalLine{}, err
+	}
+	switch ev := v.(type) {
+	case *protocol.TaskEvent:
+		jl := JournalLine{TS: ev.TS, Text: "task " + ev.Task + " " + ev.Op}
+		if ev.Worker != "" {
+			jl.Text += " by worker " + ev.Worker
+		}
+		if ev.Reason != "" {
+			jl.Text += ": " + oneLine(ev.Reason)
+		}
+		switch ev.Op {
+		case "complete":
+			jl.Tone = "ok"
+		case "fail", "expire":
+			jl.Tone = "bad"
+		case "release", "cancel":
+			jl.Tone = "warn"
+		}
+		return jl, nil
+	case *protocol.WorkerEvent:
+		jl := JournalLine{TS: ev.TS, Text: "worker " + ev.Worker + " " + ev.Op, Tone: "dim"}
+		if ev.State != "" {
+			jl.Text += " " + ev.State
+		}
+		if ev.Reason != "" {
+			jl.Text += ": " + oneLine(ev.Reason)
+		}
+		return jl, nil
+	case *protocol.MonitorEvent:
+		jl := JournalLine{TS: ev.TS, Text: "monitor " + ev.Action, Tone: "warn"}
+		if ev.Worker != "" {
+			jl.Text += " worker " + ev.Worker
+		}
+		if ev.Reason != "" {
+			jl.Text += ": " + oneLine(ev.Reason)
+		}
+		return jl, nil
+	}
+	return JournalLine{}, fmt.Errorf("unexpected journal record")
+}
+
+// sortTasks orders tasks for the tasks view: by status, then as queued.
+func sortTasks(tasks []protocol.Task) []protocol.Task {
+	out := append([]protocol.Task(nil), tasks...)
+	sort.SliceStable(out, func(i, j int) bool {
+		return statusRank(StatusOf(out[i])) < statusRank(StatusOf(out[j]))
+	})
+	return out
+}

@@ -1,0 +1,11 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/cmd/pgdash"
+)
+
+func init() { tools["pg-dash"] = pgdash.Spec }
+
+func TestPgDash(t *testing.T) { runScripts(t, "pg-dash") }

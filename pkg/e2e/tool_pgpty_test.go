@@ -1,0 +1,11 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/cmd/pgpty"
+)
+
+func init() { tools["pg-pty"] = pgpty.Spec }
+
+func TestPgPty(t *testing.T) { runScripts(t, "pg-pty") }

@@ -1,0 +1,163 @@
+// Package llm makes model calls and streams them as powerglide model events
+// (DESIGN.md §4, pg-llm): providers for Anthropic, OpenAI, OpenAI-compatible
+// servers and recorded sessions (replay), behind a router that owns the
+// retry policy, the per-attempt and overall timeouts and the fallback chain.
+//
+// A Provider streams one attempt of one call through an *Emitter and
+// returns the end of the call or an *Error that says whether the failure is
+// worth retrying. The Router turns attempts into a call: retry and fallback
+// events, usage with cost, and the final end or error event.
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// Provider streams one attempt of a model call.
+type Provider interface {
+	// Stream sends req to model and reports the answer through em as it
+	// arrives: start, text, thinking and complete tool_call events. It
+	// returns the end of the call (stop reason, assistant message, usage
+	// without cost) or an error, preferably an *Error.
+	Stream(ctx context.Context, model string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error)
+}
+
+// Emitter hands a call's events to a sink, tagged with the request id.
+// It remembers whether any content (text, thinking, tool calls) went out,
+// because an attempt that already showed content cannot be retried without
+// the consumer seeing it twice.
+type Emitter struct {
+	ID    string
+	Model string // the model id as the user wrote it, provider/model
+	sink  func(any)
+
+	content bool
+}
+
+// NewEmitter returns an emitter that passes events to sink.
+func NewEmitter(id string, sink func(any)) *Emitter {
+	if sink == nil {
+		sink = func(any) {}
+	}
+	return &Emitter{ID: id, sink: sink}
+}
+
+// Emit passes a ready event on.
+func (e *Emitter) Emit(ev any) { e.sink(ev) }
+
+// Content reports whether content events went out.
+func (e *Emitter) Content() bool { return e.content }
+
+// Start opens an attempt's stream.
+func (e *Emitter) Start(provider, model, requestID string) {
+	e.sink(&protocol.StartEvent{Type: protocol.EventStart, ID: e.ID, Provider: provider, Model: model, RequestID: requestID})
+}
+
+// Text sends a text delta.
+func (e *Emitter) Text(s string) {
+	if s == "" {
+		return
+	}
+	e.content = true
+	e.sink(&protocol.TextEvent{Type: protocol.EventText, ID: e.ID, Text: s})
+}
+
+// Thinking sends a thinking delta.
+func (e *Emitter) Thinking(s string) {
+	if s == "" {
+		return
+	}
+	e.content = true
+	e.sink(&protocol.ThinkingEvent{Type: protocol.EventThinking, ID: e.ID, Text: s})
+}
+
+// ToolCall sends a complete tool call.
+func (e *Emitter) ToolCall(c protocol.ToolCall) {
+	e.content = true
+	e.sink(&protocol.ToolCallEvent{Type: protocol.EventToolCall, ID: e.ID, Call: c})
+}
+
+// Error is a classified failure of a model call.
+type Error struct {
+	Kind       string // protocol.Kind*
+	Status     int    // HTTP status, 0 when there was none
+	Retryable  bool
+	Message    string
+	RetryAfter time.Duration // what the server asked for, 0 when it did not
+	Model      string
+	Err        error
+
+	noRetry bool // a replayed failure: report it as recorded, never retry
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Event returns the error as a model event.
+func (e *Error) Event(id string) *protocol.ErrorEvent {
+	return &protocol.ErrorEvent{Type: protocol.EventError, ID: id, Tool: "pg-llm", Kind: e.Kind,
+		Message: e.Message, Retryable: e.Retryable, Status: e.Status, Model: e.Model}
+}
+
+// ErrTruncated is the cause of a stream that ended before its last event.
+var ErrTruncated = fmt.Errorf("stream ended before the end of the message")
+
+// defaultsFor fills in the values a request may leave out.
+func withDefaults(req *protocol.Request, maxTokens int) *protocol.Request {
+	r := *req
+	if r.MaxTokens <= 0 {
+		r.MaxTokens = maxTokens
+	}
+	if r.MaxTokens <= 0 {
+		r.MaxTokens = 8192
+	}
+	if r.Thinking != nil && r.Thinking.BudgetTokens > 0 && r.MaxTokens <= r.Thinking.BudgetTokens {
+		// The API needs room for the answer after the thinking.
+		r.MaxTokens = r.Thinking.BudgetTokens + maxTokens
+	}
+	return &r
+}
+
+// parseInput turns assembled tool input JSON into a raw object; an empty
+// input is {}.
+func parseInput(s string) (json.RawMessage, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return json.RawMessage("{}"), nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(s)); err != nil {
+		return nil, fmt.Errorf("tool input is not valid JSON: %.200s", s)
+	}
+	if buf.Bytes()[0] != '{' {
+		return nil, fmt.Errorf("tool input is not a JSON object: %.200s", s)
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+// SplitModel splits provider/model at the first slash.
+func SplitModel(id string) (provider, model string, ok bool) {
+	provider, model, ok = strings.Cut(strings.TrimSpace(id), "/")
+	if !ok || provider == "" || model == "" {
+		return "", "", false
+	}
+	return provider, model, true
+}
+
+// Chain splits a fallback chain a,b,c.
+func Chain(model string) []string {
+	var out []string
+	for _, m := range strings.Split(model, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,366 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// OpenAI calls Chat Completions through the official SDK, streaming; with
+// compatible set it speaks to OpenAI-compatible servers (Ollama, vLLM,
+// llama.cpp server, OpenRouter), which take max_tokens rather than
+// max_completion_tokens and may stream reasoning_content.
+type OpenAI struct {
+	name       string
+	compatible bool
+	chat       openai.ChatCompletionService
+}
+
+// NewOpenAI returns the provider. It builds the chat completion service
+// alone, not openai.NewClient: the client reaches every API of the SDK,
+// which keeps them all in the binary, and reads OPENAI_* from the process
+// environment behind the configuration's back.
+func NewOpenAI(name, key, base string, compatible bool, hc *http.Client) *OpenAI {
+	if base == "" {
+		base = "https://api.openai.com/v1"
+	}
+	opts := []option.RequestOption{
+		option.WithAPIKey(key),
+		option.WithBaseURL(base),
+		option.WithMaxRetries(0),
+		option.WithHTTPClient(hc),
+	}
+	if key == "" {
+		opts = append(opts, option.WithHeaderDel("authorization"))
+	}
+	return &OpenAI{name: name, compatible: compatible, chat: openai.NewChatCompletionService(opts...)}
+}
+
+func openaiParams(model string, req *protocol.Request, compatible bool) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	if compatible {
+		p.MaxTokens = openai.Int(int64(req.MaxTokens))
+	} else {
+		p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+	}
+	p.StreamOptions.IncludeUsage = openai.Bool(true)
+	if req.System != "" {
+		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		var text strings.Builder
+		var calls []openai.ChatCompletionMessageToolCallUnionParam
+		for _, b := range m.Content {
+			switch b.Type {
+			case protocol.BlockText:
+				text.WriteString(b.Text)
+			case protocol.BlockToolCall:
+				in := string(b.Input)
+				if in == "" {
+					in = "{}"
+				}
+				calls = append(calls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: b.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.Name, Arguments: in}}})
+			case protocol.BlockToolResult:
+				out := b.Output
+				if b.IsError {
+					out = "Error: " + out
+				}
+				p.Messages = append(p.Messages, openai.ToolMessage(out, b.ID))
+			}
+		}
+		switch m.Role {
+		case protocol.RoleAssistant:
+			if text.Len() == 0 && len(calls) == 0 {
+				continue
+			}
+			a := openai.ChatCompletionAssistantMessageParam{ToolCalls: calls}
+			if text.Len() > 0 {
+				a.Content.OfString = openai.String(text.String())
+			}
+			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		default:
+			if text.Len() > 0 {
+				p.Messages = append(p.Messages, openai.UserMessage(text.String()))
+			}
+		}
+	}
+	for i, t := range req.Tools {
+		var params map[string]any
+		if len(t.InputSchema) > 0 {
+			if err := json.Unmarshal(t.InputSchema, &params); err != nil {
+				return p, protocol.FieldError{Field: fmt.Sprintf("tools[%d].input_schema", i), Msg: "is not a JSON object"}
+			}
+		} else {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(params)}
+		if t.Description != "" {
+			fd.Description = openai.String(t.Description)
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	if req.Temperature != nil {
+		p.Temperature = openai.Float(*req.Temperature)
+	}
+	if len(req.Stop) > 0 {
+		p.Stop.OfStringArray = req.Stop
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none":
+		p.ToolChoice.OfAuto = openai.String(req.ToolChoice)
+	case "any":
+		p.ToolChoice.OfAuto = openai.String("required")
+	default:
+		p.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice}}
+	}
+	return p, nil
+}
+
+// Stream runs one attempt.
+func (o *OpenAI) Stream(ctx context.Context, model string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
+	params, err := openaiParams(model, req, o.compatible)
+	if err != nil {
+		return nil, &Error{Kind: protocol.KindBadRequest, Message: err.Error(), Err: err}
+	}
+	var resp *http.Response
+	tap := &bodyTap{}
+	stream := o.chat.NewStreaming(ctx, params, option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware))
+	body := tap.take()
+	if body != nil {
+		defer body.Close()
+	}
+	if err := stream.Err(); err != nil {
+		stream.Close()
+		return nil, openaiError(err)
+	}
+	stream.Close()
+	if body == nil {
+		return nil, &Error{Kind: protocol.KindServer, Retryable: true, Message: o.name + ": no response body"}
+	}
+	reqID := ""
+	if resp != nil {
+		reqID = resp.Header.Get("x-request-id")
+	}
+	em.Start(o.name, em.Model, reqID)
+	return decodeOpenAI(body, em)
+}
+
+// openaiChunk holds the fields of a chat.completion.chunk that matter here,
+// with the reasoning fields of compatible servers (reasoning_content from
+// llama.cpp, vLLM and DeepSeek; reasoning from OpenRouter and Ollama).
+type openaiChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+			ToolCalls        []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// finishReasons maps Chat Completions finish reasons to the stop reasons
+// of the event protocol.
+var finishReasons = map[string]string{
+	"stop":           "end_turn",
+	"tool_calls":     "tool_use",
+	"function_call":  "tool_use",
+	"length":         "max_tokens",
+	"content_filter": "refusal",
+}
+
+// decodeOpenAI reads a Chat Completions event stream. Text and reasoning
+// deltas go out at once; tool calls arrive as fragments keyed by index
+// (several in parallel, interleaved) and go out complete, in index order,
+// when the stream ends. The stream must have finished its choice and said
+// [DONE]; anything shorter was cut off. An error object inside the stream
+// is a failure even after HTTP 200.
+func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
+	type call struct {
+		id, name string
+		args     strings.Builder
+	}
+	var (
+		text     strings.Builder
+		thinking strings.Builder
+		calls    = map[int]*call{}
+		finish   string
+		end      = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
+		sse      = newSSEReader(body)
+	)
+	for {
+		_, data, err := sse.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if finish != "" {
+					break // some compatible servers omit [DONE]
+				}
+				err = ErrTruncated
+			}
+			return nil, err
+		}
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			if finish == "" {
+				return nil, fmt.Errorf("openai stream: [DONE] before a finish_reason: %w", ErrTruncated)
+			}
+			break
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		var ch openaiChunk
+		if err := json.Unmarshal(data, &ch); err != nil {
+			return nil, fmt.Errorf("openai stream: %w", err)
+		}
+		if len(ch.Error) > 0 && string(ch.Error) != "null" {
+			e := streamError("openai", "", string(data))
+			if e.Kind == protocol.KindServer && strings.Contains(string(ch.Error), "overloaded") {
+				e.Kind = protocol.KindOverloaded
+			}
+			if e.Kind == protocol.KindServer && strings.Contains(string(ch.Error), "rate_limit") {
+				e.Kind = protocol.KindRateLimit
+			}
+			return nil, e
+		}
+		if u := ch.Usage; u != nil && u.PromptTokens+u.CompletionTokens > 0 {
+			cached := u.PromptTokensDetails.CachedTokens
+			end.Usage = protocol.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}
+		}
+		for i := range ch.Choices {
+			c := &ch.Choices[i]
+			if c.Index != 0 {
+				continue
+			}
+			d := &c.Delta
+			if r := d.ReasoningContent + d.Reasoning; r != "" {
+				thinking.WriteString(r)
+				em.Thinking(r)
+			}
+			if d.Content != "" {
+				text.WriteString(d.Content)
+				em.Text(d.Content)
+			}
+			for _, tc := range d.ToolCalls {
+				cl, ok := calls[tc.Index]
+				if !ok {
+					cl = &call{}
+					calls[tc.Index] = cl
+				}
+				if tc.ID != "" {
+					cl.id = tc.ID
+				}
+				cl.name += tc.Function.Name
+				cl.args.WriteString(tc.Function.Arguments)
+			}
+			if c.FinishReason != "" {
+				finish = c.FinishReason
+			}
+		}
+	}
+	if thinking.Len() > 0 {
+		end.Message.Content = append(end.Message.Content, protocol.Block{Type: protocol.BlockThinking, Thinking: thinking.String()})
+	}
+	if text.Len() > 0 {
+		end.Message.Content = append(end.Message.Content, protocol.Block{Type: protocol.BlockText, Text: text.String()})
+	}
+	idx := make([]int, 0, len(calls))
+	for i := range calls {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for n, i := range idx {
+		cl := calls[i]
+		if cl.name == "" {
+			return nil, fmt.Errorf("openai stream: tool call %d has no name", i)
+		}
+		in, err := parseInput(cl.args.String())
+		if err != nil {
+			return nil, fmt.Errorf("openai stream: tool call %s: %w", cl.name, err)
+		}
+		if cl.id == "" {
+			cl.id = fmt.Sprintf("call_%d", n)
+		}
+		tc := protocol.ToolCall{ID: cl.id, Name: cl.name, Input: in}
+		em.ToolCall(tc)
+		end.Message.Content = append(end.Message.Content, protocol.Block{Type: protocol.BlockToolCall, ID: tc.ID, Name: tc.Name, Input: in})
+	}
+	end.StopReason = finish
+	if r, ok := finishReasons[finish]; ok {
+		end.StopReason = r
+	}
+	if len(calls) > 0 && end.StopReason == "end_turn" {
+		end.StopReason = "tool_use" // some compatible servers say stop
+	}
+	return end, nil
+}
+
+// openaiError classifies an SDK error, including error objects sent
+// inside a 200 stream and the bodies of compatible servers ({"error":"..."}).
+func openaiError(err error) error {
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		raw := oe.RawJSON()
+		var h http.Header
+		if oe.Response != nil {
+			h = oe.Response.Header
+		}
+		typ := oe.Type
+		if oe.Code != "" {
+			typ += " " + oe.Code
+		}
+		e := classifyHTTP(oe.StatusCode, typ, raw+" "+oe.Message, h)
+		e.Message = apiMessage(oe.StatusCode, raw)
+		e.Err = err
+		return e
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		data := string(se.Event.Data)
+		e := classifyHTTP(0, "", data, nil)
+		switch {
+		case e.Kind != protocol.KindBadRequest:
+		case strings.Contains(data, "overloaded") || strings.Contains(data, "503"):
+			e.Kind, e.Retryable = protocol.KindOverloaded, true
+		case strings.Contains(data, "rate_limit") || strings.Contains(data, "429"):
+			e.Kind, e.Retryable = protocol.KindRateLimit, true
+		default:
+			e.Kind, e.Retryable = protocol.KindServer, true
+		}
+		e.Message = "error event in stream: " + apiMessage(0, data)
+		e.Err = err
+		return e
+	}
+	return err
+}

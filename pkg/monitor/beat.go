@@ -1,0 +1,105 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// BeatOptions are the fields a heartbeat sets; nil pointers keep the
+// record's value.
+type BeatOptions struct {
+	Worker   string
+	PID      int // the worker's process: its pid and start time go in the record
+	Host     string
+	State    *string
+	Task     *string
+	Step     *int
+	CostUSD  *float64
+	Progress bool // mark progress even without a state or task change
+	Now      time.Time
+}
+
+// Beat creates or updates worker-<n>.json with a fresh heartbeat, the way
+// pg-loop does, for workers written as shell scripts. A new process (pid or
+// start time differ) starts a new epoch. A change of state or task, or
+// Progress, also moves progress_at. State changes are journaled.
+func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
+	if err := teamdir.ValidName("worker", o.Worker); err != nil {
+		return nil, err
+	}
+	if o.PID <= 0 {
+		return nil, fmt.Errorf("invalid pid %d", o.PID)
+	}
+	start, err := proc.StartTime(o.PID)
+	if err != nil {
+		return nil, fmt.Errorf("pid %d: %w", o.PID, err)
+	}
+	if err := d.Ensure(); err != nil {
+		return nil, err
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = now.UTC()
+	// A worker may beat from a background loop while its main loop records
+	// state changes: the read-modify-write is serialized per worker.
+	lk := flock.New(d.Worker(o.Worker) + ".lock")
+	if err := lk.Lock(); err != nil {
+		return nil, fmt.Errorf("lock worker %s: %w", o.Worker, err)
+	}
+	defer lk.Unlock()
+	rec, err := d.ReadWorker(o.Worker)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		rec = nil // an unreadable record is replaced: the heartbeat must go through
+	}
+	var events []any
+	if rec == nil || rec.PID != o.PID || rec.PIDStart != start {
+		epoch := 1
+		if rec != nil {
+			epoch = rec.Epoch + 1
+		}
+		rec = &protocol.Worker{Worker: o.Worker, PID: o.PID, PIDStart: start, Epoch: epoch,
+			State: "running", StartedAt: now, ProgressAt: now, Velocity: 1}
+		events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "start", PID: o.PID, State: rec.State})
+	}
+	rec.Host = o.Host
+	rec.HeartbeatAt = now
+	progress := o.Progress
+	if o.State != nil && *o.State != rec.State {
+		events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "state", PID: o.PID, State: *o.State, Task: rec.Task})
+		rec.State = *o.State
+		progress = true
+	}
+	if o.Task != nil && *o.Task != rec.Task {
+		rec.Task = *o.Task
+		progress = true
+	}
+	if o.Step != nil && *o.Step != rec.Step {
+		rec.Step = *o.Step
+		progress = true
+	}
+	if o.CostUSD != nil {
+		rec.Usage.CostUSD = *o.CostUSD
+	}
+	if progress {
+		rec.ProgressAt = now
+	}
+	if err := d.WriteWorker(rec); err != nil {
+		return nil, err
+	}
+	if len(events) > 0 {
+		if err := jsonl.Append(d.Events(), events...); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}

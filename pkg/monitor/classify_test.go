@@ -1,0 +1,57 @@
+package monitor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+func TestClassify(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	o := Options{Heartbeat: 30 * time.Second, Stall: 10 * time.Minute, Grace: 10 * time.Second}
+	rec := func(state string, beat, progress time.Time) *protocol.Worker {
+		return &protocol.Worker{Worker: "1", PID: 42, PIDStart: "100", State: state, HeartbeatAt: beat, ProgressAt: progress}
+	}
+	tests := []struct {
+		name   string
+		w      *protocol.Worker
+		p      Process
+		o      Options
+		want   Liveness
+		reason string
+	}{
+		{"fresh", rec("executing", ago(time.Second), ago(time.Minute)), ProcRunning, o, Alive, "heartbeat 1s ago"},
+		{"old heartbeat", rec("executing", ago(31*time.Second), ago(time.Minute)), ProcRunning, o, Stale, "last heartbeat 31s ago, limit 30s"},
+		{"heartbeat exactly at the limit", rec("executing", ago(30*time.Second), ago(time.Minute)), ProcRunning, o, Alive, ""},
+		{"no heartbeat", rec("starting", time.Time{}, time.Time{}), ProcRunning, o, Stale, "no heartbeat"},
+		{"process gone, fresh beat", rec("executing", ago(time.Second), ago(time.Second)), ProcGone, o, Dead, "pid 42 is gone or reused"},
+		{"process gone, old beat", rec("executing", ago(time.Hour), ago(time.Hour)), ProcGone, o, Dead, ""},
+		{"ended", rec("done", ago(time.Hour), ago(time.Hour)), ProcGone, o, Done, "state done"},
+		{"failed, process gone", rec("failed", ago(time.Second), ago(time.Second)), ProcGone, o, Done, "state failed"},
+		{"ended, unverifiable process", rec("done", ago(time.Hour), ago(time.Hour)), ProcUnknown, o, Done, "state done"},
+		{"ended, process lingering", rec("done", ago(time.Second), ago(time.Hour)), ProcRunning, o, Alive, ""},
+		{"ended, process lingering past the limit", rec("failed", ago(time.Minute), ago(time.Hour)), ProcRunning, o, Stale, ""},
+		{"no progress", rec("executing", ago(time.Second), ago(11*time.Minute)), ProcRunning, o, Stuck, "no progress for 11m0s, limit 10m0s"},
+		{"stall disabled", rec("executing", ago(time.Second), ago(time.Hour)), ProcRunning, Options{Heartbeat: 30 * time.Second}, Alive, ""},
+		{"paused makes no progress on purpose", &protocol.Worker{State: "executing", Paused: true, HeartbeatAt: ago(time.Second), ProgressAt: ago(time.Hour)}, ProcRunning, o, Alive, ""},
+		{"progress falls back to started_at", &protocol.Worker{State: "thinking", HeartbeatAt: ago(time.Second), StartedAt: ago(time.Hour)}, ProcRunning, o, Stuck, ""},
+		{"stale wins over stuck", rec("executing", ago(time.Hour), ago(time.Hour)), ProcRunning, o, Stale, ""},
+		{"unknown process judged by heartbeat", rec("executing", ago(time.Hour), ago(time.Hour)), ProcUnknown, o, Stale, ""},
+		{"unknown process, fresh", rec("executing", ago(time.Second), ago(time.Second)), ProcUnknown, o, Alive, ""},
+		{"clock skew: beat in the future", rec("executing", now.Add(time.Minute), now.Add(time.Minute)), ProcRunning, o, Alive, "heartbeat 0s ago"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Classify(tt.w, now, tt.p, tt.o)
+			if v.Liveness != tt.want {
+				t.Fatalf("liveness %s (%s), want %s", v.Liveness, v.Reason, tt.want)
+			}
+			if !strings.Contains(v.Reason, tt.reason) {
+				t.Fatalf("reason %q, want it to contain %q", v.Reason, tt.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,495 @@
+package monitor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// The lines a worker prints last (DESIGN.md §4, pg-loop).
+const (
+	MarkerDone  = "<POWERGLIDE_DONE>"
+	MarkerError = "<POWERGLIDE_ERROR>"
+)
+
+// Restart policies.
+const (
+	RestartOnFailure = "on-failure" // restart a worker that exits without <POWERGLIDE_DONE> (not after <POWERGLIDE_ERROR>)
+	RestartAlways    = "always"     // also after <POWERGLIDE_DONE> or <POWERGLIDE_ERROR>, while the queue has work
+	RestartNever     = "never"
+)
+
+// RunOptions configure a supervised swarm.
+type RunOptions struct {
+	Workers     int
+	Restart     string
+	MaxRestarts int           // restarts per worker; negative: unlimited
+	Backoff     time.Duration // first restart delay, doubled each time, capped at MaxBackoff
+	MaxBackoff  time.Duration
+	Interval    time.Duration // watch pass and budget check period
+	BudgetUSD   float64       // 0: no team budget
+	Argv        []string      // the worker command
+	Env         []string      // its environment (POWERGLIDE_TEAM and POWERGLIDE_WORKER are added)
+	Log         io.Writer     // human progress lines (stderr)
+}
+
+// Outcome is how a supervised run ended.
+type Outcome int
+
+const (
+	OutcomeDone        Outcome = iota // queue drained, workers ended
+	OutcomeBudget                     // the team budget stopped the workers
+	OutcomeUndrained                  // every worker ended (or gave up) with work left
+	OutcomeInterrupted                // the context was cancelled; workers were stopped
+)
+
+// RunResult reports a supervised run.
+type RunResult struct {
+	Outcome  Outcome
+	Stats    Stats
+	CostUSD  float64
+	Restarts int
+}
+
+// Supervisor spawns and keeps a swarm of workers.
+type Supervisor struct {
+	W    *Watcher
+	Opts RunOptions
+
+	exits chan exitMsg
+	slots []*slot
+}
+
+type slot struct {
+	name      string
+	pid       int
+	start     string
+	running   bool
+	restarts  int
+	retired   bool
+	restartAt time.Time
+	spent     float64 // cost of ended incarnations
+	cur       float64 // cost of the running incarnation
+}
+
+type exitMsg struct {
+	s      *slot
+	pid    int
+	start  string
+	err    error
+	marker string
+}
+
+func (s *Supervisor) logf(format string, args ...any) {
+	if s.Opts.Log != nil {
+		fmt.Fprintf(s.Opts.Log, "pg-monitor: "+format+"\n", args...)
+	}
+}
+
+// Run spawns the workers and supervises them until the queue is drained
+// and they have ended, the budget is reached, every worker gave up, or ctx
+// is cancelled (then the workers are stopped: SIGTERM, grace, SIGKILL, and
+// their tasks released).
+func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
+	o := &s.Opts
+	if o.Workers < 1 {
+		return nil, errors.New("need at least one worker")
+	}
+	if len(o.Argv) == 0 {
+		return nil, errors.New("no worker command")
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if err := s.W.Dir.Ensure(); err != nil {
+		return nil, err
+	}
+	// Fail before spawning anything when the queue cannot be reached.
+	if _, err := s.W.Queue.Stats(ctx); err != nil {
+		return nil, fmt.Errorf("queue stats: %w", err)
+	}
+	s.exits = make(chan exitMsg, o.Workers)
+	res := &RunResult{}
+	for i := 1; i <= o.Workers; i++ {
+		sl := &slot{name: strconv.Itoa(i)}
+		s.slots = append(s.slots, sl)
+		if err := s.spawn(ctx, sl, ActSpawn, "start of run"); err != nil {
+			s.stopAll(context.WithoutCancel(ctx), "a worker could not be started")
+			return nil, err
+		}
+	}
+	tick := time.NewTicker(o.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.nextRestart():
+			s.restartDue(ctx)
+		case <-ctx.Done():
+			s.stopAll(context.WithoutCancel(ctx), "monitor interrupted: "+context.Cause(ctx).Error())
+			res.Outcome = OutcomeInterrupted
+			res.CostUSD = s.cost()
+			return res, context.Cause(ctx)
+		case m := <-s.exits:
+			s.exited(ctx, m, res, true)
+		case <-tick.C:
+			if pr, err := s.W.Pass(ctx); err != nil {
+				if ctx.Err() == nil {
+					s.logf("watch pass: %v", err)
+				}
+			} else {
+				for _, e := range pr.Errors {
+					s.logf("watch pass: %v", e)
+				}
+			}
+			s.restartDue(ctx)
+		}
+		// The budget counts ended incarnations too, so it is checked after
+		// an exit as well as on each tick.
+		if o.BudgetUSD > 0 {
+			s.readCosts()
+			if c := s.cost(); c >= o.BudgetUSD {
+				reason := fmt.Sprintf("team cost $%.4f reached the budget $%.4f", c, o.BudgetUSD)
+				s.logf("%s: stopping every worker", reason)
+				_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
+				s.stopAll(context.WithoutCancel(ctx), "team budget reached")
+				res.Outcome = OutcomeBudget
+				res.CostUSD = c
+				return res, nil
+			}
+		}
+		if s.active() {
+			continue
+		}
+		// Every worker ended and none is due a restart.
+		st, err := s.W.Queue.Stats(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("queue stats: %w", err)
+		}
+		res.Stats = st
+		res.CostUSD = s.cost()
+		if st.Drained() {
+			reason := fmt.Sprintf("queue drained (%d done, %d failed, %d cancelled) and every worker ended", st.Done, st.Failed, st.Cancelled)
+			if st.Stuck > 0 {
+				reason += fmt.Sprintf("; %d pending task(s) can never run: a dependency failed or was cancelled", st.Stuck)
+				s.logf("%d pending task(s) can never run: a dependency failed or was cancelled", st.Stuck)
+			}
+			_ = s.W.Emit(protocol.MonitorEvent{Action: ActDone, Reason: reason})
+			res.Outcome = OutcomeDone
+			return res, nil
+		}
+		res.Outcome = OutcomeUndrained
+		return res, nil
+	}
+}
+
+// nextRestart fires when the earliest pending restart is due (never when
+// none is pending).
+func (s *Supervisor) nextRestart() <-chan time.Time {
+	var next time.Time
+	for _, sl := range s.slots {
+		if !sl.running && !sl.retired && !sl.restartAt.IsZero() && (next.IsZero() || sl.restartAt.Before(next)) {
+			next = sl.restartAt
+		}
+	}
+	if next.IsZero() {
+		return nil
+	}
+	return time.After(time.Until(next))
+}
+
+// restartDue restarts the workers whose backoff is over.
+func (s *Supervisor) restartDue(ctx context.Context) {
+	o := &s.Opts
+	now := time.Now()
+	for _, sl := range s.slots {
+		if !sl.running && !sl.retired && !sl.restartAt.IsZero() && !now.Before(sl.restartAt) {
+			sl.restartAt = time.Time{}
+			reason := fmt.Sprintf("restart %d", sl.restarts)
+			if o.MaxRestarts >= 0 {
+				reason += fmt.Sprintf(" of at most %d", o.MaxRestarts)
+			}
+			if err := s.spawn(ctx, sl, ActRestart, reason); err != nil {
+				s.logf("worker %s: %v", sl.name, err)
+				sl.retired = true
+			}
+		}
+	}
+}
+
+func (s *Supervisor) active() bool {
+	for _, sl := range s.slots {
+		if sl.running || (!sl.retired && !sl.restartAt.IsZero()) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Supervisor) cost() float64 {
+	var c float64
+	for _, sl := range s.slots {
+		c += sl.spent + sl.cur
+	}
+	return c
+}
+
+// readCosts takes each running worker's usage from its record, when the
+// record is this incarnation's.
+func (s *Supervisor) readCosts() {
+	for _, sl := range s.slots {
+		if !sl.running {
+			continue
+		}
+		if r, err := s.W.Dir.ReadWorker(sl.name); err == nil && r.PID == sl.pid && r.PIDStart == sl.start {
+			sl.cur = r.Usage.CostUSD
+		}
+	}
+}
+
+// spawn starts one worker in its own process group. It runs under the
+// monitor lock and seeds worker-<n>.json with the new pid and start time
+// before releasing it, so no watcher can mistake the new process's claims
+// for those of the dead one it replaces.
+func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string) error {
+	d := s.W.Dir
+	err := s.W.Locked(ctx, func() error {
+		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("open worker log: %w", err)
+		}
+		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			logf.Close()
+			return fmt.Errorf("open worker stderr log: %w", err)
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			logf.Close()
+			errf.Close()
+			return err
+		}
+		cmd := exec.Command(s.Opts.Argv[0], s.Opts.Argv[1:]...)
+		cmd.Env = append(append([]string{}, s.Opts.Env...), "POWERGLIDE_TEAM="+d.Team, "POWERGLIDE_WORKER="+sl.name)
+		cmd.Stdout = pw
+		cmd.Stderr = errf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err = cmd.Start()
+		pw.Close()
+		errf.Close()
+		if err != nil {
+			pr.Close()
+			logf.Close()
+			return fmt.Errorf("start worker %s: %w", sl.name, err)
+		}
+		pid := cmd.Process.Pid
+		start, _ := proc.StartTime(pid)
+		sl.pid, sl.start, sl.running, sl.cur = pid, start, true, 0
+		now := time.Now().UTC()
+		old, _ := d.ReadWorker(sl.name)
+		if old == nil || old.PID != pid {
+			rec := &protocol.Worker{Worker: sl.name, PID: pid, PIDStart: start, Host: s.W.Host, Epoch: 1,
+				State: "starting", HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
+			if old != nil {
+				rec.Epoch = old.Epoch + 1
+			}
+			if err := d.WriteWorker(rec); err != nil {
+				s.logf("worker %s: seed record: %v", sl.name, err)
+			}
+		}
+		go s.follow(sl, cmd, pr, logf, pid, start)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.logf("worker %s: %s pid %d (%s)", sl.name, action, sl.pid, reason)
+	return s.W.Emit(protocol.MonitorEvent{Action: action, Worker: sl.name, PID: sl.pid, Reason: reason})
+}
+
+// follow copies the worker's stdout to its log, line by line, watching for
+// the end markers, then reaps the worker and reports its exit.
+func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File, pid int, start string) {
+	var mu sync.Mutex
+	marker := ""
+	eof := make(chan struct{})
+	go func() {
+		defer close(eof)
+		defer logf.Close()
+		br := bufio.NewReaderSize(pr, 64*1024)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				if line[len(line)-1] != '\n' {
+					line = append(line, '\n')
+				}
+				_, _ = logf.Write(line)
+				t := bytes.TrimSpace(line)
+				mu.Lock()
+				switch {
+				case bytes.Contains(t, []byte(MarkerDone)):
+					marker = MarkerDone
+				case bytes.Contains(t, []byte(MarkerError)):
+					marker = MarkerError
+				case len(t) > 0:
+					marker = "" // the marker must be the last line
+				}
+				mu.Unlock()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	// Leftovers of the worker's process group (a backgrounded child) would
+	// keep its stdout open and run unsupervised: end them. The group id
+	// cannot be reused while any member lives, so this reaches only them.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	select {
+	case <-eof:
+	case <-time.After(2 * time.Second):
+	}
+	pr.Close()
+	<-eof
+	mu.Lock()
+	m := marker
+	mu.Unlock()
+	s.exits <- exitMsg{s: sl, pid: pid, start: start, err: err, marker: m}
+}
+
+func describeExit(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+		}
+		return ee.Error()
+	}
+	return err.Error()
+}
+
+// exited handles the end of one worker process: journal it, release its
+// tasks, and schedule a restart when the policy asks for one.
+func (s *Supervisor) exited(ctx context.Context, m exitMsg, res *RunResult, mayRestart bool) {
+	sl := m.s
+	sl.running = false
+	if r, err := s.W.Dir.ReadWorker(sl.name); err == nil && r.PID == m.pid && r.PIDStart == m.start {
+		sl.cur = r.Usage.CostUSD
+	}
+	sl.spent += sl.cur
+	sl.cur = 0
+	how := describeExit(m.err)
+	if m.marker != "" {
+		how += ", last line " + m.marker
+	} else {
+		how += ", without " + MarkerDone
+	}
+	_ = appendJournal(s.W, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: sl.name, Op: "exit", PID: m.pid, Reason: how})
+	rec := &protocol.Worker{Worker: sl.name, PID: m.pid, PIDStart: m.start}
+	if _, err := s.W.ReleaseWorker(context.WithoutCancel(ctx), rec, "exited ("+how+")"); err != nil {
+		s.logf("worker %s: release tasks: %v", sl.name, err)
+	}
+	if !mayRestart {
+		s.logf("worker %s: %s", sl.name, how)
+		return
+	}
+	o := &s.Opts
+	restart := false
+	switch {
+	case o.Restart == RestartNever:
+	case m.marker == MarkerDone || m.marker == MarkerError:
+		restart = o.Restart == RestartAlways
+	default:
+		restart = true
+	}
+	if restart {
+		// A restart is pointless when nothing is left to do.
+		if st, err := s.W.Queue.Stats(ctx); err == nil && st.Drained() {
+			restart = false
+		}
+	}
+	if restart && o.MaxRestarts >= 0 && sl.restarts >= o.MaxRestarts {
+		reason := fmt.Sprintf("worker %s %s; it was restarted %d times, the limit (--max-restarts %d)", sl.name, how, sl.restarts, o.MaxRestarts)
+		s.logf("%s: giving up on it", reason)
+		_ = s.W.Emit(protocol.MonitorEvent{Action: ActGiveUp, Worker: sl.name, PID: m.pid, Reason: reason})
+		sl.retired = true
+		return
+	}
+	if !restart {
+		s.logf("worker %s: %s; not restarted (policy %s)", sl.name, how, o.Restart)
+		sl.retired = true
+		return
+	}
+	sl.restarts++
+	res.Restarts++
+	delay := o.Backoff
+	for i := 1; i < sl.restarts && delay < o.MaxBackoff; i++ {
+		delay *= 2
+	}
+	delay = min(delay, o.MaxBackoff)
+	sl.restartAt = time.Now().Add(delay)
+	s.logf("worker %s: %s; restart %d in %s", sl.name, how, sl.restarts, delay)
+}
+
+// stopAll stops every running worker: SIGTERM to its process group, then
+// SIGKILL after the grace period; each one's tasks are released as it ends.
+func (s *Supervisor) stopAll(ctx context.Context, reason string) {
+	running := 0
+	for _, sl := range s.slots {
+		sl.restartAt = time.Time{}
+		sl.retired = true
+		if !sl.running {
+			continue
+		}
+		running++
+		if sent, _ := proc.SignalGroup(sl.pid, sl.start, syscall.SIGTERM); sent {
+			_ = s.W.Emit(protocol.MonitorEvent{Action: ActSigterm, Worker: sl.name, PID: sl.pid, Reason: reason})
+		}
+	}
+	grace := time.After(s.W.Opts.Grace)
+	killed := false
+	for running > 0 {
+		select {
+		case m := <-s.exits:
+			running--
+			s.exited(ctx, m, &RunResult{}, false)
+		case <-grace:
+			if killed {
+				s.logf("%d worker(s) still running 10s after SIGKILL: giving up waiting", running)
+				return
+			}
+			killed = true
+			grace = time.After(10 * time.Second)
+			for _, sl := range s.slots {
+				if !sl.running {
+					continue
+				}
+				if sent, _ := proc.SignalGroup(sl.pid, sl.start, syscall.SIGKILL); sent {
+					_ = s.W.Emit(protocol.MonitorEvent{Action: ActSigkill, Worker: sl.name, PID: sl.pid,
+						Reason: fmt.Sprintf("still running %s after SIGTERM (%s)", s.W.Opts.Grace, reason)})
+				}
+			}
+		}
+	}
+}

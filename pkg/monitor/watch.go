@@ -1,0 +1,416 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// Files of the monitor inside the team directory. monitor.lock is its own
+// flock target, separate from the queue's lock: the monitor calls pg-queue
+// while holding it.
+const (
+	LockFile  = "monitor.lock"
+	StateFile = "monitor.json"
+)
+
+// Monitor actions recorded in events.jsonl.
+const (
+	ActSpawn      = "spawn"
+	ActRestart    = "restart"
+	ActSigterm    = "sigterm"
+	ActSigkill    = "sigkill"
+	ActRelease    = "release"
+	ActBudgetStop = "budget_stop"
+	ActDone       = "done"
+	ActGiveUp     = "give_up"
+)
+
+// State is what the watchers share in monitor.json: the kills in flight
+// and the dead incarnations whose tasks were already released. It is read
+// and replaced only under monitor.lock.
+type State struct {
+	Kills map[string]*Kill  `json:"kills"` // by worker name
+	Dead  map[string]string `json:"dead"`  // worker name -> "pid/start" whose tasks were released
+}
+
+// Kill is a stop in progress: SIGTERM sent at TermAt, SIGKILL at KillAt
+// (zero until sent).
+type Kill struct {
+	PID      int       `json:"pid"`
+	PIDStart string    `json:"pid_start"`
+	TermAt   time.Time `json:"term_at"`
+	KillAt   time.Time `json:"kill_at,omitzero"`
+	Reason   string    `json:"reason"`
+}
+
+// Status is one worker as `pg-monitor status` and a watch pass see it.
+type Status = protocol.WorkerStatus
+
+// Watcher runs watch passes over one team.
+type Watcher struct {
+	Dir   teamdir.Dir
+	Queue Queue
+	Opts  Options
+	Host  string           // this host's name; records from other hosts are never signalled
+	Now   func() time.Time // nil: time.Now
+}
+
+func (w *Watcher) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+// Probe finds out whether the process of record r is still there.
+func (w *Watcher) Probe(r *protocol.Worker) Process { return w.probe(&reader{}, r) }
+
+func (w *Watcher) probe(rd *reader, r *protocol.Worker) Process {
+	if r.PID <= 0 || r.PIDStart == "" || (r.Host != "" && w.Host != "" && r.Host != w.Host) {
+		return ProcUnknown
+	}
+	if rd.matches(r.PID, r.PIDStart) {
+		return ProcRunning
+	}
+	return ProcGone
+}
+
+// Statuses classifies every worker record without acting (pg-monitor
+// status). Unreadable records come back as errors.
+func (w *Watcher) Statuses() ([]Status, []error) {
+	rd := &reader{}
+	recs, errs := rd.workers(w.Dir)
+	st, _ := w.loadState()
+	now := w.now()
+	out := make([]Status, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, w.status(r, Classify(r, now, w.probe(rd, r), w.Opts), st))
+	}
+	return out, errs
+}
+
+func (w *Watcher) status(r *protocol.Worker, v Verdict, st *State) Status {
+	s := Status{
+		Type: "worker_status", Worker: r.Worker, Liveness: string(v.Liveness), Reason: v.Reason,
+		PID: r.PID, Host: r.Host, State: r.State, Task: r.Task, Step: r.Step,
+		HeartbeatAt: r.HeartbeatAt, HeartbeatAgeS: secs(v.HeartbeatAge), ProgressAgeS: secs(v.ProgressAge),
+		Usage: r.Usage,
+	}
+	if k := st.Kills[r.Worker]; k != nil && k.PID == r.PID && k.PIDStart == r.PIDStart {
+		s.Stopping = true
+	}
+	return s
+}
+
+func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
+
+// Result is what one pass saw and did.
+type Result struct {
+	Workers []Status
+	Events  []protocol.MonitorEvent
+	// InFlight counts kills still waiting for their process to end.
+	InFlight int
+	// Errors are problems that did not stop the pass (an unreadable
+	// record, a failed release to retry next pass).
+	Errors []error
+}
+
+// Locked runs fn while holding the team's monitor lock.
+func (w *Watcher) Locked(ctx context.Context, fn func() error) error {
+	if err := w.Dir.Ensure(); err != nil {
+		return err
+	}
+	lk := flock.New(filepath.Join(w.Dir.Path(), LockFile))
+	ok, err := lk.TryLockContext(ctx, 10*time.Millisecond)
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", LockFile, err)
+	}
+	if !ok {
+		return fmt.Errorf("lock %s: not acquired", LockFile)
+	}
+	defer lk.Unlock()
+	return fn()
+}
+
+// Pass classifies every worker record and acts on it, once, under the
+// monitor lock:
+//   - stale or stuck, process running: SIGTERM to its process group;
+//   - SIGTERM sent more than Grace ago, process still running: SIGKILL;
+//   - process gone (dead, or ended without releasing): release its claimed
+//     tasks through the queue.
+//
+// Signals go only to a pid whose start time still matches the record.
+func (w *Watcher) Pass(ctx context.Context) (*Result, error) {
+	var res *Result
+	err := w.Locked(ctx, func() error {
+		var err error
+		res, err = w.pass(ctx)
+		return err
+	})
+	return res, err
+}
+
+func (w *Watcher) pass(ctx context.Context) (*Result, error) {
+	res := &Result{}
+	st, err := w.loadState()
+	if err != nil {
+		return nil, err
+	}
+	changed := false
+	rd := &reader{}
+	recs, errs := rd.workers(w.Dir)
+	res.Errors = append(res.Errors, errs...)
+	now := w.now()
+
+	// Kills in flight: drop the finished ones, escalate the overdue ones.
+	ended := map[string]*Kill{}
+	for _, name := range sortedKeys(st.Kills) {
+		k := st.Kills[name]
+		if !proc.Matches(k.PID, k.PIDStart) {
+			ended[name] = k
+			delete(st.Kills, name)
+			changed = true
+			continue
+		}
+		if k.KillAt.IsZero() && now.Sub(k.TermAt) >= w.Opts.Grace {
+			// Write ahead: the intent is saved before the signal, so a
+			// watcher killed in between never leads to a second one.
+			k.KillAt = now
+			if err := w.saveState(st); err != nil {
+				return res, err
+			}
+			sent, err := proc.SignalGroup(k.PID, k.PIDStart, syscall.SIGKILL)
+			if err != nil {
+				res.Errors = append(res.Errors, fmt.Errorf("kill worker %s (pid %d): %w", name, k.PID, err))
+				k.KillAt = time.Time{}
+				changed = true
+				continue
+			}
+			if sent {
+				w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
+					Reason: fmt.Sprintf("still running %s after SIGTERM (grace %s); %s", round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})
+				waitGone(ctx, k.PID, k.PIDStart, 200*time.Millisecond)
+			}
+		}
+	}
+
+	var orphaned []*protocol.Worker // process gone: release its tasks
+	reasons := map[string]string{}
+	for _, r := range recs {
+		p := w.probe(rd, r)
+		v := Classify(r, now, p, w.Opts)
+		switch {
+		case (v.Liveness == Stale || v.Liveness == Stuck) && p == ProcRunning:
+			if k := st.Kills[r.Worker]; k != nil && k.PID == r.PID && k.PIDStart == r.PIDStart {
+				break // already being stopped
+			}
+			reason := string(v.Liveness) + ": " + v.Reason
+			// Write ahead, as for SIGKILL: a watcher that dies after this
+			// leaves a kill in flight, which the next one escalates after
+			// the grace period, instead of a second SIGTERM.
+			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, TermAt: now, Reason: reason}
+			if err := w.saveState(st); err != nil {
+				return res, err
+			}
+			sent, err := proc.SignalGroup(r.PID, r.PIDStart, syscall.SIGTERM)
+			if err != nil || !sent { // an error, or it ended between the probe and the signal
+				if err != nil {
+					res.Errors = append(res.Errors, fmt.Errorf("stop worker %s (pid %d): %w", r.Worker, r.PID, err))
+				}
+				delete(st.Kills, r.Worker)
+				changed = true
+				break
+			}
+			w.emit(res, protocol.MonitorEvent{Action: ActSigterm, Worker: r.Worker, PID: r.PID, Task: r.Task, Reason: reason})
+		case p == ProcGone:
+			if st.Dead[r.Worker] == incarnation(r) {
+				break // its tasks were released already
+			}
+			orphaned = append(orphaned, r)
+			reasons[r.Worker] = v.Reason
+			if v.Liveness == Done {
+				reasons[r.Worker] = fmt.Sprintf("ended (%s) holding a claim", v.Reason)
+			}
+			k := st.Kills[r.Worker] // killed in this pass
+			if k == nil {
+				k = ended[r.Worker]
+			}
+			if k != nil && k.PID == r.PID {
+				reasons[r.Worker] = "stopped by the monitor (" + k.Reason + ")"
+			}
+		}
+		res.Workers = append(res.Workers, w.status(r, v, st))
+	}
+
+	if len(orphaned) > 0 {
+		released, err := w.release(ctx, res, orphaned, reasons)
+		if err != nil {
+			res.Errors = append(res.Errors, err)
+		}
+		for _, r := range released {
+			st.Dead[r.Worker] = incarnation(r)
+			changed = true
+		}
+	}
+
+	res.InFlight = len(st.Kills)
+	if changed {
+		if err := w.saveState(st); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// ReleaseWorker releases the claimed tasks of worker name (whose process
+// is known to have ended), under the monitor lock. The run supervisor
+// calls it when one of its children exits.
+func (w *Watcher) ReleaseWorker(ctx context.Context, r *protocol.Worker, reason string) ([]protocol.MonitorEvent, error) {
+	res := &Result{}
+	err := w.Locked(ctx, func() error {
+		st, err := w.loadState()
+		if err != nil {
+			return err
+		}
+		released, err := w.release(ctx, res, []*protocol.Worker{r}, map[string]string{r.Worker: reason})
+		if len(released) > 0 && r.PID > 0 {
+			st.Dead[r.Worker] = incarnation(r)
+			if k := st.Kills[r.Worker]; k != nil && k.PID == r.PID {
+				delete(st.Kills, r.Worker)
+			}
+			if serr := w.saveState(st); serr != nil && err == nil {
+				err = serr
+			}
+		}
+		return err
+	})
+	return res.Events, err
+}
+
+// release gives back every claimed task of the given workers. It returns
+// the workers whose tasks are all released (or had none).
+func (w *Watcher) release(ctx context.Context, res *Result, workers []*protocol.Worker, reasons map[string]string) ([]*protocol.Worker, error) {
+	if w.Queue == nil {
+		return nil, errors.New("no queue to release tasks to")
+	}
+	tasks, err := w.Queue.Claimed(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list claimed tasks: %w", err)
+	}
+	byWorker := map[string][]protocol.Task{}
+	for _, t := range tasks {
+		byWorker[t.Claim.Worker] = append(byWorker[t.Claim.Worker], t)
+	}
+	var done []*protocol.Worker
+	var firstErr error
+	for _, r := range workers {
+		ok := true
+		for _, t := range byWorker[r.Worker] {
+			rel, err := w.Queue.Release(ctx, t.ID, t.Claim.Token)
+			if err != nil {
+				ok = false
+				if firstErr == nil {
+					firstErr = fmt.Errorf("release task %s of worker %s: %w", t.ID, r.Worker, err)
+				}
+				continue
+			}
+			if rel {
+				w.emit(res, protocol.MonitorEvent{Action: ActRelease, Worker: r.Worker, PID: r.PID, Task: t.ID,
+					Reason: fmt.Sprintf("worker %s %s", r.Worker, reasons[r.Worker])})
+			}
+		}
+		if ok {
+			done = append(done, r)
+		}
+	}
+	return done, firstErr
+}
+
+// emit appends the event to events.jsonl and to the result.
+func (w *Watcher) emit(res *Result, ev protocol.MonitorEvent) {
+	ev.Type = protocol.JournalMonitor
+	if ev.TS.IsZero() {
+		ev.TS = time.Now().UTC()
+	}
+	if err := jsonl.Append(w.Dir.Events(), ev); err != nil {
+		res.Errors = append(res.Errors, err)
+	}
+	res.Events = append(res.Events, ev)
+}
+
+// Emit appends a monitor event to the team journal.
+func (w *Watcher) Emit(ev protocol.MonitorEvent) error {
+	res := &Result{}
+	w.emit(res, ev)
+	return errors.Join(res.Errors...)
+}
+
+func incarnation(r *protocol.Worker) string { return strconv.Itoa(r.PID) + "/" + r.PIDStart }
+
+func (w *Watcher) statePath() string { return filepath.Join(w.Dir.Path(), StateFile) }
+
+func (w *Watcher) loadState() (*State, error) {
+	st := &State{}
+	b, err := os.ReadFile(w.statePath())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", StateFile, err)
+	}
+	if err == nil && len(b) > 0 {
+		if err := json.Unmarshal(b, st); err != nil {
+			return nil, fmt.Errorf("read %s: %w", StateFile, err)
+		}
+	}
+	if st.Kills == nil {
+		st.Kills = map[string]*Kill{}
+	}
+	if st.Dead == nil {
+		st.Dead = map[string]string{}
+	}
+	return st, nil
+}
+
+func (w *Watcher) saveState(st *State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(w.statePath(), append(b, '\n'), 0o644)
+}
+
+// waitGone polls until pid has ended or max elapsed.
+func waitGone(ctx context.Context, pid int, start string, max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	for proc.Matches(pid, start) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func appendJournal(w *Watcher, recs ...any) error { return jsonl.Append(w.Dir.Events(), recs...) }

@@ -1,0 +1,81 @@
+package protocol
+
+// Records pg-pty prints (DESIGN.md §4, pg-pty). pg-tool's terminal tools
+// exec pg-pty and read these, so their fields are a contract.
+
+// PtyRun is the one summary `pg-pty run --json` prints.
+type PtyRun struct {
+	Type        string   `json:"type" jsonschema:"enum=run"`
+	Command     []string `json:"command"`
+	ExitCode    int      `json:"exit_code" jsonschema:"description=the child's exit code; 128+n when signal n killed it; 124 on timeout"`
+	Signal      *string  `json:"signal" jsonschema:"description=the signal that ended the child (e.g. SIGKILL), or null"`
+	TimedOut    bool     `json:"timed_out"`
+	DurationMS  int64    `json:"duration_ms"`
+	Output      string   `json:"output" jsonschema:"description=the terminal output, head and tail kept when it is longer than the cap"`
+	OutputBytes int64    `json:"output_bytes"`
+	Truncated   bool     `json:"truncated"`
+}
+
+// PtyOutput is what `pg-pty read` returns: the output of a session from
+// offset to next_offset (byte offsets into output.log).
+type PtyOutput struct {
+	Type       string `json:"type" jsonschema:"enum=output"`
+	Name       string `json:"name"`
+	Data       string `json:"data"`
+	Offset     int64  `json:"offset"`
+	NextOffset int64  `json:"next_offset"`
+	Matched    bool   `json:"matched" jsonschema:"description=--wait: the pattern was found and data ends with the match"`
+}
+
+// PtyCursor is a cursor position, zero-based.
+type PtyCursor struct {
+	Row int `json:"row"`
+	Col int `json:"col"`
+}
+
+// PtyScreen is a session's screen as a terminal shows it.
+type PtyScreen struct {
+	Type   string    `json:"type" jsonschema:"enum=screen"`
+	Name   string    `json:"name"`
+	Cols   int       `json:"cols"`
+	Rows   int       `json:"rows"`
+	Cursor PtyCursor `json:"cursor"`
+	Lines  []string  `json:"lines" jsonschema:"description=one string per row, trailing blanks removed"`
+}
+
+// Session statuses.
+const (
+	PtyRunning = "running"
+	PtyExited  = "exited"
+	PtyDead    = "dead" // the holder process is gone without recording an exit
+)
+
+// PtySession is a session's state: session.json, and what `pg-pty status`
+// and `pg-pty list` print.
+type PtySession struct {
+	Type        string   `json:"type" jsonschema:"enum=session"`
+	Name        string   `json:"name"`
+	Status      string   `json:"status" jsonschema:"enum=running,enum=exited,enum=dead"`
+	Command     []string `json:"command"`
+	Dir         string   `json:"dir" jsonschema:"description=the program's working directory"`
+	PID         int      `json:"pid"`
+	PIDStart    string   `json:"pid_start"`
+	HolderPID   int      `json:"holder_pid"`
+	HolderStart string   `json:"holder_start"`
+	Cols        int      `json:"cols"`
+	Rows        int      `json:"rows"`
+	ExitCode    *int     `json:"exit_code" jsonschema:"description=once exited: the exit code, 128+n for signal n"`
+	Signal      *string  `json:"signal"`
+	CreatedAt   string   `json:"created_at"`
+	ExitedAt    *string  `json:"exited_at"`
+	OutputBytes int64    `json:"output_bytes,omitempty" jsonschema:"description=size of output.log (status and list only)"`
+}
+
+// PtyOutputs are the records pg-pty prints.
+var PtyOutputs = family("pty-output", map[string]func() any{
+	"run":      func() any { return &PtyRun{} },
+	"output":   func() any { return &PtyOutput{} },
+	"screen":   func() any { return &PtyScreen{} },
+	"session":  func() any { return &PtySession{} },
+	EventError: func() any { return &ErrorEvent{} },
+})

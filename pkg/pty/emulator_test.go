@@ -1,0 +1,34 @@
+package pty
+
+import (
+	"testing"
+	"time"
+)
+
+// Control sequences with huge or many parameters must not stall the
+// emulator (vt10x loops once per unit of some counts).
+func TestEmulatorHostileSequences(t *testing.T) {
+	var cases []string
+	for f := byte(0x40); f <= 0x7e; f++ {
+		for _, p := range []string{"999", "0", "999;999", "?999", "1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18;19;20;21;22;23;24;25;26;27;28;29;30;31;32;33;34;35;36;37;38;39;40"} {
+			cases = append(cases, "\x1b["+p+string(f))
+		}
+	}
+	for f := byte(0x20); f <= 0x7e; f++ {
+		cases = append(cases, "\x1b[999999999"+string(f), "\x1b"+string(f)+"x", "\x1b#"+string(f), "\x1b("+string(f), "\x1b]"+string(f)+"\x07", "\x1bP"+string(f)+"\x1b\\")
+	}
+	for _, s := range cases {
+		done := make(chan struct{})
+		go func() {
+			defer func() { recover(); close(done) }()
+			e := newEmulator(200, 100, nil)
+			e.Write([]byte("abc\r\n" + s + "def"))
+			e.snapshot("x")
+		}()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Errorf("hang on %q", s)
+		}
+	}
+}

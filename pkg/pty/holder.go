@@ -1,0 +1,302 @@
+package pty
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// holderSpec is what start hands the holder on its stdin.
+type holderSpec struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	Dir     string   `json:"dir"`
+	Env     []string `json:"env"`
+	Cols    int      `json:"cols"`
+	Rows    int      `json:"rows"`
+}
+
+// request and response travel as one JSON line each over the socket.
+type request struct {
+	Op   string   `json:"op"` // send, resize, screen, wait
+	Data []byte   `json:"data,omitempty"`
+	Keys []string `json:"keys,omitempty"`
+	Cols int      `json:"cols,omitempty"`
+	Rows int      `json:"rows,omitempty"`
+}
+
+type response struct {
+	OK     bool                `json:"ok"`
+	Error  string              `json:"error,omitempty"`
+	Screen *protocol.PtyScreen `json:"screen,omitempty"`
+}
+
+type holder struct {
+	dir    string
+	master *os.File
+	emu    *emulator
+	pgid   int
+	log    io.Writer
+
+	mu    sync.Mutex // guards state and its file
+	state protocol.PtySession
+
+	exited chan struct{} // closed once the exit is recorded
+}
+
+// Hold is the holder process of a session: it reads its spec from spec,
+// starts the program on a new terminal, reports "ok" (or the error) on
+// ready, then serves the session until the program ends and its exit is
+// recorded. dir must exist and hold no session yet.
+func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser, logw io.Writer) (err error) {
+	defer func() {
+		if ready != nil {
+			if err != nil {
+				fmt.Fprintf(ready, "error: %v\n", err)
+			}
+			ready.Close()
+		}
+	}()
+	// A holder may live for days next to many others: keep its heap small.
+	// What it allocates per chunk of output is garbage at once.
+	debug.SetGCPercent(25)
+	var sp holderSpec
+	if err := json.NewDecoder(spec).Decode(&sp); err != nil {
+		return fmt.Errorf("read session spec: %w", err)
+	}
+	dirInfo, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, OutputFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	sock, release, err := socketPath(dir)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("unix", sock)
+	release()
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+
+	path, err := exec.LookPath(sp.Command[0])
+	if err != nil {
+		return errorf(ErrNotFound, "command not found: %s", sp.Command[0])
+	}
+	cmd := exec.Command(path, sp.Command[1:]...)
+	cmd.Args[0] = sp.Command[0]
+	cmd.Dir, cmd.Env = sp.Dir, sp.Env
+	master, err := startTerminal(cmd, sp.Cols, sp.Rows)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", sp.Command[0], err)
+	}
+	defer master.Close()
+	h := &holder{dir: dir, master: master, pgid: cmd.Process.Pid, log: logw, exited: make(chan struct{})}
+	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited))
+	hpid, hstart, _ := proc.Self()
+	cstart, _ := proc.StartTime(cmd.Process.Pid)
+	h.state = protocol.PtySession{
+		Type: "session", Name: sp.Name, Status: protocol.PtyRunning, Command: sp.Command, Dir: sp.Dir,
+		PID: cmd.Process.Pid, PIDStart: cstart, HolderPID: hpid, HolderStart: hstart,
+		Cols: sp.Cols, Rows: sp.Rows, CreatedAt: nowRFC3339(),
+	}
+	if err := writeState(dir, &h.state); err != nil {
+		syscall.Kill(-h.pgid, syscall.SIGKILL)
+		cmd.Wait()
+		return err
+	}
+	p := newPump(master, 32<<10, func(b []byte) {
+		logf.Write(b) // one write per chunk: readers never see half a chunk
+		h.emu.Write(b)
+	})
+	fmt.Fprintln(ready, "ok")
+	ready.Close()
+	ready = nil
+
+	go h.serve(ln)
+	go h.watchDir(dirInfo)
+	// Asked to stop (SIGTERM, SIGINT): hang up on the program, as closing
+	// a terminal window does, and record its end as usual.
+	stopHangup := context.AfterFunc(ctx, func() { syscall.Kill(-h.pgid, syscall.SIGHUP) })
+	defer stopHangup()
+
+	werr := cmd.Wait()
+	exitAt := time.Now()
+	p.drain(exitAt)
+	code, sig := exitStatus(cmd.ProcessState)
+	if cmd.ProcessState == nil {
+		code = 1
+	}
+	h.finish(code, sig, werr)
+	return nil
+}
+
+// finish records the exit: the last screen, then the state, then wakes
+// waiters. The socket goes last, so a client that cannot connect finds the
+// exit recorded.
+func (h *holder) finish(code int, sig string, werr error) {
+	scr := h.emu.snapshot(h.state.Name)
+	if b, err := json.Marshal(scr); err == nil {
+		atomicfile.WriteFile(filepath.Join(h.dir, ScreenFile), append(b, '\n'), 0o644)
+	}
+	h.mu.Lock()
+	h.state.Status = protocol.PtyExited
+	h.state.ExitCode = &code
+	if sig != "" {
+		h.state.Signal = &sig
+	}
+	at := nowRFC3339()
+	h.state.ExitedAt = &at
+	if err := writeState(h.dir, &h.state); err != nil {
+		fmt.Fprintf(h.log, "pg-pty holder: record exit: %v\n", err)
+	}
+	h.mu.Unlock()
+	close(h.exited)
+	os.Remove(filepath.Join(h.dir, SocketFile))
+}
+
+// watchDir ends the program when the session directory goes away or is
+// replaced (removed by hand, or a test's temporary directory cleaned up),
+// so no holder outlives its session.
+func (h *holder) watchDir(orig os.FileInfo) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.exited:
+			return
+		case <-t.C:
+			fi, err := os.Stat(h.dir)
+			if err != nil || !os.SameFile(fi, orig) {
+				syscall.Kill(-h.pgid, syscall.SIGKILL)
+				return
+			}
+		}
+	}
+}
+
+func (h *holder) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go h.handle(c)
+	}
+}
+
+func (h *holder) handle(c net.Conn) {
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	var req request
+	resp := response{OK: true}
+	if err := json.Unmarshal(line, &req); err != nil {
+		resp = response{Error: "bad request: " + err.Error()}
+	} else if err := h.do(&req, &resp); err != nil {
+		resp = response{Error: err.Error()}
+	}
+	b, _ := json.Marshal(resp)
+	c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	c.Write(append(b, '\n'))
+}
+
+func (h *holder) do(req *request, resp *response) error {
+	switch req.Op {
+	case "send":
+		data := req.Data
+		if len(req.Keys) > 0 {
+			k, err := EncodeKeys(req.Keys, h.emu.appCursor())
+			if err != nil {
+				return err
+			}
+			data = append(append([]byte(nil), data...), k...)
+		}
+		select {
+		case <-h.exited:
+			return ErrNotRunning
+		default:
+		}
+		h.master.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := h.master.Write(data); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return errors.New("the program is not reading its input (terminal input buffer full)")
+			}
+			return err
+		}
+		return nil
+	case "resize":
+		if req.Cols <= 0 || req.Rows <= 0 {
+			return fmt.Errorf("invalid size %dx%d", req.Cols, req.Rows)
+		}
+		h.emu.resize(req.Cols, req.Rows)
+		if err := setSize(h.master, req.Cols, req.Rows); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.state.Cols, h.state.Rows = req.Cols, req.Rows
+		return writeState(h.dir, &h.state)
+	case "screen":
+		s := h.emu.snapshot(h.state.Name)
+		resp.Screen = &s
+		return nil
+	case "wait":
+		<-h.exited
+		return nil
+	}
+	return fmt.Errorf("unknown op %q", req.Op)
+}
+
+// replier passes the emulator's answers to the program's queries (cursor
+// position, device attributes) to the terminal without ever blocking the
+// output pump: a program that stops reading its input would otherwise
+// stall its own output. Answers that do not fit are dropped.
+type replier struct{ ch chan []byte }
+
+func newReplier(master *os.File, done <-chan struct{}) *replier {
+	r := &replier{ch: make(chan []byte, 64)}
+	go func() {
+		for {
+			select {
+			case b := <-r.ch:
+				master.Write(b)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return r
+}
+
+func (r *replier) Write(b []byte) (int, error) {
+	select {
+	case r.ch <- append([]byte(nil), b...):
+	default:
+	}
+	return len(b), nil
+}
