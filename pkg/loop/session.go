@@ -29,18 +29,21 @@ const (
 
 // SessionInfo is session.json: what a resume needs besides the memory.
 type SessionInfo struct {
-	ID        string          `json:"id"`
-	Workdir   string          `json:"workdir"`
-	Status    string          `json:"status" jsonschema:"description=running, done, failed, interrupted"`
-	State     string          `json:"state"`
-	Step      int             `json:"step"`
-	Task      string          `json:"task,omitempty"`
-	Usage     protocol.Usage  `json:"usage"`
-	Tasks     []protocol.Task `json:"tasks,omitempty" jsonschema:"description=the tasks of a --task or --tasks run, with their statuses"`
-	Team      string          `json:"team,omitempty"`
-	Worker    string          `json:"worker,omitempty"`
-	Pipeline  string          `json:"pipeline,omitempty"`
-	PID       int             `json:"pid"`
+	ID       string          `json:"id"`
+	Workdir  string          `json:"workdir"`
+	Status   string          `json:"status" jsonschema:"description=running, done, failed, interrupted"`
+	State    string          `json:"state"`
+	Step     int             `json:"step"`
+	Task     string          `json:"task,omitempty"`
+	Usage    protocol.Usage  `json:"usage"`
+	Tasks    []protocol.Task `json:"tasks,omitempty" jsonschema:"description=the tasks of a --task or --tasks run, with their statuses"`
+	Team     string          `json:"team,omitempty"`
+	Worker   string          `json:"worker,omitempty"`
+	Pipeline string          `json:"pipeline,omitempty"`
+	PID      int             `json:"pid"`
+	// Options are the run's options as the command line tool saved them,
+	// for a resume.
+	Options   json.RawMessage `json:"options,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 }

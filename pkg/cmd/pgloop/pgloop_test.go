@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/powerglide/powerglide/pkg/cli"
 )
@@ -51,5 +52,19 @@ func TestConfigKeys(t *testing.T) {
 	code := cli.Run(context.Background(), Spec(), []string{"config", "--json"}, cli.Test(nil, &out, &errb, env...))
 	if code != 0 || !strings.Contains(out.String(), `"key":"loop_max_steps","value":7,"source":"env"`) || !strings.Contains(out.String(), `"key":"loop_budget_usd","value":2.5`) {
 		t.Fatalf("config: %d %s %s", code, out.String(), errb.String())
+	}
+}
+
+// A resume takes the saved options for the flags left at their defaults;
+// flags given again win, components as a pair.
+func TestRestoreOptions(t *testing.T) {
+	saved := savedOptions{LLMServe: "m serve", Tools: "t", Verify: "make test", MaxVerify: 7, Commit: true, BreakerRepeat: 0, BreakerFailures: 5, Reserve: 100, Promise: "OK"}
+	c := &RunCmd{LLM: "mine", Verify: "go test", MaxVerify: 3, BreakerRepeat: 3, BreakerFailures: 5, Reserve: 2048, VerifyTimeout: 10 * time.Minute}
+	c.restore(saved)
+	if c.LLM != "mine" || c.LLMServe != "" {
+		t.Errorf("model component: %q %q", c.LLM, c.LLMServe)
+	}
+	if c.Tools != "t" || c.Verify != "go test" || c.MaxVerify != 7 || !c.Commit || c.BreakerRepeat != 0 || c.Reserve != 100 || c.Promise != "OK" {
+		t.Errorf("restored %+v", c)
 	}
 }
