@@ -19,6 +19,7 @@ complete -c pg-loop -n '__fish_seen_subcommand_from run' -l lease -r -F -d 'Leas
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l pipeline -r -F -d 'Run a stage pipeline (JSON): stages with prompts, exit conditions and iteration caps.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l pipeline-state -r -F -d 'Where the pipeline'\''s progress is kept (default under $POWERGLIDE_HOME/pipelines/); a killed pipeline resumes at its stage.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l pipeline-reset -d 'Start the pipeline over instead of resuming it.'
+complete -c pg-loop -n '__fish_seen_subcommand_from run' -l var -r -F -d 'Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable).'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l llm-serve -r -F -d 'Model coprocess command line (default: '\''pg-llm serve'\'').'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l tools-serve -r -F -d 'Tools coprocess command line (default: '\''pg-tool serve'\'').'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l tools-list -r -F -d 'Command printing the tool definitions for the coprocess (default: the serve command with '\''list'\'' for '\''serve'\'').'

@@ -21,6 +21,8 @@ func TestPgLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Cmds["fakellm"] = cmdFakeLLM
+	p.Cmds["fakellm-requests"] = cmdFakeLLMRequests
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
 			return err

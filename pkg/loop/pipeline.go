@@ -258,8 +258,9 @@ func (ps *PipelineSource) Next(context.Context) (*protocol.Task, error) {
 
 var varRE = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
-// Prompt expands {{var}}: the pipeline's vars, and stage, iteration,
-// max_iterations, workdir, pipeline, previous_stage, previous_answer.
+// Prompt expands {{var}} in the stage's prompt: the pipeline's vars, and
+// stage, iteration, max_iterations, workdir, pipeline, previous_stage,
+// previous_answer. Unknown names are left as they are.
 func (ps *PipelineSource) Prompt(t *protocol.Task, iteration int) string {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -267,6 +268,11 @@ func (ps *PipelineSource) Prompt(t *protocol.Task, iteration int) string {
 	if i < 0 {
 		return t.Prompt
 	}
+	return ps.expand(ps.P.Stages[i].Prompt, i, iteration)
+}
+
+// expand substitutes variables; called with mu held.
+func (ps *PipelineSource) expand(s string, i, iteration int) string {
 	vars := map[string]string{}
 	for k, v := range ps.P.Vars {
 		vars[k] = v
@@ -280,7 +286,7 @@ func (ps *PipelineSource) Prompt(t *protocol.Task, iteration int) string {
 		vars["previous_stage"] = ps.P.Stages[i-1].Name
 		vars["previous_answer"] = ps.st.Stages[i-1].Answer
 	}
-	return varRE.ReplaceAllStringFunc(ps.P.Stages[i].Prompt, func(m string) string {
+	return varRE.ReplaceAllStringFunc(s, func(m string) string {
 		k := varRE.FindStringSubmatch(m)[1]
 		if v, ok := vars[k]; ok {
 			return v
@@ -300,11 +306,13 @@ func (ps *PipelineSource) Check(ctx context.Context, t *protocol.Task, answer st
 	ps.st.Stages[i].Iterations = iteration
 	ps.st.Stages[i].Answer = answer
 	_ = ps.save()
-	stage := ps.P.Stages[i]
+	exit := ps.P.Stages[i].Exit
+	// Variables work in the paths and the command too.
+	exit.File, exit.Dir, exit.Command = ps.expand(exit.File, i, iteration), ps.expand(exit.Dir, i, iteration), ps.expand(exit.Command, i, iteration)
 	state := ps.jqState(i, answer, iteration)
 	ps.mu.Unlock()
 
-	ok, detail, err := ps.check(ctx, stage.Exit, answer, state)
+	ok, detail, err := ps.check(ctx, exit, answer, state)
 	ps.mu.Lock()
 	ps.st.Stages[i].Detail = detail
 	_ = ps.save()

@@ -58,7 +58,7 @@ type Options struct {
 	Team      *teamdir.Dir // team mode: the worker record is kept here
 	Worker    string
 	Heartbeat time.Duration
-	Lease     time.Duration // renew the claim every Lease/3
+	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat
 
 	Session *Session
 	Resume  *Replay // what a resumed session had in progress
@@ -106,9 +106,11 @@ type Runner struct {
 	failLimit  bool
 	fatalErr   error
 
-	wmu    sync.Mutex
-	worker *protocol.Worker
-	curMu  sync.Mutex // guards cur for the heartbeat
+	runCtx    context.Context
+	wmu       sync.Mutex
+	worker    *protocol.Worker
+	lastWrite time.Time
+	curMu     sync.Mutex // guards cur for the heartbeat
 }
 
 type taskRun struct {
@@ -157,6 +159,7 @@ var errLeaseLost = errors.New("lease lost: another worker may hold the task")
 // (failed). The last stdout line is <POWERGLIDE_DONE> or
 // <POWERGLIDE_ERROR>, except when a signal interrupted the run.
 func (r *Runner) Run(ctx context.Context) Result {
+	r.runCtx = ctx
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	var hbDone chan struct{}
 	if r.o.Team != nil {
@@ -548,14 +551,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	tr := r.cur
 	if err := r.pace(tr.ctx); err != nil {
-		return r.taskCtxErr(ctx)
+		return r.taskCtxErr()
 	}
 	if r.o.MaxSteps > 0 && tr.steps >= r.o.MaxSteps {
 		return r.limit(&LimitError{Limit: LimitSteps, Reason: fmt.Sprintf("%d steps taken, the limit is %d", tr.steps, r.o.MaxSteps)}, false)
 	}
 	if err := r.window(tr.ctx); err != nil {
-		if tr.ctx.Err() != nil {
-			return r.taskCtxErr(ctx)
+		var le *LimitError
+		switch {
+		case tr.ctx.Err() != nil:
+			return r.taskCtxErr()
+		case errors.As(err, &le):
+			return r.limit(le, true) // the summarizing call would pass the budget
 		}
 		return r.modelFailure(err)
 	}
@@ -566,9 +573,21 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	r.step++
 	tr.steps++
 	end, err := r.o.LLM.Call(tr.ctx, req, r.onModelEvent)
+	var me *ModelError
+	if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
+		// The estimate was short: compact as if the window were full, once.
+		r.log("warn", "context overflow reported by the model: compacting and retrying")
+		if cerr := r.compact(tr.ctx, 0); cerr == nil {
+			req = r.request(tr.conv)
+			if berr := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); berr != nil {
+				return r.limit(berr.(*LimitError), true)
+			}
+			end, err = r.o.LLM.Call(tr.ctx, req, r.onModelEvent)
+		}
+	}
 	if err != nil {
 		if tr.ctx.Err() != nil {
-			return r.taskCtxErr(ctx)
+			return r.taskCtxErr()
 		}
 		return r.modelFailure(err)
 	}
@@ -598,8 +617,8 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 
 // taskCtxErr turns a cancelled task context into its input: the run's
 // signal, or the task's lost lease.
-func (r *Runner) taskCtxErr(ctx context.Context) (Input, string) {
-	if ctx.Err() != nil {
+func (r *Runner) taskCtxErr() (Input, string) {
+	if r.runCtx.Err() != nil {
 		return Fatal, "interrupted"
 	}
 	cause := context.Cause(r.cur.ctx)
@@ -608,6 +627,8 @@ func (r *Runner) taskCtxErr(ctx context.Context) (Input, string) {
 }
 
 func (r *Runner) modelFailure(err error) (Input, string) {
+	msg := err.Error()
+	r.updateWorker(func(w *protocol.Worker) { w.LastError = &msg })
 	var me *ModelError
 	if errors.As(err, &me) && me.Auth() {
 		return r.fatal(err)
@@ -660,7 +681,7 @@ func (r *Runner) executing() (Input, string) {
 		res, err := r.o.Tools.Call(tr.ctx, todo)
 		if err != nil {
 			if tr.ctx.Err() != nil {
-				return r.taskCtxErr(r.cur.ctx)
+				return r.taskCtxErr()
 			}
 			return r.fatal(fmt.Errorf("tools: %w", err))
 		}
@@ -743,7 +764,7 @@ func (r *Runner) verify() (Input, string) {
 	if cmd := r.verifyCmd(tr.task); cmd != "" && promiseOK {
 		out, err := RunVerify(tr.ctx, cmd, r.o.Workdir, r.o.VerifyTimeout)
 		if err != nil && tr.ctx.Err() != nil {
-			return r.taskCtxErr(r.cur.ctx)
+			return r.taskCtxErr()
 		}
 		if err != nil {
 			out = VerifyOutcome{ExitCode: -1, Output: err.Error()}
@@ -812,7 +833,7 @@ func (r *Runner) commit() (Input, string) {
 		h, err := GitCommit(tr.ctx, r.o.Workdir, msg)
 		if err != nil {
 			if tr.ctx.Err() != nil {
-				return r.taskCtxErr(r.cur.ctx)
+				return r.taskCtxErr()
 			}
 			return r.taskFail(fmt.Sprintf("commit: %v", err), false)
 		}
@@ -830,7 +851,7 @@ func (r *Runner) commit() (Input, string) {
 			return TaskFailed, errLeaseLost.Error()
 		}
 		if tr.ctx.Err() != nil {
-			return r.taskCtxErr(r.cur.ctx)
+			return r.taskCtxErr()
 		}
 		return r.fatal(fmt.Errorf("complete task %s: %w", tr.task.ID, err))
 	}
@@ -922,23 +943,32 @@ func (r *Runner) window(ctx context.Context) error {
 	if r.o.ContextWindow <= 0 {
 		return nil
 	}
-	tr := r.cur
 	limit := r.o.ContextWindow - r.o.MaxTokens - r.o.Reserve
-	if EstimateTokens(r.request(tr.conv)) <= limit {
+	if EstimateTokens(r.request(r.cur.conv)) <= limit {
 		return nil
 	}
+	return r.compact(ctx, limit)
+}
+
+// compact prunes old tool outputs, then summarizes older turns, until the
+// request fits limit tokens (limit 0: do both, whatever the size).
+func (r *Runner) compact(ctx context.Context, limit int) error {
+	tr := r.cur
 	before := len(tr.conv) - r.o.KeepMessages
 	if before > 1 {
 		tr.conv = pruneBefore(tr.conv, before)
 		r.remember(MemoryRecord{Type: MemPrune, Task: tr.task.ID, Before: before})
 		est := EstimateTokens(r.request(tr.conv))
 		r.log("info", "context window: pruned old tool outputs, about %d tokens now (limit %d)", est, limit)
-		if est <= limit {
+		if limit > 0 && est <= limit {
 			return nil
 		}
 	}
 	cut := summaryCut(tr.conv, r.o.KeepMessages)
 	if cut == 0 {
+		if limit == 0 {
+			return errors.New("nothing left to compact")
+		}
 		return nil // nothing old enough: let the model report an overflow
 	}
 	req := &protocol.Request{Model: r.o.Model, System: summarizeSystem, MaxTokens: r.o.MaxTokens,
@@ -978,20 +1008,35 @@ func (r *Runner) initWorker() {
 	r.writeWorker()
 }
 
+// updateWorker changes the worker record and writes it when something a
+// watcher acts on changed (state class, task, pause) or the last write is
+// older than workerWriteEvery; the heartbeat writes the rest.
 func (r *Runner) updateWorker(f func(w *protocol.Worker)) {
 	if r.o.Team == nil {
 		return
 	}
 	r.wmu.Lock()
+	before := *r.worker
 	f(r.worker)
+	w := r.worker
+	important := before.Task != w.Task || before.Paused != w.Paused || before.Velocity != w.Velocity ||
+		State(w.State).Terminal() || State(before.State).InTask() != State(w.State).InTask()
+	due := important || time.Since(r.lastWrite) >= workerWriteEvery
 	r.wmu.Unlock()
-	r.writeWorker()
+	if due {
+		r.writeWorker()
+	}
 }
+
+// workerWriteEvery bounds how often progress alone rewrites worker-<n>.json
+// (each write is an fsynced atomic replace).
+const workerWriteEvery = 200 * time.Millisecond
 
 func (r *Runner) writeWorker() {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.worker.HeartbeatAt = r.now()
+	r.lastWrite = time.Now()
 	if err := r.o.Team.WriteWorker(r.worker); err != nil {
 		fmt.Fprintf(r.o.Stderr, "pg-loop: worker record: %v\n", err)
 	}
@@ -1012,10 +1057,10 @@ func (r *Runner) heartbeat(ctx context.Context, done chan struct{}) {
 		r.curMu.Lock()
 		tr := r.cur
 		r.curMu.Unlock()
-		if tr == nil || r.o.Lease <= 0 || time.Since(tr.lastRenew) < r.o.Lease/3 {
+		if tr == nil || r.o.Lease <= 0 || time.Since(tr.lastRenew) < r.o.Lease/10 {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, r.o.Lease/3)
+		rctx, cancel := context.WithTimeout(ctx, r.o.Lease/2)
 		err := r.o.Source.Renew(rctx, tr.task)
 		cancel()
 		switch {

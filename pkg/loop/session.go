@@ -1,7 +1,7 @@
 package loop
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -28,18 +29,21 @@ const (
 
 // SessionInfo is session.json: what a resume needs besides the memory.
 type SessionInfo struct {
-	ID        string          `json:"id"`
-	Workdir   string          `json:"workdir"`
-	Status    string          `json:"status" jsonschema:"description=running, done, failed, interrupted"`
-	State     string          `json:"state"`
-	Step      int             `json:"step"`
-	Task      string          `json:"task,omitempty"`
-	Usage     protocol.Usage  `json:"usage"`
-	Tasks     []protocol.Task `json:"tasks,omitempty" jsonschema:"description=the tasks of a --task or --tasks run, with their statuses"`
-	Team      string          `json:"team,omitempty"`
-	Worker    string          `json:"worker,omitempty"`
-	Pipeline  string          `json:"pipeline,omitempty"`
-	PID       int             `json:"pid"`
+	ID       string          `json:"id"`
+	Workdir  string          `json:"workdir"`
+	Status   string          `json:"status" jsonschema:"description=running, done, failed, interrupted"`
+	State    string          `json:"state"`
+	Step     int             `json:"step"`
+	Task     string          `json:"task,omitempty"`
+	Usage    protocol.Usage  `json:"usage"`
+	Tasks    []protocol.Task `json:"tasks,omitempty" jsonschema:"description=the tasks of a --task or --tasks run, with their statuses"`
+	Team     string          `json:"team,omitempty"`
+	Worker   string          `json:"worker,omitempty"`
+	Pipeline string          `json:"pipeline,omitempty"`
+	PID      int             `json:"pid"`
+	// Options are the run's options as the command line tool saved them,
+	// for a resume.
+	Options   json.RawMessage `json:"options,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 }
@@ -219,26 +223,76 @@ type Replay struct {
 	Records    int
 }
 
-// ReadMemory replays a memory file.
+// memLine is how replay decodes a memory record: like MemoryRecord, but
+// with the content as a plain block list (no string-or-array detour) and
+// without the fields replay does not use.
+type memLine struct {
+	Type    string         `json:"type"`
+	Task    string         `json:"task"`
+	Status  string         `json:"status"`
+	TaskRec *protocol.Task `json:"task_record"`
+	Message *struct {
+		Role    string           `json:"role"`
+		Content []protocol.Block `json:"content"`
+	} `json:"message"`
+	Usage     *protocol.Usage `json:"usage"`
+	Before    int             `json:"before"`
+	KeepFrom  int             `json:"keep_from"`
+	Summary   string          `json:"summary"`
+	Iteration int             `json:"iteration"`
+}
+
+// ReadMemory replays a memory file. Lines are decoded in parallel, then
+// applied in order. A line that does not decode (the torn last line of a
+// writer killed mid-write) is skipped.
 func ReadMemory(r io.Reader) (*Replay, error) {
-	rp := &Replay{Ended: map[string]string{}}
-	br := bufio.NewReaderSize(r, 256<<10)
-	dec := jsonl.NewDecoder(br, MemoryFile)
-	for {
-		line, err := dec.Next()
-		if errors.Is(err, io.EOF) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", MemoryFile, err)
+	}
+	var lines [][]byte
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			lines = append(lines, data)
 			break
 		}
-		if err != nil {
-			return nil, err
+		if i > 0 {
+			lines = append(lines, data[:i])
 		}
-		var rec MemoryRecord
-		if err := json.Unmarshal(line, &rec); err != nil {
-			// A torn last line after kill -9 is skipped; the rest is whole.
-			continue
+		data = data[i+1:]
+	}
+	recs := make([]MemoryRecord, len(lines))
+	ok := make([]bool, len(lines))
+	workers := runtime.GOMAXPROCS(0)
+	chunk := (len(lines) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 0; w < workers && w*chunk < len(lines); w++ {
+		lo, hi := w*chunk, min((w+1)*chunk, len(lines))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				var m memLine
+				if json.Unmarshal(lines[i], &m) != nil {
+					continue
+				}
+				rec := MemoryRecord{Type: m.Type, Task: m.Task, Status: m.Status, TaskRec: m.TaskRec, Usage: m.Usage,
+					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration}
+				if m.Message != nil {
+					rec.Message = &protocol.Message{Role: m.Message.Role, Content: m.Message.Content}
+				}
+				recs[i], ok[i] = rec, true
+			}
+		}()
+	}
+	wg.Wait()
+	rp := &Replay{Ended: map[string]string{}}
+	for i := range recs {
+		if ok[i] {
+			rp.Records++
+			rp.apply(&recs[i])
 		}
-		rp.Records++
-		rp.apply(&rec)
 	}
 	return rp, nil
 }

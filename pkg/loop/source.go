@@ -267,6 +267,6 @@ func (s *QueueSource) Release(ctx context.Context, t *protocol.Task) error {
 
 // Renew extends the lease.
 func (s *QueueSource) Renew(ctx context.Context, t *protocol.Task) error {
-	_, err := s.run(ctx, "renew", t.ID, "--token", token(t))
+	_, err := s.run(ctx, "renew", t.ID, "--token", token(t), "--lease", s.Lease.String())
 	return err
 }

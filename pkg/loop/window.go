@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -12,11 +11,23 @@ import (
 const prunedMin = 256
 
 // EstimateTokens estimates the tokens of a request: about four bytes of
-// JSON per token, which overestimates prose and code a little, the safe
-// side for a window check.
+// its JSON per token, which overestimates prose and code a little, the
+// safe side for a window check. It sums the sizes without encoding (the
+// request is encoded once, to be sent).
 func EstimateTokens(req *protocol.Request) int {
-	b, _ := json.Marshal(req)
-	return len(b)/4 + 1
+	n := 64 + len(req.System) + len(req.Model)
+	for _, t := range req.Tools {
+		n += 48 + len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	for _, m := range req.Messages {
+		n += 32
+		for _, b := range m.Content {
+			n += 24 + len(b.Text) + len(b.ID) + len(b.Name) + len(b.Input) + len(b.Output) + len(b.Thinking) + len(b.Signature) + len(b.Data)
+			// escaped characters take more than one byte in JSON
+			n += strings.Count(b.Text, "\n") + strings.Count(b.Output, "\n")
+		}
+	}
+	return n/4 + 1
 }
 
 // pruneBefore replaces the output of tool results in msgs[:before] with a

@@ -2,6 +2,7 @@
 package pgloop
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,7 +24,17 @@ Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team
 
 Every safety limit works on its own: --max-steps per task, the circuit breaker, --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
 
-Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9. Give the run's other flags again when resuming.`
+Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win).
+
+All the flags: pg-loop run --help.
+
+Examples:
+  $ pg-loop --task 'make the tests pass' --verify 'go test ./...' --commit
+  $ pg-loop --tasks tasks.jsonl --llm ./my-model.sh --tools 'pg-tool'
+  $ pg-loop --team web --worker 3 --verify 'make test' --commit
+  $ pg-loop --fresh --promise DONE --task 'port the parser' --verify 'make test' --max-iterations 20
+  $ pg-loop --pipeline feature.json --var feature='rate limiting' --var test_cmd='go test ./...'
+  $ pg-loop --continue`
 
 // CLI is pg-loop's grammar.
 type CLI struct {
@@ -47,17 +58,18 @@ func Spec() *cli.Spec {
 //	$ pg-loop --tasks tasks.jsonl --llm ./my-model.sh --tools 'pg-tool'
 //	$ pg-loop --team web --worker 3
 //	$ pg-loop --fresh --promise DONE --task 'port the parser to Go' --verify 'make test' --max-iterations 20
-//	$ pg-loop --pipeline feature.json
+//	$ pg-loop --pipeline testdata/pipelines/feature.json --var feature='rate limiting for the API' --var test_cmd='go test ./...'
 type RunCmd struct {
-	Task          []string `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" group:"Tasks"`
-	Tasks         string   `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
-	Team          string   `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
-	Worker        string   `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
-	Queue         string   `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
-	Lease         string   `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
-	Pipeline      string   `help:"Run a stage pipeline (JSON): stages with prompts, exit conditions and iteration caps." placeholder:"FILE" group:"Tasks"`
-	PipelineState string   `help:"Where the pipeline's progress is kept (default under $POWERGLIDE_HOME/pipelines/); a killed pipeline resumes at its stage." placeholder:"FILE" group:"Tasks"`
-	PipelineReset bool     `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
+	Task          []string          `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" sep:"none" group:"Tasks"`
+	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
+	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
+	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
+	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
+	Lease         string            `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
+	Pipeline      string            `help:"Run a stage pipeline (JSON): stages with prompts, exit conditions and iteration caps." placeholder:"FILE" group:"Tasks"`
+	PipelineState string            `help:"Where the pipeline's progress is kept (default under $POWERGLIDE_HOME/pipelines/); a killed pipeline resumes at its stage." placeholder:"FILE" group:"Tasks"`
+	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
+	Var           map[string]string `help:"Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable)." placeholder:"KEY=VALUE" group:"Tasks"`
 
 	LLMServe   string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
 	ToolsServe string `help:"Tools coprocess command line (default: 'pg-tool serve')." placeholder:"CMD" group:"Components"`
@@ -114,6 +126,35 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return err
 	}
+	// A resumed session brings back its run's options, for the flags not
+	// given again.
+	var sess *loop.Session
+	var replay *loop.Replay
+	if c.Resume != "" && c.Continue {
+		return cli.Usagef("give --resume or --continue, not both")
+	}
+	if c.Continue {
+		id, err := loop.LatestSession(home, workdir)
+		if err != nil {
+			return cli.Nothingf("--continue: %v", err)
+		}
+		c.Resume = id
+	}
+	if c.Resume != "" {
+		if sess, err = loop.OpenSession(home, c.Resume); err != nil {
+			return cli.Usagef("--resume: %v", err)
+		}
+		if replay, err = sess.LoadReplay(); err != nil {
+			sess.Close()
+			return cli.Failf("session", "resume %s: %v", c.Resume, err)
+		}
+		if len(sess.Info.Options) > 0 {
+			var saved savedOptions
+			if err := json.Unmarshal(sess.Info.Options, &saved); err == nil {
+				c.restore(saved)
+			}
+		}
+	}
 	o := loop.Options{
 		Workdir:         workdir,
 		Model:           c.Model,
@@ -156,29 +197,8 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 		}
 	}
 
-	// Session: new, or resumed.
-	var sess *loop.Session
-	var replay *loop.Replay
 	now := time.Now()
-	if c.Continue {
-		id, err := loop.LatestSession(home, workdir)
-		if err != nil {
-			return cli.Nothingf("--continue: %v", err)
-		}
-		c.Resume = id
-	}
-	if c.Resume != "" {
-		sess, err = loop.OpenSession(home, c.Resume)
-		var nf *loop.NotFoundError
-		if errors.As(err, &nf) {
-			return cli.Usagef("--resume: %v", err)
-		}
-		if err != nil {
-			return cli.Usagef("--resume: %v", err)
-		}
-		if replay, err = sess.LoadReplay(); err != nil {
-			return cli.Failf("session", "resume %s: %v", c.Resume, err)
-		}
+	if replay != nil {
 		o.Resume = replay
 	}
 
@@ -197,6 +217,9 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 		sess.Info.Tasks = ls.Snapshot()
 	}
 	sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
+	if b, err := json.Marshal(c.saved()); err == nil {
+		sess.Info.Options = b
+	}
 	o.Session = sess
 	o.Source = src
 	fmt.Fprintf(rt.IO.Err, "pg-loop: session %s\n", sess.Info.ID)
@@ -248,6 +271,86 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 	return nil
 }
 
+// savedOptions are the run options a session keeps, so `--resume ID`
+// alone continues the run as it was started.
+type savedOptions struct {
+	LLM             string            `json:"llm,omitempty"`
+	LLMServe        string            `json:"llm_serve,omitempty"`
+	Tools           string            `json:"tools,omitempty"`
+	ToolsServe      string            `json:"tools_serve,omitempty"`
+	ToolsList       string            `json:"tools_list,omitempty"`
+	Queue           string            `json:"queue,omitempty"`
+	Model           string            `json:"model,omitempty"`
+	System          string            `json:"system,omitempty"`
+	Verify          string            `json:"verify,omitempty"`
+	VerifyTimeout   time.Duration     `json:"verify_timeout,omitempty"`
+	MaxVerify       int               `json:"max_verify"`
+	Commit          bool              `json:"commit,omitempty"`
+	Fresh           bool              `json:"fresh,omitempty"`
+	Promise         string            `json:"promise,omitempty"`
+	MaxIterations   int               `json:"max_iterations,omitempty"`
+	BreakerRepeat   int               `json:"breaker_repeat"`
+	BreakerFailures int               `json:"breaker_failures"`
+	Velocity        string            `json:"velocity,omitempty"`
+	VelocityFile    string            `json:"velocity_file,omitempty"`
+	Reserve         int               `json:"reserve"`
+	Var             map[string]string `json:"var,omitempty"`
+}
+
+func (c *RunCmd) saved() savedOptions {
+	return savedOptions{LLM: c.LLM, LLMServe: c.LLMServe, Tools: c.Tools, ToolsServe: c.ToolsServe, ToolsList: c.ToolsList, Queue: c.Queue,
+		Model: c.Model, System: c.System, Verify: c.Verify, VerifyTimeout: c.VerifyTimeout, MaxVerify: c.MaxVerify, Commit: c.Commit,
+		Fresh: c.Fresh, Promise: c.Promise, MaxIterations: c.MaxIterations, BreakerRepeat: c.BreakerRepeat, BreakerFailures: c.BreakerFailures,
+		Velocity: c.Velocity, VelocityFile: c.VelocityFile, Reserve: c.Reserve, Var: c.Var}
+}
+
+// restore fills the options still at their defaults from a saved run.
+// Components given again replace the saved ones as a pair (--llm or
+// --llm-serve; --tools or --tools-serve).
+func (c *RunCmd) restore(s savedOptions) {
+	str := func(cur *string, v string) {
+		if *cur == "" {
+			*cur = v
+		}
+	}
+	if c.LLM == "" && c.LLMServe == "" {
+		c.LLM, c.LLMServe = s.LLM, s.LLMServe
+	}
+	if c.Tools == "" && c.ToolsServe == "" {
+		c.Tools, c.ToolsServe, c.ToolsList = s.Tools, s.ToolsServe, s.ToolsList
+	}
+	str(&c.Queue, s.Queue)
+	str(&c.Model, s.Model)
+	str(&c.System, s.System)
+	str(&c.Verify, s.Verify)
+	str(&c.Promise, s.Promise)
+	str(&c.Velocity, s.Velocity)
+	str(&c.VelocityFile, s.VelocityFile)
+	c.Commit = c.Commit || s.Commit
+	c.Fresh = c.Fresh || s.Fresh
+	if c.VerifyTimeout == 10*time.Minute && s.VerifyTimeout > 0 {
+		c.VerifyTimeout = s.VerifyTimeout
+	}
+	if c.MaxVerify == 3 {
+		c.MaxVerify = s.MaxVerify
+	}
+	if c.MaxIterations == 0 {
+		c.MaxIterations = s.MaxIterations
+	}
+	if c.BreakerRepeat == 3 {
+		c.BreakerRepeat = s.BreakerRepeat
+	}
+	if c.BreakerFailures == 5 {
+		c.BreakerFailures = s.BreakerFailures
+	}
+	if c.Reserve == 2048 {
+		c.Reserve = s.Reserve
+	}
+	if len(c.Var) == 0 {
+		c.Var = s.Var
+	}
+}
+
 func (c *RunCmd) check(o *loop.Options) error {
 	n := 0
 	for _, set := range []bool{len(c.Task) > 0, c.Tasks != "", c.Team != "", c.Pipeline != ""} {
@@ -260,9 +363,6 @@ func (c *RunCmd) check(o *loop.Options) error {
 	}
 	if n == 0 && c.Resume == "" && !c.Continue {
 		return cli.Usagef("no tasks: give --task TEXT, --tasks FILE, --team T --worker N or --pipeline FILE")
-	}
-	if c.Resume != "" && c.Continue {
-		return cli.Usagef("give --resume or --continue, not both")
 	}
 	if c.LLM != "" && c.LLMServe != "" {
 		return cli.Usagef("give --llm or --llm-serve, not both")
@@ -332,6 +432,12 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		p, err := loop.ReadPipeline(c.Pipeline)
 		if err != nil {
 			return nil, cli.Usagef("--pipeline: %v", err)
+		}
+		if p.Vars == nil {
+			p.Vars = map[string]string{}
+		}
+		for k, v := range c.Var {
+			p.Vars[k] = v
 		}
 		state := c.PipelineState
 		if state == "" {

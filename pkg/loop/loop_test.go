@@ -1,0 +1,585 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/loop/internal/fake"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/protocol/validate"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// TestMain lets the test binary stand in for pg-llm serve and pg-tool
+// serve (PGLOOP_FAKE=1 test-binary llm N | tools | list).
+func TestMain(m *testing.M) {
+	if os.Getenv("PGLOOP_FAKE") == "1" {
+		if err := fake.Main(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func fakeCmd(t testing.TB, args string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "PGLOOP_FAKE=1 " + shellQuote(exe) + " " + args
+}
+
+// scriptLLM is an in-process model: each call takes the next answer.
+type scriptLLM struct {
+	mu      sync.Mutex
+	answers []func(req *protocol.Request) (*protocol.EndEvent, error)
+	reqs    []*protocol.Request
+}
+
+func (s *scriptLLM) Call(ctx context.Context, req *protocol.Request, _ func(any)) (*protocol.EndEvent, error) {
+	s.mu.Lock()
+	cp := *req
+	cp.Messages = append([]protocol.Message(nil), req.Messages...)
+	s.reqs = append(s.reqs, &cp)
+	i := len(s.reqs) - 1
+	if i >= len(s.answers) {
+		i = len(s.answers) - 1
+	}
+	f := s.answers[i]
+	s.mu.Unlock()
+	return f(req)
+}
+
+func (s *scriptLLM) Close() error { return nil }
+
+func say(text string) func(*protocol.Request) (*protocol.EndEvent, error) {
+	return func(*protocol.Request) (*protocol.EndEvent, error) {
+		return &protocol.EndEvent{Type: "end", StopReason: "end_turn", Message: protocol.Message{Role: "assistant", Content: protocol.Content{{Type: "text", Text: text}}},
+			Usage: protocol.Usage{InputTokens: 10, OutputTokens: 10, CostUSD: 0.001}}, nil
+	}
+}
+
+func call(name, input string) func(*protocol.Request) (*protocol.EndEvent, error) {
+	return func(req *protocol.Request) (*protocol.EndEvent, error) {
+		id := fmt.Sprintf("c%d", len(req.Messages))
+		return &protocol.EndEvent{Type: "end", StopReason: "tool_use", Message: protocol.Message{Role: "assistant", Content: protocol.Content{{Type: "tool_call", ID: id, Name: name, Input: json.RawMessage(input)}}},
+			Usage: protocol.Usage{InputTokens: 10, OutputTokens: 10, CostUSD: 0.001}}, nil
+	}
+}
+
+// funcTools is an in-process tool component.
+type funcTools struct {
+	f func(c protocol.ToolCall) protocol.ToolResult
+}
+
+func (t *funcTools) List(context.Context) ([]protocol.ToolDef, error) { return fake.ToolDefs, nil }
+func (t *funcTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]protocol.ToolResult, error) {
+	out := make([]protocol.ToolResult, len(calls))
+	for i, c := range calls {
+		out[i] = t.f(c)
+	}
+	return out, nil
+}
+func (t *funcTools) Close() error { return nil }
+
+func okTool(output string) *funcTools {
+	return &funcTools{f: func(c protocol.ToolCall) protocol.ToolResult {
+		return protocol.ToolResult{Type: "result", ID: c.ID, Name: c.Name, OK: true, Output: output}
+	}}
+}
+
+type harness struct {
+	out  bytes.Buffer
+	opts Options
+	sess *Session
+	home string
+}
+
+func newHarness(t *testing.T, llm LLM, tools Tools, tasks ...string) *harness {
+	t.Helper()
+	h := &harness{home: t.TempDir()}
+	var ts []protocol.Task
+	for i, p := range tasks {
+		ts = append(ts, NewTask(TaskInput{ID: fmt.Sprintf("task-%d", i+1), Prompt: p}, time.Now()))
+	}
+	sess, err := CreateSession(h.home, t.TempDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	h.sess = sess
+	h.opts = Options{Workdir: sess.Info.Workdir, LLM: llm, Tools: tools, Source: &ListSource{Tasks: ts}, Events: NewEmitter(&h.out, false),
+		MaxTokens: 1000, MaxSteps: 50, BreakerSame: 3, BreakerFailures: 5, Session: sess}
+	return h
+}
+
+func (h *harness) run(t *testing.T) Result {
+	t.Helper()
+	r, err := NewRunner(h.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Run(context.Background())
+	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
+	if err := validate.Lines("loop-event", []byte(strings.Join(lines[:len(lines)-1], "\n")+"\n")); err != nil {
+		t.Fatalf("events do not validate: %v\n%s", err, h.out.String())
+	}
+	return res
+}
+
+func (h *harness) count(typ string) int { return strings.Count(h.out.String(), `"type":"`+typ+`"`) }
+
+func TestRunWithCoprocesses(t *testing.T) {
+	llm := NewServeLLM(fakeCmd(t, "llm 3"), os.Stderr)
+	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", os.Stderr)
+	defer llm.Close()
+	defer tools.Close()
+	h := newHarness(t, llm, tools, "one", "two")
+	res := h.run(t)
+	if res.State != Done || res.TasksDone != 2 || res.Failed != 0 {
+		t.Fatalf("result %+v\n%s", res, h.out.String())
+	}
+	if n := h.count("tool_result"); n != 6 {
+		t.Errorf("%d tool results, want 6", n)
+	}
+	if !strings.HasSuffix(h.out.String(), MarkerDone+"\n") {
+		t.Errorf("last line is not the done marker")
+	}
+	rp, err := h.sess.LoadReplay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Current != nil || rp.Ended["task-1"] != "done" || rp.Ended["task-2"] != "done" || rp.TotalSteps != 8 {
+		t.Errorf("replay %+v", rp)
+	}
+}
+
+func TestParallelCallsKeepOrder(t *testing.T) {
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){
+		func(*protocol.Request) (*protocol.EndEvent, error) {
+			var blocks protocol.Content
+			for i := 0; i < 5; i++ {
+				blocks = append(blocks, protocol.Block{Type: "tool_call", ID: fmt.Sprintf("p%d", i), Name: "echo", Input: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+			}
+			return &protocol.EndEvent{StopReason: "tool_use", Message: protocol.Message{Role: "assistant", Content: blocks}}, nil
+		},
+		say("done"),
+	}}
+	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", os.Stderr)
+	defer tools.Close()
+	h := newHarness(t, llm, tools, "p")
+	if res := h.run(t); res.State != Done {
+		t.Fatalf("%+v", res)
+	}
+	last := llm.reqs[1].Messages[2]
+	if last.Role != "tool" || len(last.Content) != 5 {
+		t.Fatalf("tool message %+v", last)
+	}
+	for i, b := range last.Content {
+		if b.ID != fmt.Sprintf("p%d", i) || b.Output != fmt.Sprintf(`{"i":%d}`, i) {
+			t.Errorf("result %d: %+v", i, b)
+		}
+	}
+}
+
+func TestCoprocessDiesAndRestarts(t *testing.T) {
+	dir := t.TempDir()
+	// Dies on the first request; answers properly once restarted.
+	script := filepath.Join(dir, "m.sh")
+	os.WriteFile(script, []byte(`if [ ! -e `+dir+`/started ]; then touch `+dir+`/started; read x; echo '{"id":"zz","type":"start","provider":"x","model":"y"}'; exit 3; fi
+`+fakeCmd(t, "llm 0")+"\n"), 0o755)
+	llm := NewServeLLM("sh "+script, os.Stderr)
+	defer llm.Close()
+	req := &protocol.Request{Messages: []protocol.Message{{Role: "user", Content: protocol.Content{{Type: "text", Text: "hi"}}}}}
+	_, err := llm.Call(context.Background(), req, nil)
+	if err == nil || !strings.Contains(err.Error(), "model coprocess") || !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("want a stopped coprocess error, got %v", err)
+	}
+	end, err := llm.Call(context.Background(), req, nil)
+	if err != nil || end.Message.Content.Text() != "done" {
+		t.Fatalf("after restart: %v %+v", err, end)
+	}
+	// Concurrent calls are routed by id.
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := llm.Call(context.Background(), req, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCommandComponents(t *testing.T) {
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "t.sh")
+	os.WriteFile(tool, []byte(`case $1 in list) echo '[{"name":"up","description":"d"}]';; call) [ "$2" = up ] || { echo "no tool $2" >&2; exit 5; }; echo "$3" | tr a-z A-Z;; esac
+`), 0o755)
+	tools := &CommandTools{Cmdline: "sh " + tool, Stderr: os.Stderr}
+	defs, err := tools.List(context.Background())
+	if err != nil || len(defs) != 1 || string(defs[0].InputSchema) != `{"type":"object"}` {
+		t.Fatalf("list: %v %+v", err, defs)
+	}
+	res, err := tools.Call(context.Background(), []protocol.ToolCall{{ID: "a", Name: "up", Input: json.RawMessage(`{"x":"abc"}`)}, {ID: "b", Name: "down"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].OK || strings.TrimSpace(res[0].Output) != `{"X":"ABC"}` || res[0].ID != "a" {
+		t.Errorf("call a: %+v", res[0])
+	}
+	if res[1].OK || res[1].Error == nil || !strings.Contains(*res[1].Error, "exit 5: no tool down") {
+		t.Errorf("call b: %+v", res[1])
+	}
+	llm := &CommandLLM{Cmdline: "echo '{\"type\":\"error\",\"kind\":\"rate_limit\",\"message\":\"slow down\",\"retryable\":true}'"}
+	_, err = llm.Call(context.Background(), &protocol.Request{}, nil)
+	var me *ModelError
+	if !errors.As(err, &me) || me.Event.Kind != "rate_limit" || me.Auth() {
+		t.Errorf("want a rate_limit model error, got %v", err)
+	}
+	llm = &CommandLLM{Cmdline: "echo '{\"type\":\"start\",\"provider\":\"p\",\"model\":\"m\"}'"}
+	if _, err = llm.Call(context.Background(), &protocol.Request{}, nil); !errors.Is(err, protocol.ErrNoEnd) {
+		t.Errorf("want ErrNoEnd, got %v", err)
+	}
+}
+
+func TestLimitsAreIndependent(t *testing.T) {
+	cases := []struct {
+		name   string
+		answer []func(*protocol.Request) (*protocol.EndEvent, error)
+		tools  *funcTools
+		set    func(o *Options)
+		limit  string
+		fatal  bool
+	}{
+		{"steps", []func(*protocol.Request) (*protocol.EndEvent, error){func(r *protocol.Request) (*protocol.EndEvent, error) {
+			return call("echo", fmt.Sprintf(`{"n":%d}`, len(r.Messages)))(r)
+		}}, okTool("x"), func(o *Options) { o.MaxSteps = 4; o.BreakerSame = 0 }, LimitSteps, false},
+		{"same call", []func(*protocol.Request) (*protocol.EndEvent, error){call("echo", `{"a":1,"b":2}`), call("echo", `{"b":2, "a":1}`), call("echo", `{"a":1,"b":2}`)},
+			okTool("x"), func(o *Options) {}, LimitBreaker, false},
+		{"failing tool", []func(*protocol.Request) (*protocol.EndEvent, error){func(r *protocol.Request) (*protocol.EndEvent, error) {
+			return call("echo", fmt.Sprintf(`{"n":%d}`, len(r.Messages)))(r)
+		}}, &funcTools{f: func(c protocol.ToolCall) protocol.ToolResult {
+			e := "boom"
+			return protocol.ToolResult{Type: "result", ID: c.ID, Name: c.Name, Error: &e}
+		}}, func(o *Options) { o.BreakerFailures = 2 }, LimitBreaker, false},
+		{"tokens", []func(*protocol.Request) (*protocol.EndEvent, error){func(r *protocol.Request) (*protocol.EndEvent, error) {
+			return call("echo", fmt.Sprintf(`{"n":%d}`, len(r.Messages)))(r)
+		}}, okTool("x"), func(o *Options) { o.Budget.Tokens = 100 }, LimitBudgetTokens, true},
+		{"usd", []func(*protocol.Request) (*protocol.EndEvent, error){func(r *protocol.Request) (*protocol.EndEvent, error) {
+			return call("echo", fmt.Sprintf(`{"n":%d}`, len(r.Messages)))(r)
+		}}, okTool("x"), func(o *Options) { o.Budget.USD = 0.0025; o.MaxTokens = 1 }, LimitBudgetUSD, true},
+		{"verify", []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}, okTool("x"), func(o *Options) { o.Verify = "exit 1"; o.MaxVerify = 2 }, LimitVerify, false},
+		{"iterations", []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}, okTool("x"), func(o *Options) { o.Promise = "OK"; o.MaxIterations = 3 }, LimitIterations, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, &scriptLLM{answers: c.answer}, c.tools, "t")
+			c.set(&h.opts)
+			res := h.run(t)
+			if !res.Limit || !strings.Contains(h.out.String(), `"limit":"`+c.limit+`"`) {
+				t.Fatalf("want limit %s, got %+v\n%s", c.limit, res, h.out.String())
+			}
+			if c.fatal != (res.State == Failed) {
+				t.Errorf("state %s", res.State)
+			}
+			if !strings.Contains(h.out.String(), `"type":"task"`) || !strings.Contains(h.out.String(), `"status":"failed"`) {
+				t.Errorf("task not failed")
+			}
+		})
+	}
+}
+
+func TestVerifyFeedbackAndPromise(t *testing.T) {
+	dir := t.TempDir()
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){
+		say("done <promise>OK</promise>"),
+		func(r *protocol.Request) (*protocol.EndEvent, error) {
+			os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+			return say("fixed it <promise>OK</promise>")(r)
+		},
+	}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	h.opts.Workdir = dir
+	h.opts.Verify = "test -f f || { echo no f; exit 7; }"
+	h.opts.Promise = "OK"
+	if res := h.run(t); res.State != Done || res.TasksDone != 1 {
+		t.Fatalf("%+v\n%s", res, h.out.String())
+	}
+	fb := llm.reqs[1].Messages[2].Content.Text()
+	if !strings.Contains(fb, "promise was refused") || !strings.Contains(fb, "exit 7") || !strings.Contains(fb, "no f") {
+		t.Errorf("feedback: %s", fb)
+	}
+}
+
+func TestWindowPrunesThenSummarizes(t *testing.T) {
+	big := strings.Repeat("x", 4000)
+	n := 0
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){func(r *protocol.Request) (*protocol.EndEvent, error) {
+		if r.System == summarizeSystem {
+			return say("SUMMARY: echoed a lot")(r)
+		}
+		n++
+		if n > 40 {
+			return say("done")(r)
+		}
+		return call("echo", fmt.Sprintf(`{"n":%d}`, n))(r)
+	}}}
+	h := newHarness(t, llm, okTool(big), "t")
+	h.opts.ContextWindow = 4000
+	h.opts.MaxTokens = 500
+	h.opts.KeepMessages = 4
+	if res := h.run(t); res.State != Done {
+		t.Fatalf("%+v", res)
+	}
+	mem, _ := os.ReadFile(filepath.Join(h.sess.Dir, MemoryFile))
+	if !bytes.Contains(mem, []byte(`"type":"prune"`)) || !bytes.Contains(mem, []byte(`"type":"summary"`)) {
+		t.Fatalf("no prune or summary in memory:\n%s", h.out.String())
+	}
+	sawSummary := false
+	for _, r := range llm.reqs {
+		if r.System == summarizeSystem {
+			sawSummary = true
+			continue
+		}
+		if est := EstimateTokens(r); est > 4000 {
+			t.Errorf("a request of %d tokens passed the window", est)
+		}
+		if strings.Contains(r.Messages[0].Content.Text(), "SUMMARY: echoed a lot") {
+			if !strings.HasPrefix(r.Messages[0].Content.Text(), "t") {
+				t.Errorf("the task was not kept first")
+			}
+		}
+	}
+	if !sawSummary {
+		t.Fatal("no summarization call")
+	}
+	// Replaying memory rebuilds the conversation the last request saw.
+	rp, err := h.sess.LoadReplay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Current != nil {
+		t.Fatalf("task still current")
+	}
+}
+
+func TestReplayMatchesLiveConversation(t *testing.T) {
+	big := strings.Repeat("y", 3000)
+	n := 0
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){func(r *protocol.Request) (*protocol.EndEvent, error) {
+		if r.System == summarizeSystem {
+			return say("S")(r)
+		}
+		n++
+		return call("echo", fmt.Sprintf(`{"n":%d}`, n))(r)
+	}}}
+	h := newHarness(t, llm, okTool(big), "t")
+	h.opts.ContextWindow = 3000
+	h.opts.MaxTokens = 200
+	h.opts.KeepMessages = 4
+	h.opts.MaxSteps = 10
+	h.run(t)
+	// The step limit failed the task; cut memory before its end record and replay.
+	b, _ := os.ReadFile(filepath.Join(h.sess.Dir, MemoryFile))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	body := strings.Join(lines[:len(lines)-1], "\n") + "\n" + `{"type":"message","ts":"2026-01-01T00:00:00Z","task":"task-1","mess` // torn line
+	rp, err := ReadMemory(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := llm.reqs[len(llm.reqs)-1]
+	// The live conversation is the last request plus the answer and its results.
+	if rp.Current == nil || len(rp.Conv) != len(last.Messages)+2 {
+		t.Fatalf("replayed %d messages, the last request had %d", len(rp.Conv), len(last.Messages))
+	}
+	a, _ := json.Marshal(rp.Conv[:len(last.Messages)])
+	e, _ := json.Marshal(last.Messages)
+	if !bytes.Equal(a, e) {
+		t.Errorf("replayed conversation differs:\n%s\n%s", a, e)
+	}
+	if rp.Steps != 10 {
+		t.Errorf("steps %d", rp.Steps)
+	}
+}
+
+func TestVelocityFilePauses(t *testing.T) {
+	vf := filepath.Join(t.TempDir(), "v")
+	os.WriteFile(vf, []byte("0\n"), 0o644)
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	home := t.TempDir()
+	d, _ := teamdir.New(home, "tm")
+	d.Ensure()
+	h.opts.Team, h.opts.Worker, h.opts.VelocityFile = &d, "1", vf
+	h.opts.Heartbeat = 20 * time.Millisecond
+	done := make(chan Result)
+	go func() {
+		r, _ := NewRunner(h.opts)
+		done <- r.Run(context.Background())
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w, err := d.ReadWorker("1")
+		if err == nil && w.Paused {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never paused")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	llm.mu.Lock()
+	calls := len(llm.reqs)
+	llm.mu.Unlock()
+	if calls != 0 {
+		t.Fatal("the model was called while paused")
+	}
+	os.WriteFile(vf, []byte("1000"), 0o644)
+	res := <-done
+	if res.State != Done {
+		t.Fatalf("%+v", res)
+	}
+	w, _ := d.ReadWorker("1")
+	if w.Paused || w.Velocity != 1000 || w.State != "done" {
+		t.Errorf("worker %+v", w)
+	}
+}
+
+type leaseSource struct {
+	ListSource
+	failed, renewed int
+	mu              sync.Mutex
+}
+
+func (s *leaseSource) Renew(context.Context, *protocol.Task) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.renewed++
+	return fmt.Errorf("%w: stale token", ErrLeaseLost)
+}
+
+func (s *leaseSource) Fail(ctx context.Context, t *protocol.Task, r string, retry bool) error {
+	s.mu.Lock()
+	s.failed++
+	s.mu.Unlock()
+	return nil
+}
+
+func TestLeaseLostAbandonsTask(t *testing.T) {
+	llm := &blockingLLM{}
+	h := newHarness(t, llm, okTool("x"), "t")
+	src := &leaseSource{ListSource: ListSource{Tasks: []protocol.Task{NewTask(TaskInput{ID: "q1", Prompt: "p"}, time.Now())}}}
+	h.opts.Source = src
+	d, _ := teamdir.New(t.TempDir(), "tm")
+	d.Ensure()
+	h.opts.Team, h.opts.Worker = &d, "1"
+	h.opts.Heartbeat, h.opts.Lease = 10*time.Millisecond, 30*time.Millisecond
+	res := h.run(t)
+	if res.State != Done || src.failed != 0 || src.renewed == 0 {
+		t.Fatalf("res %+v failed %d renewed %d\n%s", res, src.failed, src.renewed, h.out.String())
+	}
+	if !strings.Contains(h.out.String(), "lease lost") {
+		t.Errorf("no lease lost reason:\n%s", h.out.String())
+	}
+}
+
+// blockingLLM waits for its context.
+type blockingLLM struct{}
+
+func (blockingLLM) Call(ctx context.Context, _ *protocol.Request, _ func(any)) (*protocol.EndEvent, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (blockingLLM) Close() error { return nil }
+
+func TestSignalReleases(t *testing.T) {
+	h := newHarness(t, blockingLLM{}, okTool("x"), "t")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	r, _ := NewRunner(h.opts)
+	res := r.Run(ctx)
+	if !res.Signal || res.State != Failed {
+		t.Fatalf("%+v", res)
+	}
+	if strings.Contains(h.out.String(), "<POWERGLIDE_") {
+		t.Errorf("a marker after a signal")
+	}
+	ls := h.opts.Source.(*ListSource)
+	if ls.Tasks[0].Status != protocol.StatusPending {
+		t.Errorf("task %s, want released to pending", ls.Tasks[0].Status)
+	}
+	b, _ := os.ReadFile(filepath.Join(h.sess.Dir, SessionFile))
+	if !bytes.Contains(b, []byte(`"status": "interrupted"`)) {
+		t.Errorf("session: %s", b)
+	}
+}
+
+// A context_overflow from the model compacts the conversation and retries
+// once, even with the window estimate off.
+func TestContextOverflowCompacts(t *testing.T) {
+	n := 0
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){func(r *protocol.Request) (*protocol.EndEvent, error) {
+		if r.System == summarizeSystem {
+			return say("S")(r)
+		}
+		if len(r.Messages) > 12 {
+			return nil, &ModelError{Event: protocol.ErrorEvent{Type: "error", Kind: protocol.KindContextOverflow, Message: "prompt is too long"}}
+		}
+		n++
+		if n > 10 {
+			return say("done")(r)
+		}
+		return call("echo", fmt.Sprintf(`{"n":%d}`, n))(r)
+	}}}
+	h := newHarness(t, llm, okTool(strings.Repeat("o", 500)), "t")
+	h.opts.ContextWindow = 0
+	h.opts.KeepMessages = 4
+	if res := h.run(t); res.State != Done || res.TasksDone != 1 {
+		t.Fatalf("%+v\n%s", res, h.out.String())
+	}
+	mem, _ := os.ReadFile(filepath.Join(h.sess.Dir, MemoryFile))
+	if !bytes.Contains(mem, []byte(`"type":"summary"`)) || !strings.Contains(h.out.String(), "context overflow reported") {
+		t.Fatal("no compaction after the overflow")
+	}
+}
+
+// blockingTools waits for its context.
+type blockingTools struct{ funcTools }
+
+func (blockingTools) Call(ctx context.Context, _ []protocol.ToolCall) ([]protocol.ToolResult, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A lease lost while a tool runs fails the task, not the run.
+func TestLeaseLostWhileExecuting(t *testing.T) {
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){call("echo", `{}`)}}
+	h := newHarness(t, llm, &blockingTools{}, "t")
+	src := &leaseSource{ListSource: ListSource{Tasks: []protocol.Task{NewTask(TaskInput{ID: "q1", Prompt: "p"}, time.Now())}}}
+	h.opts.Source = src
+	d, _ := teamdir.New(t.TempDir(), "tm")
+	d.Ensure()
+	h.opts.Team, h.opts.Worker = &d, "1"
+	h.opts.Heartbeat, h.opts.Lease = 10*time.Millisecond, 30*time.Millisecond
+	res := h.run(t)
+	if res.State != Done || src.failed != 0 {
+		t.Fatalf("res %+v failed %d\n%s", res, src.failed, h.out.String())
+	}
+	if !strings.Contains(h.out.String(), `"from":"executing","to":"pick_task","reason":"lease lost`) {
+		t.Errorf("no lease loss in executing:\n%s", h.out.String())
+	}
+}
