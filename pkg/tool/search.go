@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path"
 	"regexp"
+	"regexp/syntax"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 const globMaxResults = 1000
@@ -215,9 +219,11 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 			return "", s.pathErr(orDot(in.Path), err)
 		}
 	}
-	g := &grepper{re: re, in: in, fsys: s.root.FS()}
+	g := &grepper{re: re, in: in, root: s.root}
 	if lit, complete := re.LiteralPrefix(); complete && lit != "" {
 		g.literal = []byte(lit)
+	} else if lit, fold := requiredLiteral(expr); len(lit) >= 3 {
+		g.required, g.fold = lit, fold
 	} else if !strings.Contains(in.Pattern, "$") {
 		// One pass over the whole file skips most files; line by line
 		// only where it matched. (?m) keeps ^ meaning a line start; $ is
@@ -233,6 +239,8 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			w := &grepWorker{}
+			defer w.close()
 			for {
 				mu.Lock()
 				i := next
@@ -242,7 +250,7 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 				if int(i) >= len(files) || full || ctx.Err() != nil {
 					return
 				}
-				results[i] = g.file(files[i])
+				results[i] = g.file(w, files[i])
 				mu.Lock()
 				lines += int64(results[i].lines)
 				mu.Unlock()
@@ -281,11 +289,79 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 }
 
 type grepper struct {
-	re      *regexp.Regexp
-	whole   *regexp.Regexp // prefilter over the whole file, when safe
-	literal []byte
-	in      grepInput
-	fsys    fs.FS
+	re       *regexp.Regexp
+	whole    *regexp.Regexp // prefilter over the whole file, when safe
+	literal  []byte         // the pattern is this literal
+	required []byte         // every match contains this literal (ASCII case folded when fold)
+	fold     bool
+	in       grepInput
+	root     *os.Root
+}
+
+// grepWorker holds what one search goroutine reuses: a read buffer and the
+// directory it opened last, so each file is one openat, not one per path
+// component.
+type grepWorker struct {
+	buf     []byte
+	low     []byte
+	dir     string
+	dirRoot *os.Root
+}
+
+func (w *grepWorker) open(root *os.Root, p string) (*os.File, error) {
+	dir, name := path.Split(p)
+	if w.dirRoot == nil || dir != w.dir {
+		w.close()
+		r := root
+		if dir != "" {
+			var err error
+			if r, err = root.OpenRoot(strings.TrimSuffix(dir, "/")); err != nil {
+				return nil, err
+			}
+			w.dirRoot = r
+		}
+		w.dir = dir
+		if dir == "" {
+			return root.Open(name)
+		}
+	}
+	return w.dirRoot.Open(name)
+}
+
+func (w *grepWorker) close() {
+	if w.dirRoot != nil {
+		w.dirRoot.Close()
+		w.dirRoot = nil
+	}
+}
+
+// read reads a whole file into the worker's buffer (valid until the next read).
+func (w *grepWorker) read(f *os.File) ([]byte, error) {
+	size := grepMaxFile
+	if fi, err := f.Stat(); err == nil && fi.Size() < int64(size) {
+		size = int(fi.Size())
+	}
+	if cap(w.buf) < size+1 {
+		w.buf = make([]byte, size+1)
+	}
+	buf := w.buf[:cap(w.buf)]
+	n := 0
+	for n < len(buf) && n < grepMaxFile {
+		k, err := f.Read(buf[n:])
+		n += k
+		if err == io.EOF || k == 0 && err == nil {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == len(buf) && n < grepMaxFile { // the file grew: make room
+			nb := make([]byte, min(2*len(buf), grepMaxFile))
+			copy(nb, buf)
+			w.buf, buf = nb, nb
+		}
+	}
+	return buf[:n], nil
 }
 
 type grepFile struct {
@@ -294,18 +370,22 @@ type grepFile struct {
 	count int      // matching lines
 }
 
-func (g *grepper) file(p string) grepFile {
-	f, err := g.fsys.Open(p)
+func (g *grepper) file(w *grepWorker, p string) grepFile {
+	f, err := w.open(g.root, p)
 	if err != nil {
 		return grepFile{}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, grepMaxFile))
+	data, err := w.read(f)
 	f.Close()
 	if err != nil || isBinary(data[:min(len(data), 8192)]) {
 		return grepFile{}
 	}
 	if g.literal != nil {
 		if !bytes.Contains(data, g.literal) {
+			return grepFile{}
+		}
+	} else if g.required != nil {
+		if !containsLit(data, g.required, g.fold, &w.low) {
 			return grepFile{}
 		}
 	} else if g.whole != nil && !g.whole.Match(data) {
@@ -374,6 +454,75 @@ func (g *grepper) match(line []byte) bool {
 		return bytes.Contains(line, g.literal)
 	}
 	return g.re.Match(line)
+}
+
+// requiredLiteral finds a literal that every match of expr contains: the
+// longest literal factor of a top-level concatenation. fold reports ASCII
+// case-insensitive matching ((?i)); literals with other folding are not used.
+func requiredLiteral(expr string) ([]byte, bool) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	re = re.Simplify()
+	var best *syntax.Regexp
+	consider := func(r *syntax.Regexp) {
+		if r.Op != syntax.OpLiteral {
+			return
+		}
+		if best == nil || len(r.Rune) > len(best.Rune) {
+			best = r
+		}
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		consider(re)
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			consider(sub)
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	fold := best.Flags&syntax.FoldCase != 0
+	lit := []byte(string(best.Rune))
+	for _, c := range lit {
+		if c >= utf8.RuneSelf {
+			if fold {
+				return nil, false // non-ASCII case folding: leave it to the regexp
+			}
+			break
+		}
+	}
+	if fold {
+		lit = bytes.ToLower(lit)
+	}
+	return lit, fold
+}
+
+// containsLit is bytes.Contains, ASCII case-insensitive when fold (lit is
+// lower case); scratch holds the lowered copy of data.
+func containsLit(data, lit []byte, fold bool, scratch *[]byte) bool {
+	if !fold {
+		return bytes.Contains(data, lit)
+	}
+	// Unicode folds k to the Kelvin sign and s to the long s: where those
+	// occur, let the regexp decide.
+	if bytes.ContainsAny(lit, "ks") && (bytes.Contains(data, []byte("\u212A")) || bytes.Contains(data, []byte("\u017F"))) {
+		return true
+	}
+	if cap(*scratch) < len(data) {
+		*scratch = make([]byte, len(data))
+	}
+	low := (*scratch)[:len(data)]
+	for i, c := range data {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
+	return bytes.Contains(low, lit)
 }
 
 func forLines(data []byte, fn func(n int, line []byte) bool) {
