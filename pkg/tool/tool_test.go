@@ -177,3 +177,34 @@ func regexpMatch(re, s string) (bool, error) {
 }
 
 var regexpCompile = regexp.Compile
+
+func TestRequiredLiteral(t *testing.T) {
+	cases := []struct {
+		expr string
+		lit  string
+		fold bool
+	}{
+		{`func \w+Reader\(`, "Reader(", false},
+		{`(?i)deadline exceeded`, "deadline exceeded", true},
+		{`a|b`, "", false},
+		{`(?i)straße`, "", false},
+		{`x.*longer_literal`, "longer_literal", false},
+	}
+	for _, c := range cases {
+		lit, fold := requiredLiteral(c.expr)
+		if string(lit) != c.lit || (lit != nil && fold != c.fold) {
+			t.Errorf("requiredLiteral(%q) = %q, %v; want %q, %v", c.expr, lit, fold, c.lit, c.fold)
+		}
+	}
+	var scratch []byte
+	if !containsLit([]byte("a DeadLine Exceeded b"), []byte("deadline exceeded"), true, &scratch) {
+		t.Error("fold match missed")
+	}
+	if containsLit([]byte("a deadline b"), []byte("deadline exceeded"), true, &scratch) {
+		t.Error("false match")
+	}
+	// The Kelvin sign folds to k: the prefilter must not hide such a file.
+	if !containsLit([]byte("\u212Aey"), []byte("key"), true, &scratch) {
+		t.Error("Kelvin sign file filtered out")
+	}
+}
