@@ -1,0 +1,54 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzServe: any input yields one JSON record per non-blank line and never
+// a panic. Only harmless read-only tools are allowed, so fuzzed calls
+// cannot run commands.
+func FuzzServe(f *testing.F) {
+	f.Add([]byte(`{"id":"1","name":"ls","input":{}}` + "\n"))
+	f.Add([]byte(`{"id":"1","name":"read","input":{"path":"x"}}` + "\n" + `garbage` + "\n"))
+	f.Add([]byte(`{"id":1}` + "\n\n" + `{"name":"grep","input":{"pattern":"("}}`))
+	f.Add([]byte(`{"id":"a","name":"glob","input":{"pattern":"**"},"extra":1}`))
+	root := f.TempDir()
+	s, err := NewSession(Options{Root: root, Allow: []string{"read", "ls", "glob", "grep"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var out bytes.Buffer
+		if err := s.Serve(context.Background(), bytes.NewReader(in), &out, 1); err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+		want := 0
+		for _, l := range strings.Split(strings.ReplaceAll(string(in), "\r", ""), "\n") {
+			if strings.TrimSpace(l) != "" {
+				want++
+			}
+		}
+		got := 0
+		for _, l := range strings.Split(out.String(), "\n") {
+			if l == "" {
+				continue
+			}
+			got++
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Fatalf("output line is not JSON: %q", l)
+			}
+			if rec["type"] != "result" && rec["type"] != "error" {
+				t.Fatalf("bad record type: %q", l)
+			}
+		}
+		if got != want {
+			t.Fatalf("%d non-blank input lines, %d output records\ninput %q\noutput %s", want, got, in, out.String())
+		}
+	})
+}
