@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,6 +236,8 @@ func runWrite(ctx context.Context, s *Session, raw json.RawMessage) (string, err
 	} else if err != nil {
 		return "", s.pathErr(in.Path, err)
 	}
+	unlock := s.lockPath(r)
+	defer unlock()
 	note, err := s.vetoed(ctx, r, in.Path, func() error {
 		if dir := filepath.Dir(r); dir != "." {
 			if err := s.root.MkdirAll(dir, 0o755); err != nil {
@@ -282,7 +285,9 @@ func (s *Session) writeFile(r, shown string, data []byte, perm os.FileMode) erro
 			}
 		}
 	}
-	tmp := filepath.Join(filepath.Dir(target), fmt.Sprintf(".%s.pg-tool-%d.tmp", filepath.Base(target), os.Getpid()))
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(target), fmt.Sprintf(".%s.pg-tool-%x.tmp", filepath.Base(target), rnd))
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return s.pathErr(shown, err)

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -51,4 +54,33 @@ func FuzzServe(f *testing.F) {
 			t.Fatalf("%d non-blank input lines, %d output records\ninput %q\noutput %s", want, got, in, out.String())
 		}
 	})
+}
+
+// Parallel edits of one file must all land.
+func TestParallelEditsOfOneFile(t *testing.T) {
+	root := t.TempDir()
+	var content, calls strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&content, "line %d\n", i)
+		fmt.Fprintf(&calls, `{"id":"%d","name":"edit","input":{"path":"f.txt","old_string":"line %d\n","new_string":"LINE %d\n"}}`+"\n", i, i, i)
+	}
+	if err := os.WriteFile(filepath.Join(root, "f.txt"), []byte(content.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSession(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out bytes.Buffer
+	if err := s.Serve(context.Background(), strings.NewReader(calls.String()), &out, 8); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), `"ok":true`); n != 40 {
+		t.Fatalf("%d of 40 edits ok:\n%s", n, out.String())
+	}
+	got, _ := os.ReadFile(filepath.Join(root, "f.txt"))
+	if strings.Contains(string(got), "line ") {
+		t.Fatalf("edits lost:\n%s", got)
+	}
 }

@@ -35,6 +35,38 @@ type Session struct {
 	extErr  error
 
 	mcp *mcpManager
+
+	locksMu sync.Mutex
+	locks   map[string]*pathLock
+}
+
+type pathLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockPath serializes changes to one file; it returns the unlock function.
+func (s *Session) lockPath(r string) func() {
+	s.locksMu.Lock()
+	if s.locks == nil {
+		s.locks = map[string]*pathLock{}
+	}
+	l := s.locks[r]
+	if l == nil {
+		l = &pathLock{}
+		s.locks[r] = l
+	}
+	l.refs++
+	s.locksMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.locksMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.locks, r)
+		}
+		s.locksMu.Unlock()
+	}
 }
 
 // NewSession opens the workspace root and registers the tools.

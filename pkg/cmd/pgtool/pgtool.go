@@ -27,7 +27,7 @@ pg-tool list prints tool definitions ready for a model request; pg-tool call run
 
 Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_send, term_read, term_screen and term_kill (pseudo-terminal sessions through pg-pty). File tools are confined to --root: a path that leaves it through "..", an absolute path or a symlink is refused. Outputs longer than --max-output characters keep their head and tail; the full text is saved to a file the result names, which read may open.
 
-External tools are executables in --tools-dir that print {"name","description","input_schema"} for --schema; a call runs one with the input JSON on stdin, and its stdout is the output. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.`,
+External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.`,
 		CLI:     &CLI{},
 		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output"},
 	}
