@@ -25,12 +25,12 @@ echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 loop() {
 	local n=$1
 	shift
-	local t0 c0 t1 c1
+	local t0 c0 t1 c1 me=$BASHPID
 	t0=$(date +%s%N)
-	c0=$(awk '{print $16 + $17}' /proc/$BASHPID/stat)
+	c0=$(awk '{print $16 + $17}' /proc/$me/stat)
 	for ((i = 0; i < n; i++)); do "$@" >/dev/null; done
 	t1=$(date +%s%N)
-	c1=$(awk '{print $16 + $17}' /proc/$BASHPID/stat)
+	c1=$(awk '{print $16 + $17}' /proc/$me/stat)
 	awk -v a="$t0" -v b="$t1" -v c="$c0" -v d="$c1" -v n="$n" -v hz="$(getconf CLK_TCK)" \
 		'BEGIN { printf "%.2f ms wall, %.2f ms cpu", (b - a) / n / 1e6, (d - c) * 1000 / hz / n }'
 }

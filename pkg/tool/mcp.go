@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,7 +24,7 @@ import (
 
 const mcpStartTimeout = 30 * time.Second
 
-var mcpNameRe = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+var mcpNameRe = lazyRegexp(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
 
 type mcpManager struct {
 	s       *Session
@@ -52,7 +51,7 @@ func ParseMCP(spec string) (name, cmdline string, err error) {
 	if !ok || name == "" || cmdline == "" {
 		return "", "", fmt.Errorf("bad MCP server %q: want name=command args", spec)
 	}
-	if !mcpNameRe.MatchString(name) {
+	if !mcpNameRe().MatchString(name) {
 		return "", "", fmt.Errorf("bad MCP server name %q: letters, digits, - and single _ only (tools are named mcp__%s__tool)", name, name)
 	}
 	return name, cmdline, nil

@@ -207,27 +207,27 @@ func (t *topLevel) UnmarshalJSON(b []byte) error {
 }
 
 var (
-	propPathRe   = regexp.MustCompile(`^validating (/[^:]*): `)
-	additionalRe = regexp.MustCompile(`unexpected additional properties \[(.*)\]`)
-	requiredRe   = regexp.MustCompile(`required: missing properties: \[(.*)\]`)
+	propPathRe   = lazyRegexp(`^validating (/[^:]*): `)
+	additionalRe = lazyRegexp(`unexpected additional properties \[(.*)\]`)
+	requiredRe   = lazyRegexp(`required: missing properties: \[(.*)\]`)
 )
 
 var (
-	typeRe   = regexp.MustCompile(`^type: .* has type "(\w+)", want (.*)$`)
-	boundRe  = regexp.MustCompile(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum): (\S+) is (?:less|greater) than (?:or equal to )?(\S+)$`)
-	lengthRe = regexp.MustCompile(`^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
+	typeRe   = lazyRegexp(`^type: .* has type "(\w+)", want (.*)$`)
+	boundRe  = lazyRegexp(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum): (\S+) is (?:less|greater) than (?:or equal to )?(\S+)$`)
+	lengthRe = lazyRegexp(`^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
 )
 
 // valueError words the validator's complaint about a value plainly.
 func valueError(msg string) string {
-	if m := typeRe.FindStringSubmatch(msg); m != nil {
+	if m := typeRe().FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("got %s, want %s", m[1], strings.ReplaceAll(m[2], `"`, ""))
 	}
-	if m := boundRe.FindStringSubmatch(msg); m != nil {
+	if m := boundRe().FindStringSubmatch(msg); m != nil {
 		words := map[string]string{"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}
 		return fmt.Sprintf("got %s, must be %s %s", number(m[2]), words[m[1]], number(m[3]))
 	}
-	if m := lengthRe.FindStringSubmatch(msg); m != nil {
+	if m := lengthRe().FindStringSubmatch(msg); m != nil {
 		if m[1] == "minLength" {
 			if m[3] == "1" {
 				return "must not be empty"
@@ -258,7 +258,7 @@ func fieldError(msg string) string {
 	}
 	field := ""
 	for {
-		m := propPathRe.FindStringSubmatch(msg)
+		m := propPathRe().FindStringSubmatch(msg)
 		if m == nil {
 			break
 		}
@@ -277,14 +277,14 @@ func fieldError(msg string) string {
 			}
 		}
 	}
-	if m := requiredRe.FindStringSubmatch(msg); m != nil {
+	if m := requiredRe().FindStringSubmatch(msg); m != nil {
 		names := strings.ReplaceAll(m[1], `"`, "")
 		if field != "" {
 			return fmt.Sprintf("field %s: missing required field %s", field, names)
 		}
 		return "missing required field " + names
 	}
-	if m := additionalRe.FindStringSubmatch(msg); m != nil {
+	if m := additionalRe().FindStringSubmatch(msg); m != nil {
 		if field != "" {
 			return fmt.Sprintf("field %s: unknown field %s", field, m[1])
 		}
@@ -373,4 +373,10 @@ func (s *Session) Tools(ctx context.Context) ([]*Tool, error) {
 		}
 	}
 	return out, err
+}
+
+// lazyRegexp compiles on first use: package init stays cheap, which a cold
+// `pg-tool call` feels.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
