@@ -35,11 +35,27 @@ loop() {
 		'BEGIN { printf "%.2f ms wall, %.2f ms cpu", (b - a) / n / 1e6, (d - c) * 1000 / hz / n }'
 }
 
+# pstat N CMD...: mean wall and cpu (task-clock) of N runs, with perf when
+# it is there (exact), else from the shell's child times.
+pstat() {
+	local n=$1
+	shift
+	if command -v perf >/dev/null 2>&1 && perf stat -x, -r 1 true >/dev/null 2>&1; then
+		perf stat -x, -r "$n" "$@" 2>&1 >/dev/null | awk -F, -v n="$n" '
+			$3 == "task-clock" { cpu = $1 }
+			END { printf "%.2f ms cpu (perf task-clock)", cpu }'
+		printf ", %s" "$(loop "$n" "$@" | cut -d, -f1)"
+	else
+		loop "$n" "$@"
+	fi
+}
+
 # 1. Cold call: a new process per call, reading a 200-line file.
 n=200
 "$T" --root "$work" call read '{"path":"file.go"}' >/dev/null # warm the page cache
-echo "cold pg-tool call read (200-line file): $(loop $n "$T" --root "$work" call read '{"path":"file.go"}') per call (mean of $n)"
-echo "  baseline, fork+exec of /bin/true:     $(loop $n /bin/true)"
+echo "cold pg-tool call read (200-line file): $(pstat $n "$T" --root "$work" call read '{"path":"file.go"}') per call (mean of $n)"
+echo "  pg-tool --version (process start only): $(pstat $n "$T" --version)"
+echo "  baseline, fork+exec of /bin/true:      $(pstat $n /bin/true)"
 
 # 2. Serve mode: 20000 read calls through one process, end to end.
 n=20000
@@ -59,6 +75,13 @@ if command -v rg >/dev/null 2>&1; then
 	src=$(go env GOROOT)/src
 	files=$(find "$src" -type f | wc -l)
 	size=$(du -sh "$src" | cut -f1)
+	cpu() { # cpu CMD...: task-clock ms of one run (perf), or "-"
+		if command -v perf >/dev/null 2>&1; then
+			perf stat -x, "$@" 2>&1 >/dev/null | awk -F, '$3 == "task-clock" { printf "%.0f", $1 }'
+		else
+			echo -
+		fi
+	}
 	run() { # run NAME CMD...: best of 3, ms
 		local best=""
 		for _ in 1 2 3; do
@@ -77,9 +100,11 @@ if command -v rg >/dev/null 2>&1; then
 		pg=$(run "$T" --root "$src" --max-output=-1 call grep "$input")
 		rgt=$(run rg --no-heading -n -m 5000 --no-ignore-vcs --hidden -e "$pat" "$src")
 		ratio=$(awk -v a="$pg" -v b="$rgt" 'BEGIN { if (b < 1) b = 1; printf "%.1f", a / b }')
+		pgc=$(cpu "$T" --root "$src" --max-output=-1 call grep "$input")
+		rgc=$(cpu rg --no-heading -n -m 5000 --no-ignore-vcs --hidden -e "$pat" "$src")
 		# Same matches? Count lines both found.
 		pgn=$("$T" --root "$src" --max-output=-1 call grep "$(printf '{"pattern":"%s","output_mode":"count","max_results":5000}' "${pat//\\/\\\\}")" | jq -r .output | awk -F: '{s+=$NF} END {print s+0}')
 		rgn=$(rg -c --no-ignore-vcs --hidden -e "$pat" "$src" | awk -F: '{s+=$NF} END {print s+0}')
-		echo "  $(printf '%-24s' "$pat") pg-tool ${pg} ms, rg ${rgt} ms, ratio ${ratio}x (matching lines: pg-tool $pgn, rg $rgn)"
+		echo "  $(printf '%-24s' "$pat") wall: pg-tool ${pg} ms, rg ${rgt} ms, ratio ${ratio}x; cpu: pg-tool ${pgc} ms, rg ${rgc} ms (matching lines: pg-tool $pgn, rg $rgn)"
 	done
 fi
