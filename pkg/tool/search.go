@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -197,28 +199,6 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	start := display(r)
 
-	// Walk in one goroutine, search in several, print in walk order.
-	var files []string
-	if !fi.IsDir() {
-		files = []string{start}
-	} else {
-		err = s.walk(start, func(p string, d fs.DirEntry) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			if globRe != nil && !globRe.MatchString(p) {
-				return nil
-			}
-			files = append(files, p)
-			return nil
-		})
-		if err != nil {
-			return "", s.pathErr(orDot(in.Path), err)
-		}
-	}
 	g := &grepper{re: re, in: in, root: s.root}
 	if lit, complete := re.LiteralPrefix(); complete && lit != "" {
 		g.literal = []byte(lit)
@@ -230,40 +210,77 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		// left out because of CRLF files.
 		g.whole = regexp.MustCompile("(?m)" + expr)
 	}
-	results := make([]grepFile, len(files))
-	var next, lines int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), 8, max(len(files), 1))
-	for range workers {
+
+	// The walk feeds files to several searchers as it goes; results are
+	// printed in walk order. Once the cap is reached the rest is skipped.
+	type job struct {
+		i int
+		p string
+	}
+	jobs := make(chan job, 512)
+	results := map[int]grepFile{}
+	var (
+		mu      sync.Mutex
+		lines   int
+		full    atomic.Bool
+		skipped atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for range min(runtime.GOMAXPROCS(0), 8) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			w := &grepWorker{}
 			defer w.close()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				full := lines >= int64(in.MaxResults)
-				mu.Unlock()
-				if int(i) >= len(files) || full || ctx.Err() != nil {
-					return
+			for j := range jobs {
+				if full.Load() || ctx.Err() != nil {
+					skipped.Store(true)
+					continue
 				}
-				results[i] = g.file(w, files[i])
+				r := g.file(w, j.p)
 				mu.Lock()
-				lines += int64(results[i].lines)
+				results[j.i] = r
+				lines += r.lines
+				if lines >= in.MaxResults {
+					full.Store(true)
+				}
 				mu.Unlock()
 			}
 		}()
 	}
+	nfiles := 0
+	if !fi.IsDir() {
+		jobs <- job{0, start}
+		nfiles = 1
+	} else {
+		err = s.walk(start, func(p string, d fs.DirEntry) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if full.Load() {
+				skipped.Store(true)
+				return fs.SkipAll
+			}
+			if !d.Type().IsRegular() || globRe != nil && !globRe.MatchString(p) {
+				return nil
+			}
+			jobs <- job{nfiles, p}
+			nfiles++
+			return nil
+		})
+	}
+	close(jobs)
 	wg.Wait()
+	if err != nil {
+		return "", s.pathErr(orDot(in.Path), err)
+	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 	var out bytes.Buffer
 	shown, matches, stopped := 0, 0, false
-	for _, res := range results {
+	for i := range nfiles {
+		res := results[i]
 		matches += res.lines
 		for _, l := range res.out {
 			if l != "--\n" {
@@ -280,9 +297,9 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		}
 	}
 	if matches == 0 {
-		return fmt.Sprintf("no matches for %s in %s (%d files searched)\n", in.Pattern, start, len(files)), nil
+		return fmt.Sprintf("no matches for %s in %s (%d files searched)\n", in.Pattern, start, nfiles), nil
 	}
-	if stopped || matches > shown || int(next) < len(files) && lines >= int64(in.MaxResults) {
+	if stopped || matches > shown || skipped.Load() {
 		fmt.Fprintf(&out, "[results stopped at %d lines; narrow the pattern, path or glob, or raise max_results]\n", in.MaxResults)
 	}
 	return out.String(), nil
@@ -299,69 +316,71 @@ type grepper struct {
 }
 
 // grepWorker holds what one search goroutine reuses: a read buffer and the
-// directory it opened last, so each file is one openat, not one per path
-// component.
+// directory it opened last (through the root), so each file costs one
+// openat relative to that directory instead of a walk of every path
+// component. O_NOFOLLOW keeps a file swapped for a symlink from leading out.
 type grepWorker struct {
-	buf     []byte
-	low     []byte
-	dir     string
-	dirRoot *os.Root
-}
-
-func (w *grepWorker) open(root *os.Root, p string) (*os.File, error) {
-	dir, name := path.Split(p)
-	if w.dirRoot == nil || dir != w.dir {
-		w.close()
-		r := root
-		if dir != "" {
-			var err error
-			if r, err = root.OpenRoot(strings.TrimSuffix(dir, "/")); err != nil {
-				return nil, err
-			}
-			w.dirRoot = r
-		}
-		w.dir = dir
-		if dir == "" {
-			return root.Open(name)
-		}
-	}
-	return w.dirRoot.Open(name)
+	buf  []byte
+	low  []byte
+	dir  string
+	dirF *os.File
 }
 
 func (w *grepWorker) close() {
-	if w.dirRoot != nil {
-		w.dirRoot.Close()
-		w.dirRoot = nil
+	if w.dirF != nil {
+		w.dirF.Close()
+		w.dirF = nil
 	}
 }
 
-// read reads a whole file into the worker's buffer (valid until the next read).
-func (w *grepWorker) read(f *os.File) ([]byte, error) {
-	size := grepMaxFile
-	if fi, err := f.Stat(); err == nil && fi.Size() < int64(size) {
-		size = int(fi.Size())
+// readFile reads the whole file p (slash-separated, relative to the root)
+// into the worker's buffer; the slice is valid until the next call.
+func (w *grepWorker) readFile(root *os.Root, p string) ([]byte, error) {
+	dir, name := path.Split(p)
+	if w.dirF == nil || dir != w.dir {
+		w.close()
+		d := strings.TrimSuffix(dir, "/")
+		if d == "" {
+			d = "."
+		}
+		f, err := root.Open(d)
+		if err != nil {
+			return nil, err
+		}
+		w.dirF, w.dir = f, dir
 	}
+	fd, err := syscall.Openat(int(w.dirF.Fd()), name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, errors.New("not a regular file")
+	}
+	size := int(min(st.Size, grepMaxFile))
 	if cap(w.buf) < size+1 {
 		w.buf = make([]byte, size+1)
 	}
-	buf := w.buf[:cap(w.buf)]
+	buf := w.buf[:size+1]
 	n := 0
-	for n < len(buf) && n < grepMaxFile {
-		k, err := f.Read(buf[n:])
-		n += k
-		if err == io.EOF || k == 0 && err == nil {
-			break
+	for n < len(buf) {
+		k, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if n == len(buf) && n < grepMaxFile { // the file grew: make room
-			nb := make([]byte, min(2*len(buf), grepMaxFile))
-			copy(nb, buf)
-			w.buf, buf = nb, nb
+		if k == 0 {
+			break
 		}
+		n += k
 	}
-	return buf[:n], nil
+	return buf[:min(n, grepMaxFile)], nil
 }
 
 type grepFile struct {
@@ -371,12 +390,7 @@ type grepFile struct {
 }
 
 func (g *grepper) file(w *grepWorker, p string) grepFile {
-	f, err := w.open(g.root, p)
-	if err != nil {
-		return grepFile{}
-	}
-	data, err := w.read(f)
-	f.Close()
+	data, err := w.readFile(g.root, p)
 	if err != nil || isBinary(data[:min(len(data), 8192)]) {
 		return grepFile{}
 	}
