@@ -208,3 +208,29 @@ func TestRequiredLiteral(t *testing.T) {
 		t.Error("Kelvin sign file filtered out")
 	}
 }
+
+func TestRootThroughSymlink(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "ws")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "a.txt"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSession(Options{Root: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range []string{filepath.Join(link, "a.txt"), filepath.Join(real, "a.txt"), "a.txt"} {
+		r := s.Call(context.Background(), protocol.ToolCall{Name: "read", Input: []byte(`{"path":"` + p + `"}`)})
+		if !r.OK || r.Output != "     1\thi\n" {
+			t.Errorf("read %s: %+v", p, r.ToolResult)
+		}
+	}
+	r := s.Call(context.Background(), protocol.ToolCall{Name: "read", Input: []byte(`{"path":"` + filepath.Join(link, "..", "x") + `"}`)})
+	if r.OK || !strings.Contains(*r.Error, "outside the workspace root") {
+		t.Errorf("escape through the alias: %+v", r.ToolResult)
+	}
+}
