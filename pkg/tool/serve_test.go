@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // FuzzServe: any input yields one JSON record per non-blank line and never
@@ -83,4 +87,47 @@ func TestParallelEditsOfOneFile(t *testing.T) {
 	if strings.Contains(string(got), "line ") {
 		t.Fatalf("edits lost:\n%s", got)
 	}
+}
+
+// A cancelled context ends serve although stdin stays open, and the call
+// in flight is stopped.
+func TestServeStopsOnCancel(t *testing.T) {
+	s, err := NewSession(Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, pr, &lockedWriter{w: &out}, 1) }()
+	if _, err := pw.Write([]byte(`{"id":"slow","name":"bash","input":{"command":"sleep 30"}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop on cancel")
+	}
+	if !strings.Contains(out.String(), `"id":"slow"`) || !strings.Contains(out.String(), `"ok":false`) {
+		t.Fatalf("the cancelled call has no result: %s", out.String())
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
