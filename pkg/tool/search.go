@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path"
@@ -199,7 +200,11 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	start := display(r)
 
-	g := &grepper{re: re, in: in, root: s.root}
+	g := &grepper{re: re, in: in, root: s.root, rootFD: -1}
+	if rf, err := s.root.Open("."); err == nil {
+		defer rf.Close()
+		g.rootFD = int(rf.Fd())
+	}
 	if lit, complete := re.LiteralPrefix(); complete && lit != "" {
 		g.literal = []byte(lit)
 	} else if lit, fold := requiredLiteral(expr); len(lit) >= 3 {
@@ -313,6 +318,7 @@ type grepper struct {
 	fold     bool
 	in       grepInput
 	root     *os.Root
+	rootFD   int // a descriptor of the root for openat2, or -1
 }
 
 // grepWorker holds what one search goroutine reuses: a read buffer and the
@@ -335,21 +341,8 @@ func (w *grepWorker) close() {
 
 // readFile reads the whole file p (slash-separated, relative to the root)
 // into the worker's buffer; the slice is valid until the next call.
-func (w *grepWorker) readFile(root *os.Root, p string) ([]byte, error) {
-	dir, name := path.Split(p)
-	if w.dirF == nil || dir != w.dir {
-		w.close()
-		d := strings.TrimSuffix(dir, "/")
-		if d == "" {
-			d = "."
-		}
-		f, err := root.Open(d)
-		if err != nil {
-			return nil, err
-		}
-		w.dirF, w.dir = f, dir
-	}
-	fd, err := syscall.Openat(int(w.dirF.Fd()), name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+func (w *grepWorker) readFile(root *os.Root, rootFD int, p string) ([]byte, error) {
+	fd, err := w.openFile(root, rootFD, p)
 	if err != nil {
 		return nil, err
 	}
@@ -383,6 +376,37 @@ func (w *grepWorker) readFile(root *os.Root, p string) ([]byte, error) {
 	return buf[:min(n, grepMaxFile)], nil
 }
 
+// openFile opens p read-only inside the root: with openat2 and
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (one syscall, the kernel keeps it in
+// the root) where the kernel has it, else relative to the file's directory
+// opened through os.Root.
+func (w *grepWorker) openFile(root *os.Root, rootFD int, p string) (int, error) {
+	const flags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
+	if rootFD >= 0 && !noOpenat2.Load() {
+		fd, err := unix.Openat2(rootFD, p, &unix.OpenHow{Flags: flags, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+		if err != unix.ENOSYS && err != unix.EPERM {
+			return fd, err
+		}
+		noOpenat2.Store(true) // old kernel or a seccomp filter
+	}
+	dir, name := path.Split(p)
+	if w.dirF == nil || dir != w.dir {
+		w.close()
+		d := strings.TrimSuffix(dir, "/")
+		if d == "" {
+			d = "."
+		}
+		f, err := root.Open(d)
+		if err != nil {
+			return -1, err
+		}
+		w.dirF, w.dir = f, dir
+	}
+	return syscall.Openat(int(w.dirF.Fd()), name, flags, 0)
+}
+
+var noOpenat2 atomic.Bool
+
 type grepFile struct {
 	out   []string // output lines, newline-terminated
 	lines int      // output lines counted against the cap
@@ -390,7 +414,7 @@ type grepFile struct {
 }
 
 func (g *grepper) file(w *grepWorker, p string) grepFile {
-	data, err := w.readFile(g.root, p)
+	data, err := w.readFile(g.root, g.rootFD, p)
 	if err != nil || isBinary(data[:min(len(data), 8192)]) {
 		return grepFile{}
 	}
