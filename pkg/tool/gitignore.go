@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -237,7 +238,7 @@ func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) err
 	}
 	err = visit(start, fs.FileInfoToDirEntry(fi))
 	if err == nil && fi.IsDir() {
-		err = walkFD(f, start, visit, ig.enterFD)
+		err = walkFD(f, start, s.rootPath, visit, ig.enterFD)
 	}
 	if err == fs.SkipDir || err == fs.SkipAll {
 		return nil
@@ -249,7 +250,7 @@ func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) err
 // order, fs.SkipDir and fs.SkipAll honoured), opening each subdirectory
 // relative to its parent's descriptor with O_NOFOLLOW: one openat per
 // directory, and no symlink is ever followed out of the root.
-func walkFD(dir *os.File, p string, visit func(string, fs.DirEntry) error, listed func(*os.File, string, []fs.DirEntry)) error {
+func walkFD(dir *os.File, p, rootPath string, visit func(string, fs.DirEntry) error, listed func(*os.File, string, []fs.DirEntry)) error {
 	entries, err := dir.ReadDir(-1)
 	if err != nil && len(entries) == 0 {
 		return nil // unreadable directories are skipped, as grep -s would
@@ -278,8 +279,9 @@ func walkFD(dir *os.File, p string, visit func(string, fs.DirEntry) error, liste
 		if oerr != nil {
 			continue
 		}
-		sub := os.NewFile(uintptr(fd), child)
-		err = walkFD(sub, child, visit, listed)
+		// Named by its absolute path: DirEntry.Info stats parent/name.
+		sub := os.NewFile(uintptr(fd), filepath.Join(rootPath, child))
+		err = walkFD(sub, child, rootPath, visit, listed)
 		sub.Close()
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -232,5 +233,33 @@ func TestRootThroughSymlink(t *testing.T) {
 	r := s.Call(context.Background(), protocol.ToolCall{Name: "read", Input: []byte(`{"path":"` + filepath.Join(link, "..", "x") + `"}`)})
 	if r.OK || !strings.Contains(*r.Error, "outside the workspace root") {
 		t.Errorf("escape through the alias: %+v", r.ToolResult)
+	}
+}
+
+// glob orders by modification time also when the root is not the working
+// directory (entries' Info must stat inside the root).
+func TestGlobNewestFirstElsewhere(t *testing.T) {
+	root := t.TempDir()
+	for i, name := range []string{"a/old.go", "a/b/new.go", "mid.go"} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mt := time.Date(2020+[]int{0, 4, 2}[i], 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := NewSession(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.Call(context.Background(), protocol.ToolCall{Name: "glob", Input: []byte(`{"pattern":"**/*.go"}`)})
+	if !r.OK || r.Output != "a/b/new.go\nmid.go\na/old.go\n" {
+		t.Fatalf("%+v", r.ToolResult)
 	}
 }
