@@ -112,25 +112,35 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	dir := filepath.Join(s.rootPath, cwd)
 
-	// The final working directory comes back on fd 3, also after "exit N".
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return "", err
+	// The final working directory comes back through a file written by an
+	// EXIT trap, so "cd" carries over, also after "exit N". (A file, not a
+	// pipe: a daemon the command leaves behind must not hold the call open.)
+	script := in.Command
+	var cwdFile string
+	if s.opts.PersistCwd && in.Workdir == nil {
+		f, err := os.CreateTemp("", "pg-tool-cwd-*")
+		if err != nil {
+			return "", err
+		}
+		cwdFile = f.Name()
+		f.Close()
+		defer os.Remove(cwdFile)
+		script = "trap 'pwd -P > " + shellQuote(cwdFile) + " 2>/dev/null' EXIT\n" + in.Command
 	}
-	defer pr.Close()
-	script := "trap 'pwd -P >&3 2>/dev/null' EXIT\n" + in.Command
 	out := &lockedBuffer{}
-	code, runErr := runGroup(ctx, timeout, dir, s.opts.Env, nil, out, out, []*os.File{pw}, "bash", "-c", script)
-	pw.Close()
-	var cwdOut bytes.Buffer
-	_, _ = cwdOut.ReadFrom(pr)
+	code, runErr := runGroup(ctx, timeout, dir, s.opts.Env, []byte{}, out, out, nil, "bash", "-c", script)
+	var newDir string
+	if cwdFile != "" {
+		b, _ := os.ReadFile(cwdFile)
+		newDir = strings.TrimSpace(string(b))
+	}
 
 	text := out.String()
 	if text != "" && !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
-	if s.opts.PersistCwd && in.Workdir == nil && runErr == nil {
-		if newDir := strings.TrimSpace(cwdOut.String()); newDir != "" {
+	if cwdFile != "" && runErr == nil {
+		if newDir != "" {
 			if r, err := filepath.Rel(s.rootPath, newDir); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
 				s.mu.Lock()
 				s.cwd = r
@@ -220,4 +230,9 @@ func runGroup(ctx context.Context, timeout time.Duration, dir string, env []stri
 		return cmd.ProcessState.ExitCode(), nil
 	}
 	return -1, err
+}
+
+// shellQuote quotes s for bash as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

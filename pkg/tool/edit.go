@@ -47,6 +47,9 @@ func runEdit(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
+	// Concurrent calls (serve --parallel) must not lose each other's edits.
+	unlock := s.lockPath(r)
+	defer unlock()
 	data, err := s.root.ReadFile(r)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

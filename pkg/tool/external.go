@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -24,7 +23,7 @@ const (
 	externalCallTimeout   = 10 * time.Minute
 )
 
-var toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var toolNameRe = lazyRegexp(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (s *Session) externals(ctx context.Context) []*Tool {
 	s.extOnce.Do(func() { s.extList, s.extErr = s.loadExternals(ctx) })
@@ -34,7 +33,7 @@ func (s *Session) externals(ctx context.Context) []*Tool {
 // external finds one external tool, trying the executable of that name first
 // so a call need not run every tool's --schema.
 func (s *Session) external(ctx context.Context, name string) *Tool {
-	if s.opts.ToolsDir == "" || !toolNameRe.MatchString(name) {
+	if s.opts.ToolsDir == "" || !toolNameRe().MatchString(name) {
 		return nil
 	}
 	if exe := filepath.Join(s.opts.ToolsDir, name); isExecutable(exe) {
@@ -111,7 +110,7 @@ func (s *Session) loadExternal(ctx context.Context, exe string) (*Tool, error) {
 	if err := json.Unmarshal(stdout.Bytes(), &def); err != nil {
 		return nil, fmt.Errorf("%s --schema did not print a tool definition: %v", exe, err)
 	}
-	if !toolNameRe.MatchString(def.Name) || strings.HasPrefix(def.Name, "mcp__") {
+	if !toolNameRe().MatchString(def.Name) || strings.HasPrefix(def.Name, "mcp__") {
 		return nil, fmt.Errorf("%s --schema: bad tool name %q (letters, digits, _ and -, up to 64)", exe, def.Name)
 	}
 	if len(def.InputSchema) == 0 || def.InputSchema[0] != '{' {

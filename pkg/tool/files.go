@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -67,7 +69,7 @@ func runRead(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	if fi.IsDir() {
 		return "", fmt.Errorf("%s is a directory; use ls to list it", in.Path)
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := bufio.NewReaderSize(f, 16<<10)
 	head, _ := br.Peek(8192)
 	if isBinary(head) {
 		return "", fmt.Errorf("%s is a binary file (%d bytes); read only shows text: use bash (e.g. xxd or file) to inspect it", in.Path, fi.Size())
@@ -94,7 +96,7 @@ func runRead(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 			if !utf8.ValidString(text) {
 				text = strings.ToValidUTF8(text, "\uFFFD")
 			}
-			fmt.Fprintf(&out, "%6d\t%s\n", line, text)
+			writeNumbered(&out, line, text)
 			shown++
 		}
 		if err != nil {
@@ -114,6 +116,19 @@ func runRead(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		return "", fmt.Errorf("%s has %d lines; offset %d is past the end", in.Path, line, in.Offset)
 	}
 	return out.String(), nil
+}
+
+// writeNumbered writes "%6d\t%s\n" without fmt's cost (read's hot path).
+func writeNumbered(b *strings.Builder, n int, text string) {
+	var num [20]byte
+	d := strconv.AppendInt(num[:0], int64(n), 10)
+	for i := len(d); i < 6; i++ {
+		b.WriteByte(' ')
+	}
+	b.Write(d)
+	b.WriteByte('\t')
+	b.WriteString(text)
+	b.WriteByte('\n')
 }
 
 func countLines(r io.Reader) (int, error) {
@@ -221,6 +236,8 @@ func runWrite(ctx context.Context, s *Session, raw json.RawMessage) (string, err
 	} else if err != nil {
 		return "", s.pathErr(in.Path, err)
 	}
+	unlock := s.lockPath(r)
+	defer unlock()
 	note, err := s.vetoed(ctx, r, in.Path, func() error {
 		if dir := filepath.Dir(r); dir != "." {
 			if err := s.root.MkdirAll(dir, 0o755); err != nil {
@@ -268,7 +285,9 @@ func (s *Session) writeFile(r, shown string, data []byte, perm os.FileMode) erro
 			}
 		}
 	}
-	tmp := filepath.Join(filepath.Dir(target), fmt.Sprintf(".%s.pg-tool-%d.tmp", filepath.Base(target), os.Getpid()))
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(target), fmt.Sprintf(".%s.pg-tool-%x.tmp", filepath.Base(target), rnd))
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return s.pathErr(shown, err)

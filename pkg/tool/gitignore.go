@@ -3,10 +3,15 @@ package tool
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+	"syscall"
 )
 
 // A hand-written .gitignore matcher: the patterns git documents
@@ -127,6 +132,28 @@ func (ig *ignorer) enter(dir string) {
 	}
 }
 
+// enterFD loads the .gitignore of a directory the walk has listed, read
+// relative to the directory's descriptor.
+func (ig *ignorer) enterFD(dir *os.File, p string, entries []fs.DirEntry) {
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].Name() >= ".gitignore" })
+	if i == len(entries) || entries[i].Name() != ".gitignore" || !entries[i].Type().IsRegular() {
+		return
+	}
+	fd, err := syscall.Openat(int(dir.Fd()), ".gitignore", syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), path.Join(p, ".gitignore"))
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	f.Close()
+	if err != nil {
+		return
+	}
+	if set := parseIgnore(p, data); set != nil {
+		ig.sets = append(ig.sets, set)
+	}
+}
+
 // leave drops the sets of directories the walk has left.
 func (ig *ignorer) leave(dir string) {
 	for len(ig.sets) > 0 {
@@ -184,13 +211,7 @@ func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) err
 			ig.enter(strings.Join(parts[:i], "/"))
 		}
 	}
-	return fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == start {
-				return err
-			}
-			return nil // unreadable entries are skipped, as grep -s would
-		}
+	visit := func(p string, d fs.DirEntry) error {
 		if d.IsDir() {
 			if p != start {
 				if d.Name() == ".git" || ig.ignored(p, true) {
@@ -198,7 +219,6 @@ func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) err
 				}
 			}
 			ig.leave(p)
-			ig.enter(p)
 			return fn(p, d)
 		}
 		ig.leave(path.Dir(p))
@@ -206,5 +226,66 @@ func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) err
 			return nil
 		}
 		return fn(p, d)
-	})
+	}
+	f, err := s.root.Open(start)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	err = visit(start, fs.FileInfoToDirEntry(fi))
+	if err == nil && fi.IsDir() {
+		err = walkFD(f, start, s.rootPath, visit, ig.enterFD)
+	}
+	if err == fs.SkipDir || err == fs.SkipAll {
+		return nil
+	}
+	return err
+}
+
+// walkFD walks below an open directory like fs.WalkDir (entries in name
+// order, fs.SkipDir and fs.SkipAll honoured), opening each subdirectory
+// relative to its parent's descriptor with O_NOFOLLOW: one openat per
+// directory, and no symlink is ever followed out of the root.
+func walkFD(dir *os.File, p, rootPath string, visit func(string, fs.DirEntry) error, listed func(*os.File, string, []fs.DirEntry)) error {
+	entries, err := dir.ReadDir(-1)
+	if err != nil && len(entries) == 0 {
+		return nil // unreadable directories are skipped, as grep -s would
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	listed(dir, p, entries)
+	for _, e := range entries {
+		child := path.Join(p, e.Name())
+		err := visit(child, e)
+		if !e.IsDir() {
+			if err == fs.SkipDir {
+				return nil // the rest of this directory
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err == fs.SkipDir {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fd, oerr := syscall.Openat(int(dir.Fd()), e.Name(), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if oerr != nil {
+			continue
+		}
+		// Named by its absolute path: DirEntry.Info stats parent/name.
+		sub := os.NewFile(uintptr(fd), filepath.Join(rootPath, child))
+		err = walkFD(sub, child, rootPath, visit, listed)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,7 +24,7 @@ import (
 
 const mcpStartTimeout = 30 * time.Second
 
-var mcpNameRe = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+var mcpNameRe = lazyRegexp(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
 
 type mcpManager struct {
 	s       *Session
@@ -52,7 +51,7 @@ func ParseMCP(spec string) (name, cmdline string, err error) {
 	if !ok || name == "" || cmdline == "" {
 		return "", "", fmt.Errorf("bad MCP server %q: want name=command args", spec)
 	}
-	if !mcpNameRe.MatchString(name) {
+	if !mcpNameRe().MatchString(name) {
 		return "", "", fmt.Errorf("bad MCP server name %q: letters, digits, - and single _ only (tools are named mcp__%s__tool)", name, name)
 	}
 	return name, cmdline, nil
@@ -74,18 +73,23 @@ func newMCPManager(s *Session, specs []string) (*mcpManager, error) {
 	return m, nil
 }
 
-// tools starts every server that is not running and lists all their tools.
+// tools starts every server that is not running (at the same time) and
+// lists all their tools, in the order the servers were given.
 func (m *mcpManager) tools(ctx context.Context) ([]*Tool, error) {
+	lists := make([][]*Tool, len(m.order))
+	errs := make([]error, len(m.order))
+	var wg sync.WaitGroup
+	for i, name := range m.order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lists[i], errs[i] = m.servers[name].ensure(ctx)
+		}()
+	}
+	wg.Wait()
 	var out []*Tool
-	var errs []error
-	for _, name := range m.order {
-		srv := m.servers[name]
-		ts, err := srv.ensure(ctx)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, ts...)
+	for _, l := range lists {
+		out = append(out, l...)
 	}
 	return out, errors.Join(errs...)
 }
@@ -132,7 +136,10 @@ func (srv *mcpServer) ensure(ctx context.Context) ([]*Tool, error) {
 			return srv.tools, nil
 		}
 	}
-	return srv.tools, srv.startLocked(ctx)
+	if err := srv.startLocked(ctx); err != nil {
+		return nil, err
+	}
+	return srv.tools, nil
 }
 
 func (srv *mcpServer) startLocked(ctx context.Context) error {

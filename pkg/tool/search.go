@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"golang.org/x/sys/unix"
 	"io/fs"
+	"os"
+	"path"
 	"regexp"
+	"regexp/syntax"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 const globMaxResults = 1000
@@ -193,69 +200,92 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	start := display(r)
 
-	// Walk in one goroutine, search in several, print in walk order.
-	var files []string
-	if !fi.IsDir() {
-		files = []string{start}
-	} else {
-		err = s.walk(start, func(p string, d fs.DirEntry) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			if globRe != nil && !globRe.MatchString(p) {
-				return nil
-			}
-			files = append(files, p)
-			return nil
-		})
-		if err != nil {
-			return "", s.pathErr(orDot(in.Path), err)
-		}
+	g := &grepper{re: re, in: in, root: s.root, rootFD: -1}
+	if rf, err := s.root.Open("."); err == nil {
+		defer rf.Close()
+		g.rootFD = int(rf.Fd())
 	}
-	g := &grepper{re: re, in: in, fsys: s.root.FS()}
 	if lit, complete := re.LiteralPrefix(); complete && lit != "" {
 		g.literal = []byte(lit)
+	} else if lit, fold := requiredLiteral(expr); len(lit) >= 3 {
+		g.required, g.fold = lit, fold
 	} else if !strings.Contains(in.Pattern, "$") {
 		// One pass over the whole file skips most files; line by line
 		// only where it matched. (?m) keeps ^ meaning a line start; $ is
 		// left out because of CRLF files.
 		g.whole = regexp.MustCompile("(?m)" + expr)
 	}
-	results := make([]grepFile, len(files))
-	var next, lines int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), 8, max(len(files), 1))
-	for range workers {
+
+	// The walk feeds files to several searchers as it goes; results are
+	// printed in walk order. Once the cap is reached the rest is skipped.
+	type job struct {
+		i int
+		p string
+	}
+	jobs := make(chan job, 512)
+	results := map[int]grepFile{}
+	var (
+		mu      sync.Mutex
+		lines   int
+		full    atomic.Bool
+		skipped atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for range min(runtime.GOMAXPROCS(0), 8) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				full := lines >= int64(in.MaxResults)
-				mu.Unlock()
-				if int(i) >= len(files) || full || ctx.Err() != nil {
-					return
+			w := &grepWorker{}
+			defer w.close()
+			for j := range jobs {
+				if full.Load() || ctx.Err() != nil {
+					skipped.Store(true)
+					continue
 				}
-				results[i] = g.file(files[i])
+				r := g.file(w, j.p)
 				mu.Lock()
-				lines += int64(results[i].lines)
+				results[j.i] = r
+				lines += r.lines
+				if lines >= in.MaxResults {
+					full.Store(true)
+				}
 				mu.Unlock()
 			}
 		}()
 	}
+	nfiles := 0
+	if !fi.IsDir() {
+		jobs <- job{0, start}
+		nfiles = 1
+	} else {
+		err = s.walk(start, func(p string, d fs.DirEntry) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if full.Load() {
+				skipped.Store(true)
+				return fs.SkipAll
+			}
+			if !d.Type().IsRegular() || globRe != nil && !globRe.MatchString(p) {
+				return nil
+			}
+			jobs <- job{nfiles, p}
+			nfiles++
+			return nil
+		})
+	}
+	close(jobs)
 	wg.Wait()
+	if err != nil {
+		return "", s.pathErr(orDot(in.Path), err)
+	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 	var out bytes.Buffer
 	shown, matches, stopped := 0, 0, false
-	for _, res := range results {
+	for i := range nfiles {
+		res := results[i]
 		matches += res.lines
 		for _, l := range res.out {
 			if l != "--\n" {
@@ -272,21 +302,110 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		}
 	}
 	if matches == 0 {
-		return fmt.Sprintf("no matches for %s in %s (%d files searched)\n", in.Pattern, start, len(files)), nil
+		return fmt.Sprintf("no matches for %s in %s (%d files searched)\n", in.Pattern, start, nfiles), nil
 	}
-	if stopped || matches > shown || int(next) < len(files) && lines >= int64(in.MaxResults) {
+	if stopped || matches > shown || skipped.Load() {
 		fmt.Fprintf(&out, "[results stopped at %d lines; narrow the pattern, path or glob, or raise max_results]\n", in.MaxResults)
 	}
 	return out.String(), nil
 }
 
 type grepper struct {
-	re      *regexp.Regexp
-	whole   *regexp.Regexp // prefilter over the whole file, when safe
-	literal []byte
-	in      grepInput
-	fsys    fs.FS
+	re       *regexp.Regexp
+	whole    *regexp.Regexp // prefilter over the whole file, when safe
+	literal  []byte         // the pattern is this literal
+	required []byte         // every match contains this literal (ASCII case folded when fold)
+	fold     bool
+	in       grepInput
+	root     *os.Root
+	rootFD   int // a descriptor of the root for openat2, or -1
 }
+
+// grepWorker holds what one search goroutine reuses: a read buffer and the
+// directory it opened last (through the root), so each file costs one
+// openat relative to that directory instead of a walk of every path
+// component. O_NOFOLLOW keeps a file swapped for a symlink from leading out.
+type grepWorker struct {
+	buf  []byte
+	low  []byte
+	dir  string
+	dirF *os.File
+}
+
+func (w *grepWorker) close() {
+	if w.dirF != nil {
+		w.dirF.Close()
+		w.dirF = nil
+	}
+}
+
+// readFile reads the whole file p (slash-separated, relative to the root)
+// into the worker's buffer; the slice is valid until the next call.
+func (w *grepWorker) readFile(root *os.Root, rootFD int, p string) ([]byte, error) {
+	fd, err := w.openFile(root, rootFD, p)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, errors.New("not a regular file")
+	}
+	size := int(min(st.Size, grepMaxFile))
+	if cap(w.buf) < size+1 {
+		w.buf = make([]byte, size+1)
+	}
+	buf := w.buf[:size+1]
+	n := 0
+	for n < len(buf) {
+		k, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			break
+		}
+		n += k
+	}
+	return buf[:min(n, grepMaxFile)], nil
+}
+
+// openFile opens p read-only inside the root: with openat2 and
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (one syscall, the kernel keeps it in
+// the root) where the kernel has it, else relative to the file's directory
+// opened through os.Root.
+func (w *grepWorker) openFile(root *os.Root, rootFD int, p string) (int, error) {
+	const flags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
+	if rootFD >= 0 && !noOpenat2.Load() {
+		fd, err := unix.Openat2(rootFD, p, &unix.OpenHow{Flags: flags, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+		if err != unix.ENOSYS && err != unix.EPERM {
+			return fd, err
+		}
+		noOpenat2.Store(true) // old kernel or a seccomp filter
+	}
+	dir, name := path.Split(p)
+	if w.dirF == nil || dir != w.dir {
+		w.close()
+		d := strings.TrimSuffix(dir, "/")
+		if d == "" {
+			d = "."
+		}
+		f, err := root.Open(d)
+		if err != nil {
+			return -1, err
+		}
+		w.dirF, w.dir = f, dir
+	}
+	return syscall.Openat(int(w.dirF.Fd()), name, flags, 0)
+}
+
+var noOpenat2 atomic.Bool
 
 type grepFile struct {
 	out   []string // output lines, newline-terminated
@@ -294,18 +413,17 @@ type grepFile struct {
 	count int      // matching lines
 }
 
-func (g *grepper) file(p string) grepFile {
-	f, err := g.fsys.Open(p)
-	if err != nil {
-		return grepFile{}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, grepMaxFile))
-	f.Close()
+func (g *grepper) file(w *grepWorker, p string) grepFile {
+	data, err := w.readFile(g.root, g.rootFD, p)
 	if err != nil || isBinary(data[:min(len(data), 8192)]) {
 		return grepFile{}
 	}
 	if g.literal != nil {
 		if !bytes.Contains(data, g.literal) {
+			return grepFile{}
+		}
+	} else if g.required != nil {
+		if !containsLit(data, g.required, g.fold, &w.low) {
 			return grepFile{}
 		}
 	} else if g.whole != nil && !g.whole.Match(data) {
@@ -374,6 +492,75 @@ func (g *grepper) match(line []byte) bool {
 		return bytes.Contains(line, g.literal)
 	}
 	return g.re.Match(line)
+}
+
+// requiredLiteral finds a literal that every match of expr contains: the
+// longest literal factor of a top-level concatenation. fold reports ASCII
+// case-insensitive matching ((?i)); literals with other folding are not used.
+func requiredLiteral(expr string) ([]byte, bool) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	re = re.Simplify()
+	var best *syntax.Regexp
+	consider := func(r *syntax.Regexp) {
+		if r.Op != syntax.OpLiteral {
+			return
+		}
+		if best == nil || len(r.Rune) > len(best.Rune) {
+			best = r
+		}
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		consider(re)
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			consider(sub)
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	fold := best.Flags&syntax.FoldCase != 0
+	lit := []byte(string(best.Rune))
+	for _, c := range lit {
+		if c >= utf8.RuneSelf {
+			if fold {
+				return nil, false // non-ASCII case folding: leave it to the regexp
+			}
+			break
+		}
+	}
+	if fold {
+		lit = bytes.ToLower(lit)
+	}
+	return lit, fold
+}
+
+// containsLit is bytes.Contains, ASCII case-insensitive when fold (lit is
+// lower case); scratch holds the lowered copy of data.
+func containsLit(data, lit []byte, fold bool, scratch *[]byte) bool {
+	if !fold {
+		return bytes.Contains(data, lit)
+	}
+	// Unicode folds k to the Kelvin sign and s to the long s: where those
+	// occur, let the regexp decide.
+	if bytes.ContainsAny(lit, "ks") && (bytes.Contains(data, []byte("\u212A")) || bytes.Contains(data, []byte("\u017F"))) {
+		return true
+	}
+	if cap(*scratch) < len(data) {
+		*scratch = make([]byte, len(data))
+	}
+	low := (*scratch)[:len(data)]
+	for i, c := range data {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
+	return bytes.Contains(low, lit)
 }
 
 func forLines(data []byte, fn func(n int, line []byte) bool) {

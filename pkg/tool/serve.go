@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,12 +31,41 @@ func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer, parallel 
 			werr = enc.Encode(v)
 		}
 	}
-	dec := jsonl.NewDecoder(r, "stdin")
+	// Lines are read in their own goroutine so a cancelled context (SIGINT,
+	// SIGTERM) ends the loop even while stdin stays open.
+	type item struct {
+		line []byte
+		no   int
+		err  error
+	}
+	lines := make(chan item)
+	go func() {
+		dec := jsonl.NewDecoder(r, "stdin")
+		for {
+			line, err := dec.Next()
+			it := item{line: bytes.Clone(line), no: dec.Line(), err: err}
+			select {
+			case lines <- it:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		line, err := dec.Next()
+		var it item
+		select {
+		case it = <-lines:
+		case <-ctx.Done():
+			wg.Wait()
+			return context.Cause(ctx)
+		}
+		line, err := it.line, it.err
 		if errors.Is(err, io.EOF) {
 			wg.Wait()
 			return werrOf(&wmu, &werr)
@@ -43,16 +73,13 @@ func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer, parallel 
 		if err != nil {
 			return fmt.Errorf("read calls: %w", err)
 		}
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
 		var call protocol.ToolCall
 		if err := jsonl.Unmarshal(line, &call, true); err != nil {
-			emit(protocol.ErrorEvent{Type: protocol.EventError, Tool: "pg-tool", Kind: "bad_input", Line: dec.Line(), Message: fmt.Sprintf("line %d: %v", dec.Line(), err)})
+			emit(protocol.ErrorEvent{Type: protocol.EventError, Tool: "pg-tool", Kind: "bad_input", Line: it.no, Message: fmt.Sprintf("line %d: %v", it.no, err)})
 			continue
 		}
 		if call.Name == "" {
-			emit(protocol.ErrorEvent{Type: protocol.EventError, ID: call.ID, Tool: "pg-tool", Kind: "bad_input", Line: dec.Line(), Message: fmt.Sprintf("line %d: missing field \"name\" (want {\"id\",\"name\",\"input\"})", dec.Line())})
+			emit(protocol.ErrorEvent{Type: protocol.EventError, ID: call.ID, Tool: "pg-tool", Kind: "bad_input", Line: it.no, Message: fmt.Sprintf("line %d: missing field \"name\" (want {\"id\",\"name\",\"input\"})", it.no)})
 			continue
 		}
 		select {

@@ -22,6 +22,7 @@ type Session struct {
 	opts     Options
 	root     *os.Root
 	rootPath string // absolute, symlinks resolved
+	rootAs   string // absolute as given, when it differs (a root reached through a symlink)
 
 	mu       sync.Mutex
 	verifyMu sync.Mutex
@@ -35,6 +36,38 @@ type Session struct {
 	extErr  error
 
 	mcp *mcpManager
+
+	locksMu sync.Mutex
+	locks   map[string]*pathLock
+}
+
+type pathLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockPath serializes changes to one file; it returns the unlock function.
+func (s *Session) lockPath(r string) func() {
+	s.locksMu.Lock()
+	if s.locks == nil {
+		s.locks = map[string]*pathLock{}
+	}
+	l := s.locks[r]
+	if l == nil {
+		l = &pathLock{}
+		s.locks[r] = l
+	}
+	l.refs++
+	s.locksMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.locksMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.locks, r)
+		}
+		s.locksMu.Unlock()
+	}
 }
 
 // NewSession opens the workspace root and registers the tools.
@@ -64,11 +97,12 @@ func NewSession(opts Options) (*Session, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	abs, err := filepath.Abs(opts.Root)
+	given, err := filepath.Abs(opts.Root)
 	if err != nil {
 		return nil, fmt.Errorf("workspace root %s: %w", opts.Root, err)
 	}
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+	abs, err := filepath.EvalSymlinks(given)
+	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
 	if fi, err := os.Stat(abs); err != nil {
@@ -81,6 +115,9 @@ func NewSession(opts Options) (*Session, error) {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
 	s := &Session{opts: opts, root: root, rootPath: abs, cwd: ".", builtins: map[string]*Tool{}}
+	if given != abs {
+		s.rootAs = given
+	}
 	for _, t := range builtinTools() {
 		s.builtins[t.Name] = t
 		s.order = append(s.order, t)
@@ -118,10 +155,9 @@ func (s *Session) rel(p string) (string, error) {
 	}
 	var r string
 	if filepath.IsAbs(p) {
-		var err error
-		r, err = filepath.Rel(s.rootPath, filepath.Clean(p))
-		if err != nil {
-			return "", fmt.Errorf("path %s is %w %s", p, errOutside, s.rootPath)
+		r = relTo(s.rootPath, p)
+		if s.rootAs != "" && (r == ".." || strings.HasPrefix(r, "../")) {
+			r = relTo(s.rootAs, p)
 		}
 	} else {
 		r = filepath.Clean(p)
@@ -130,6 +166,14 @@ func (s *Session) rel(p string) (string, error) {
 		return "", fmt.Errorf("path %s is %w %s: paths must stay inside it", p, errOutside, s.rootPath)
 	}
 	return r, nil
+}
+
+func relTo(base, p string) string {
+	r, err := filepath.Rel(base, filepath.Clean(p))
+	if err != nil {
+		return ".."
+	}
+	return r
 }
 
 // pathErr rewrites os.Root's errors about escapes into one a model can act on.

@@ -93,10 +93,10 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 		}
 		args := []string{"start", in.Name}
 		if in.Cols > 0 {
-			args = append(args, "--cols", strconv.Itoa(in.Cols))
+			args = append(args, "--cols="+strconv.Itoa(in.Cols))
 		}
 		if in.Rows > 0 {
-			args = append(args, "--rows", strconv.Itoa(in.Rows))
+			args = append(args, "--rows="+strconv.Itoa(in.Rows))
 		}
 		args = append(append(args, "--"), in.Command...)
 		if _, err := s.runPty(ctx, ptyCallSlack, args...); err != nil {
@@ -131,9 +131,13 @@ var termSendTool = &Tool{
 		if in.Text == "" && len(in.Keys) == 0 {
 			return "", errors.New("nothing to send: give text, keys or both")
 		}
-		args := []string{"send", in.Name, in.Text}
+		// Text after "--": text starting with "-" is still text, not a flag.
+		args := []string{"send", in.Name}
 		if len(in.Keys) > 0 {
-			args = append(args, "--keys", strings.Join(in.Keys, ","))
+			args = append(args, "--keys="+strings.Join(in.Keys, ","))
+		}
+		if in.Text != "" {
+			args = append(args, "--", in.Text)
 		}
 		if _, err := s.runPty(ctx, ptyCallSlack, args...); err != nil {
 			return "", err
@@ -152,7 +156,8 @@ The result ends with the offset to pass as "since" next time, so each read retur
     ` + termNameSchema + `,
     "since": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (the next_offset of the previous read)."},
     "wait": {"type": "string", "description": "Regular expression to wait for in the output, e.g. \"\\\\$ $\" for a prompt."},
-    "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long to wait for the pattern (default 10000)."}
+    "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long to wait for the pattern (default 10000)."},
+    "raw": {"type": "boolean", "description": "Return the bytes as the program wrote them, terminal escape sequences included (default false: escapes removed, CRLF as LF)."}
   },
   "required": ["name"],
   "additionalProperties": false
@@ -164,13 +169,14 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			Since     *int64 `json:"since"`
 			Wait      string `json:"wait"`
 			TimeoutMS *int64 `json:"timeout_ms"`
+			Raw       bool   `json:"raw"`
 		}
 		if err := json.Unmarshal(raw, &in); err != nil {
 			return "", err
 		}
 		args := []string{"read", in.Name, "--json"}
 		if in.Since != nil {
-			args = append(args, "--since", strconv.FormatInt(*in.Since, 10))
+			args = append(args, "--since="+strconv.FormatInt(*in.Since, 10))
 		}
 		wait := time.Duration(0)
 		if in.Wait != "" {
@@ -178,7 +184,7 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			if in.TimeoutMS != nil {
 				wait = time.Duration(*in.TimeoutMS) * time.Millisecond
 			}
-			args = append(args, "--wait", in.Wait, "--timeout", wait.String())
+			args = append(args, "--wait="+in.Wait, "--timeout="+wait.String())
 		}
 		stdout, err := s.runPty(ctx, wait+ptyCallSlack, args...)
 		if err != nil && len(bytes.TrimSpace(stdout)) == 0 {
@@ -197,6 +203,9 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			return "", fmt.Errorf("pg-pty read printed no output record: %v", jerr)
 		}
 		out := rec.Data
+		if !in.Raw {
+			out = plainText(out)
+		}
 		if out != "" && !strings.HasSuffix(out, "\n") {
 			out += "\n"
 		}
@@ -276,6 +285,46 @@ var termKillTool = &Tool{
 		}
 		return fmt.Sprintf("killed session %s\n", in.Name), nil
 	},
+}
+
+// plainText removes terminal escape sequences (CSI, OSC and two-byte
+// escapes) and turns CRLF into LF, so a model reads what a person would see
+// in a scrolling terminal.
+func plainText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == 0x1b && i+1 < len(s) && s[i+1] == '[': // CSI ... final byte
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			i = j
+		case c == 0x1b && i+1 < len(s) && s[i+1] == ']': // OSC ... BEL or ST
+			j := i + 2
+			for j < len(s) && s[j] != 0x07 && !(s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\') {
+				j++
+			}
+			if j < len(s) && s[j] == 0x1b {
+				j++
+			}
+			i = j
+		case c == 0x1b:
+			i++ // ESC and the byte after it, with an intermediate: ESC ( B
+			for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f && i+1 < len(s) {
+				i++
+			}
+		case c == '\r':
+			if i+1 < len(s) && s[i+1] == '\n' {
+				continue
+			}
+		case c < 0x20 && c != '\n' && c != '\t':
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func lastLine(b []byte) []byte {

@@ -60,11 +60,13 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 		ok          bool
 		out, args   string
 	}{
-		{"term_start", `{"name":"sh","command":["bash","-i"],"cols":100,"rows":30}`, true, "started session sh: bash -i\n", "start sh --cols 100 --rows 30 -- bash -i"},
-		{"term_send", `{"name":"sh","text":"echo hi","keys":["Enter","C-c"]}`, true, "sent to sh\n", "send sh echo hi --keys Enter,C-c"},
-		{"term_read", `{"name":"sh","since":0}`, true, "hello\r\n[next_offset: 7]\n", "read sh --json --since 0"},
-		{"term_read", `{"name":"sh","wait":"\\$ $","timeout_ms":2000}`, true, "$ \n[next_offset: 7]\n", "read sh --json --wait \\$ $ --timeout 2s"},
-		{"term_read", `{"name":"sh","wait":"nomatch","timeout_ms":100}`, false, "partial\n[next_offset: 7]\n", "read sh --json --wait nomatch --timeout 100ms"},
+		{"term_start", `{"name":"sh","command":["bash","-i"],"cols":100,"rows":30}`, true, "started session sh: bash -i\n", "start sh --cols=100 --rows=30 -- bash -i"},
+		{"term_send", `{"name":"sh","text":"echo hi","keys":["Enter","C-c"]}`, true, "sent to sh\n", "send sh --keys=Enter,C-c -- echo hi"},
+		{"term_send", `{"name":"sh","text":"--version"}`, true, "sent to sh\n", "send sh -- --version"},
+		{"term_read", `{"name":"sh","since":0}`, true, "hello\n[next_offset: 7]\n", "read sh --json --since=0"},
+		{"term_read", `{"name":"sh","since":0,"raw":true}`, true, "hello\r\n[next_offset: 7]\n", "read sh --json --since=0"},
+		{"term_read", `{"name":"sh","wait":"\\$ $","timeout_ms":2000}`, true, "$ \n[next_offset: 7]\n", "read sh --json --wait=\\$ $ --timeout=2s"},
+		{"term_read", `{"name":"sh","wait":"nomatch","timeout_ms":100}`, false, "partial\n[next_offset: 7]\n", "read sh --json --wait=nomatch --timeout=100ms"},
 		{"term_screen", `{"name":"sh"}`, true, "[screen 20x3, cursor at row 1 col 2]\nhello\n$\n", "screen sh --json"},
 		{"term_kill", `{"name":"sh"}`, true, "killed session sh\n", "kill sh"},
 	}
@@ -83,5 +85,13 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 	r := s.Call(ctx, protocol.ToolCall{Name: "term_kill", Input: []byte(`{"name":"../x"}`)})
 	if r.OK || !strings.Contains(*r.Error, "field name") {
 		t.Errorf("bad name: %+v", r.ToolResult)
+	}
+}
+
+func TestPlainText(t *testing.T) {
+	in := "\x1b[?2004hbash-5.2# echo hi\r\n\x1b[?2004l\rhi\r\n\x1b]0;title\x07\x1b[1;32mgreen\x1b[0m\x1b(B done\x07\n"
+	want := "bash-5.2# echo hi\nhi\ngreen done\n"
+	if got := plainText(in); got != want {
+		t.Errorf("plainText = %q, want %q", got, want)
 	}
 }

@@ -12,15 +12,15 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/powerglide/powerglide/pkg/protocol"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Tool is one tool a model can call.
@@ -35,8 +35,9 @@ type Tool struct {
 	Run func(ctx context.Context, s *Session, input json.RawMessage) (string, error)
 
 	once     sync.Once
-	compiled *jsonschema.Schema
+	compiled *jsonschema.Resolved
 	cerr     error
+	top      topLevel
 }
 
 // Def is the definition `pg-tool list` prints.
@@ -113,25 +114,23 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 }
 
 // validate checks input against the tool's schema; errors name the field.
+// (github.com/google/jsonschema-go, which the MCP SDK uses too: its package
+// init is cheap, which keeps a cold `pg-tool call` fast.)
 func (t *Tool) validate(input json.RawMessage) error {
 	t.once.Do(func() {
 		if len(t.Schema) == 0 {
 			return
 		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(t.Schema))
-		if err != nil {
+		var sch jsonschema.Schema
+		if err := json.Unmarshal(t.Schema, &sch); err != nil {
 			t.cerr = err
 			return
 		}
-		c := jsonschema.NewCompiler()
-		url := "tool-" + t.Name + ".json"
-		if err = c.AddResource(url, doc); err == nil {
-			t.compiled, err = c.Compile(url)
-		}
-		t.cerr = err
+		t.compiled, t.cerr = sch.Resolve(nil)
+		_ = json.Unmarshal(t.Schema, &t.top)
 	})
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
-	if err != nil {
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
 		return fmt.Errorf("input of %s is not valid JSON: %v", t.Name, err)
 	}
 	if _, ok := v.(map[string]any); !ok {
@@ -140,55 +139,162 @@ func (t *Tool) validate(input json.RawMessage) error {
 	if t.compiled == nil {
 		return nil // no schema, or one we cannot compile (an MCP server's): the tool judges
 	}
-	err = t.compiled.Validate(v)
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err
+	err := t.compiled.Validate(v)
+	if err == nil {
+		return nil
 	}
+	// The validator stops at the first problem; a model fixes its call in
+	// one go when it hears about every unknown and missing field at once.
 	var msgs []string
-	collectCauses(ve, &msgs)
-	sort.Strings(msgs)
-	return fmt.Errorf("invalid input for %s: %s", t.Name, strings.Join(dedupe(msgs), "; "))
-}
-
-var printer = message.NewPrinter(language.English)
-
-func collectCauses(ve *jsonschema.ValidationError, out *[]string) {
-	if len(ve.Causes) == 0 {
-		field := "input"
-		if len(ve.InstanceLocation) > 0 {
-			field = strings.Join(ve.InstanceLocation, ".")
-		}
-		msg := ve.ErrorKind.LocalizedString(printer)
-		// "missing property 'path'" reads better naming the field itself.
-		if strings.HasPrefix(msg, "missing propert") {
-			if i := strings.Index(msg, "'"); i >= 0 {
-				names := strings.ReplaceAll(msg[i:], "'", "")
-				*out = append(*out, fmt.Sprintf("missing required field %s", names))
-				return
+	obj := v.(map[string]any)
+	if t.top.Additional != nil && !*t.top.Additional {
+		var unknown []string
+		for k := range obj {
+			if _, ok := t.top.Properties[k]; !ok {
+				unknown = append(unknown, strconv.Quote(k))
 			}
 		}
-		if strings.HasPrefix(msg, "additional propert") {
-			names := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(msg, "additional properties "), "additional property "), " not allowed")
-			*out = append(*out, "unknown field "+strings.ReplaceAll(names, "'", `"`))
-			return
+		sort.Strings(unknown)
+		if len(unknown) > 0 {
+			msgs = append(msgs, "unknown field "+strings.Join(unknown, ", "))
 		}
-		*out = append(*out, fmt.Sprintf("field %s: %s", field, msg))
-		return
 	}
-	for _, c := range ve.Causes {
-		collectCauses(c, out)
+	var missing []string
+	for _, k := range t.top.Required {
+		if _, ok := obj[k]; !ok {
+			missing = append(missing, k)
+		}
 	}
+	if len(missing) > 0 {
+		msgs = append([]string{"missing required field " + strings.Join(missing, ", ")}, msgs...)
+	}
+	if m := fieldError(err.Error()); !strings.HasPrefix(m, "unknown field ") && !strings.HasPrefix(m, "missing required field ") || len(msgs) == 0 {
+		msgs = append(msgs, m)
+	}
+	if len(t.top.Properties) > 0 && len(msgs) > 0 && strings.HasPrefix(msgs[len(msgs)-1], "unknown field") {
+		var known []string
+		for k := range t.top.Properties {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		msgs[len(msgs)-1] += " (fields: " + strings.Join(known, ", ") + ")"
+	}
+	return fmt.Errorf("invalid input for %s: %s", t.Name, strings.Join(msgs, "; "))
 }
 
-func dedupe(ss []string) []string {
-	var out []string
-	for i, s := range ss {
-		if i == 0 || s != ss[i-1] {
-			out = append(out, s)
+// topLevel is what validate reads of a schema itself.
+type topLevel struct {
+	Properties map[string]json.RawMessage `json:"properties"`
+	Required   []string                   `json:"required"`
+	Additional *bool                      `json:"-"`
+}
+
+func (t *topLevel) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+		Additional json.RawMessage            `json:"additionalProperties"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	t.Properties, t.Required = raw.Properties, raw.Required
+	if string(raw.Additional) == "false" {
+		f := false
+		t.Additional = &f
+	}
+	return nil
+}
+
+var (
+	propPathRe   = lazyRegexp(`^validating (/[^:]*): `)
+	additionalRe = lazyRegexp(`unexpected additional properties \[(.*)\]`)
+	requiredRe   = lazyRegexp(`required: missing properties: \[(.*)\]`)
+)
+
+var (
+	typeRe   = lazyRegexp(`^type: .* has type "(\w+)", want (.*)$`)
+	boundRe  = lazyRegexp(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum): (\S+) is (?:less|greater) than (?:or equal to )?(\S+)$`)
+	lengthRe = lazyRegexp(`^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
+)
+
+// valueError words the validator's complaint about a value plainly.
+func valueError(msg string) string {
+	if m := typeRe().FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("got %s, want %s", m[1], strings.ReplaceAll(m[2], `"`, ""))
+	}
+	if m := boundRe().FindStringSubmatch(msg); m != nil {
+		words := map[string]string{"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}
+		return fmt.Sprintf("got %s, must be %s %s", number(m[2]), words[m[1]], number(m[3]))
+	}
+	if m := lengthRe().FindStringSubmatch(msg); m != nil {
+		if m[1] == "minLength" {
+			if m[3] == "1" {
+				return "must not be empty"
+			}
+			return fmt.Sprintf("has %s characters, must have at least %s", m[2], m[3])
+		}
+		return fmt.Sprintf("has %s characters, must have at most %s", m[2], m[3])
+	}
+	return msg
+}
+
+// number turns the validator's "600001/1" or "1.000000" into "600001", "1".
+func number(s string) string {
+	if n, d, ok := strings.Cut(s, "/"); ok && d == "1" {
+		return n
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return s
+}
+
+// fieldError rewrites the validator's message so it names the field the
+// way a model wrote it: "field offset: ...", "missing required field path".
+func fieldError(msg string) string {
+	for strings.HasPrefix(msg, "validating root: ") {
+		msg = strings.TrimPrefix(msg, "validating root: ")
+	}
+	field := ""
+	for {
+		m := propPathRe().FindStringSubmatch(msg)
+		if m == nil {
+			break
+		}
+		msg = msg[len(m[0]):]
+		// /properties/a/properties/b or /items/3 -> a.b, a[3]
+		parts := strings.Split(strings.Trim(m[1], "/"), "/")
+		for i := 0; i+1 < len(parts); i += 2 {
+			switch parts[i] {
+			case "properties":
+				if field != "" {
+					field += "."
+				}
+				field += parts[i+1]
+			case "items", "prefixItems":
+				field += "[" + parts[i+1] + "]"
+			}
 		}
 	}
-	return out
+	if m := requiredRe().FindStringSubmatch(msg); m != nil {
+		names := strings.ReplaceAll(m[1], `"`, "")
+		if field != "" {
+			return fmt.Sprintf("field %s: missing required field %s", field, names)
+		}
+		return "missing required field " + names
+	}
+	if m := additionalRe().FindStringSubmatch(msg); m != nil {
+		if field != "" {
+			return fmt.Sprintf("field %s: unknown field %s", field, m[1])
+		}
+		return "unknown field " + m[1]
+	}
+	msg = valueError(msg)
+	if field == "" {
+		return msg
+	}
+	return fmt.Sprintf("field %s: %s", field, msg)
 }
 
 // allowed applies the preset and the allow/deny globs to a tool.
@@ -267,4 +373,10 @@ func (s *Session) Tools(ctx context.Context) ([]*Tool, error) {
 		}
 	}
 	return out, err
+}
+
+// lazyRegexp compiles on first use: package init stays cheap, which a cold
+// `pg-tool call` feels.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -23,13 +23,11 @@ func Spec() *cli.Spec {
 	return &cli.Spec{
 		Name: "pg-tool",
 		Description: `Run the tools of a coding agent: shell, files, search, terminals, external tools and MCP servers.
-pg-tool list prints tool definitions ready for a model request; pg-tool call runs one call; pg-tool serve
-runs a stream of calls, one JSON line each, and answers each with a result line tagged with the call's id.
+pg-tool list prints tool definitions ready for a model request; pg-tool call runs one call; pg-tool serve runs a stream of calls, one JSON line each, and answers each with a result line tagged with the call's id.
 
-Built-in tools: bash, read, write, edit, glob, grep, ls and term_start/term_send/term_read/term_screen/term_kill
-(pseudo-terminal sessions through pg-pty). File tools are confined to --root: paths that leave it through
-.., an absolute path or a symlink are refused. Outputs longer than --max-output characters keep their head
-and tail; the full text is saved to a file named in the result (read may open it).`,
+Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_send, term_read, term_screen and term_kill (pseudo-terminal sessions through pg-pty). File tools are confined to --root: a path that leaves it through "..", an absolute path or a symlink is refused. Outputs longer than --max-output characters keep their head and tail; the full text is saved to a file the result names, which read may open.
+
+External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.`,
 		CLI:     &CLI{},
 		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output"},
 	}
@@ -219,4 +217,30 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 		fmt.Fprintf(rt.IO.Err, "pg-tool: warning: %v\n", cerr)
 	}
 	return err
+}
+
+// Help is the detailed help of the command (--help and the man page).
+func (ListCmd) Help() string {
+	return `Prints a JSON array of {name, description, input_schema}, ready for the tools of a pg-llm request. MCP servers are started to list their tools.
+
+  $ pg-tool list | jq -r '.[].name'
+  $ pg-tool --preset readonly --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem .' list`
+}
+
+// Help is the detailed help of the command (--help and the man page).
+func (CallCmd) Help() string {
+	return `Prints one result {type:"result", id, name, ok, output, error, truncated, full_output, duration_ms}. Exit 0 when ok, 2 for an unknown tool or input that fails the tool's schema, 1 when the tool failed.
+
+  $ pg-tool call read '{"path":"go.mod"}'
+  $ echo '{"command":"go test ./..."}' | pg-tool call bash -
+  $ pg-tool --root ~/src/app call grep '{"pattern":"TODO","glob":"*.go"}'
+  $ pg-tool --verify 'go build ./...' call edit '{"path":"main.go","old_string":"a","new_string":"b"}'`
+}
+
+// Help is the detailed help of the command (--help and the man page).
+func (ServeCmd) Help() string {
+	return `Input lines are {"id","name","input"}; each gets one result line tagged with its id. A malformed line gets {"type":"error","line":N,"message":...} and the stream goes on. bash's working directory persists across calls; MCP servers start once, are restarted on the next call when they die, and stop when the input ends.
+
+  $ printf '%s\n' '{"id":"1","name":"ls","input":{}}' | pg-tool serve
+  $ pg-tool serve --parallel 4 < calls.jsonl > results.jsonl`
 }

@@ -1,0 +1,265 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+func TestIgnoreRules(t *testing.T) {
+	set := parseIgnore(".", []byte("# comment\n*.log\n!keep.log\n/top.txt\nbuild/\ndocs/**/*.tmp\n\\#hash\nfoo?\n[ab].c\n"))
+	ig := &ignorer{sets: []*ignoreSet{set}}
+	cases := []struct {
+		path  string
+		dir   bool
+		match bool
+	}{
+		{"a.log", false, true},
+		{"deep/dir/a.log", false, true},
+		{"keep.log", false, false},
+		{"top.txt", false, true},
+		{"sub/top.txt", false, false},
+		{"build", true, true},
+		{"build", false, false},
+		{"x/build", true, true},
+		{"docs/a/b/c.tmp", false, true},
+		{"docs/c.tmp", false, true},
+		{"other/c.tmp", false, false},
+		{"#hash", false, true},
+		{"food", false, true},
+		{"foo", false, false},
+		{"a.c", false, true},
+		{"c.c", false, false},
+	}
+	for _, c := range cases {
+		if got := ig.ignored(c.path, c.dir); got != c.match {
+			t.Errorf("ignored(%q, dir=%v) = %v, want %v", c.path, c.dir, got, c.match)
+		}
+	}
+	// A nested file's rules apply below it only, and win over the root's.
+	nested := parseIgnore("sub", []byte("!*.log\nlocal\n"))
+	ig.sets = append(ig.sets, nested)
+	if ig.ignored("sub/x.log", false) || !ig.ignored("other/x.log", false) || !ig.ignored("sub/local", false) || ig.ignored("local", false) {
+		t.Error("nested .gitignore rules misapplied")
+	}
+}
+
+func TestGlobRegexp(t *testing.T) {
+	cases := []struct {
+		glob, path string
+		match      bool
+	}{
+		{"*.go", "a.go", true},
+		{"*.go", "x/a.go", false},
+		{"**/*.go", "a.go", true},
+		{"**/*.go", "x/y/a.go", true},
+		{"src/**", "src/a/b", true},
+		{"src/**/t_*.py", "src/t_a.py", true},
+		{"src/**/t_*.py", "src/x/y/t_a.py", true},
+		{"a?c", "abc", true},
+		{"a?c", "a/c", false},
+		{"[!x]y", "zy", true},
+		{"[!x]y", "xy", false},
+		{"a.b", "axb", false},
+	}
+	for _, c := range cases {
+		re := globRegexp(c.glob, false)
+		if got := mustMatch(t, re, c.path); got != c.match {
+			t.Errorf("glob %q (%s) on %q = %v, want %v", c.glob, re, c.path, got, c.match)
+		}
+	}
+}
+
+func mustMatch(t *testing.T, re, s string) bool {
+	t.Helper()
+	ok, err := regexpMatch(re, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func TestCapOutput(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewSession(Options{Root: t.TempDir(), MaxOutput: 1000, OutputDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b strings.Builder
+	for i := 0; b.Len() < 50000; i++ {
+		b.WriteString("línea ") // multi-byte runes must not be split
+		b.WriteString(strings.Repeat("x", i%50))
+		b.WriteString("\n")
+	}
+	full := b.String()
+	out, trunc, file := s.capOutput(protocol.ToolCall{Name: "bash"}, full)
+	if !trunc || file == "" {
+		t.Fatalf("not truncated: %v %q", trunc, file)
+	}
+	if n := utf8.RuneCountInString(out); n > 1000+100 || n < 500 {
+		t.Errorf("capped output has %d characters, want about 1000", n)
+	}
+	if !utf8.ValidString(out) {
+		t.Error("capped output is not valid UTF-8")
+	}
+	if !strings.HasPrefix(full, strings.SplitN(out, "\n\n[...", 2)[0]) || !strings.HasSuffix(full, out[strings.LastIndex(out, "...]\n\n")+6:]) {
+		t.Error("head or tail not kept")
+	}
+	if !strings.Contains(out, file) {
+		t.Error("marker does not name the file")
+	}
+	saved, err := os.ReadFile(file)
+	if err != nil || string(saved) != full {
+		t.Fatalf("saved output differs: %v", err)
+	}
+	if filepath.Dir(file) != dir {
+		t.Errorf("saved in %s, want %s", filepath.Dir(file), dir)
+	}
+}
+
+func TestSchemasAreValidAndStrict(t *testing.T) {
+	for _, tl := range builtinTools() {
+		var doc map[string]any
+		if err := json.Unmarshal(tl.Schema, &doc); err != nil {
+			t.Fatalf("%s: schema is not JSON: %v", tl.Name, err)
+		}
+		if doc["type"] != "object" || doc["additionalProperties"] != false {
+			t.Errorf("%s: schema must be a closed object", tl.Name)
+		}
+		if err := tl.validate(json.RawMessage(`{"no_such_field":1}`)); err == nil || !strings.Contains(err.Error(), `unknown field "no_such_field"`) {
+			t.Errorf("%s: unknown field not reported by name: %v", tl.Name, err)
+		}
+		if tl.Description == "" || len(tl.Description) < 40 {
+			t.Errorf("%s: description too thin", tl.Name)
+		}
+	}
+}
+
+func TestEditKeepsLoneLFInMixedFile(t *testing.T) {
+	root := t.TempDir()
+	// Mixed endings are left as they are: only pure CRLF files get CRLF.
+	if err := os.WriteFile(filepath.Join(root, "m.txt"), []byte("a\r\nb\nc\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSession(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.Call(context.Background(), protocol.ToolCall{Name: "edit", Input: []byte(`{"path":"m.txt","old_string":"b\n","new_string":"B\n"}`)})
+	if !r.OK {
+		t.Fatalf("%+v", r.ToolResult)
+	}
+	got, _ := os.ReadFile(filepath.Join(root, "m.txt"))
+	if string(got) != "a\r\nB\nc\r\n" {
+		t.Errorf("got %q", got)
+	}
+	fi, _ := os.Stat(filepath.Join(root, "m.txt"))
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+func regexpMatch(re, s string) (bool, error) {
+	r, err := regexpCompile(re)
+	if err != nil {
+		return false, err
+	}
+	return r.MatchString(s), nil
+}
+
+var regexpCompile = regexp.Compile
+
+func TestRequiredLiteral(t *testing.T) {
+	cases := []struct {
+		expr string
+		lit  string
+		fold bool
+	}{
+		{`func \w+Reader\(`, "Reader(", false},
+		{`(?i)deadline exceeded`, "deadline exceeded", true},
+		{`a|b`, "", false},
+		{`(?i)straße`, "", false},
+		{`x.*longer_literal`, "longer_literal", false},
+	}
+	for _, c := range cases {
+		lit, fold := requiredLiteral(c.expr)
+		if string(lit) != c.lit || (lit != nil && fold != c.fold) {
+			t.Errorf("requiredLiteral(%q) = %q, %v; want %q, %v", c.expr, lit, fold, c.lit, c.fold)
+		}
+	}
+	var scratch []byte
+	if !containsLit([]byte("a DeadLine Exceeded b"), []byte("deadline exceeded"), true, &scratch) {
+		t.Error("fold match missed")
+	}
+	if containsLit([]byte("a deadline b"), []byte("deadline exceeded"), true, &scratch) {
+		t.Error("false match")
+	}
+	// The Kelvin sign folds to k: the prefilter must not hide such a file.
+	if !containsLit([]byte("\u212Aey"), []byte("key"), true, &scratch) {
+		t.Error("Kelvin sign file filtered out")
+	}
+}
+
+func TestRootThroughSymlink(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "ws")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "a.txt"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSession(Options{Root: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range []string{filepath.Join(link, "a.txt"), filepath.Join(real, "a.txt"), "a.txt"} {
+		r := s.Call(context.Background(), protocol.ToolCall{Name: "read", Input: []byte(`{"path":"` + p + `"}`)})
+		if !r.OK || r.Output != "     1\thi\n" {
+			t.Errorf("read %s: %+v", p, r.ToolResult)
+		}
+	}
+	r := s.Call(context.Background(), protocol.ToolCall{Name: "read", Input: []byte(`{"path":"` + filepath.Join(link, "..", "x") + `"}`)})
+	if r.OK || !strings.Contains(*r.Error, "outside the workspace root") {
+		t.Errorf("escape through the alias: %+v", r.ToolResult)
+	}
+}
+
+// glob orders by modification time also when the root is not the working
+// directory (entries' Info must stat inside the root).
+func TestGlobNewestFirstElsewhere(t *testing.T) {
+	root := t.TempDir()
+	for i, name := range []string{"a/old.go", "a/b/new.go", "mid.go"} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mt := time.Date(2020+[]int{0, 4, 2}[i], 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := NewSession(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.Call(context.Background(), protocol.ToolCall{Name: "glob", Input: []byte(`{"pattern":"**/*.go"}`)})
+	if !r.OK || r.Output != "a/b/new.go\nmid.go\na/old.go\n" {
+		t.Fatalf("%+v", r.ToolResult)
+	}
+}
