@@ -53,7 +53,7 @@ func benchServer(b *testing.B) *llmtest.Server {
 		b.Fatal(err)
 	}
 	srv := llmtest.NewServer(rs...)
-	srv.Repeat = true
+	srv.SetRepeat(true)
 	b.Cleanup(srv.Close)
 	return srv
 }
