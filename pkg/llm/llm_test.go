@@ -417,10 +417,10 @@ func TestSSEFraming(t *testing.T) {
 	// line at the end (cut off).
 	s := newSSEReader(strings.NewReader(": comment\r\nevent: a\r\ndata: 1\r\ndata: 2\r\n\r\ndata: x\n\ndata: tail"))
 	name, data, err := s.Next()
-	if err != nil || name != "a" || string(data) != "1\n2" {
+	if err != nil || string(name) != "a" || string(data) != "1\n2" {
 		t.Fatalf("%q %q %v", name, data, err)
 	}
-	if name, data, err = s.Next(); err != nil || name != "" || string(data) != "x" {
+	if name, data, err = s.Next(); err != nil || len(name) != 0 || string(data) != "x" {
 		t.Fatalf("%q %q %v", name, data, err)
 	}
 	if _, _, err = s.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
