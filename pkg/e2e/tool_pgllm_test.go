@@ -70,7 +70,7 @@ func cmdFakeLLM(ts *testscript.TestScript, neg bool, args []string) {
 	rs, err := llmtest.Load(paths...)
 	ts.Check(err)
 	srv := llmtest.NewServer(rs...)
-	srv.Repeat = repeat
+	srv.SetRepeat(repeat)
 	ts.Defer(srv.Close)
 	ts.Setenv(args[0], srv.URL)
 	fakeMu.Lock()

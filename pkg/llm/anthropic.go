@@ -12,6 +12,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/tidwall/gjson"
 )
 
 // Anthropic calls the Messages API through the official SDK, streaming.
@@ -251,31 +252,25 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 			}
 			return nil, err
 		}
-		if name == "ping" || len(data) == 0 {
+		if string(name) == "ping" || len(data) == 0 {
 			continue
 		}
-		if name == "content_block_delta" {
-			// The hot path: most events are deltas; a flat struct decodes
-			// with fewer allocations than the general one.
-			var ev struct {
-				Index int                 `json:"index"`
-				Delta anthropicDeltaField `json:"delta"`
-			}
-			if err := json.Unmarshal(data, &ev); err != nil {
-				return nil, fmt.Errorf("anthropic stream: event %q: %w", name, err)
-			}
-			b, err := at(ev.Index)
+		if string(name) == "content_block_delta" && gjson.ValidBytes(data) {
+			// The hot path: most events are deltas. gjson reads their few
+			// fields without encoding/json's per-call allocations.
+			f := gjson.GetManyBytes(data, "index", "delta.type", "delta.text", "delta.partial_json", "delta.thinking", "delta.signature")
+			b, err := at(int(f[0].Int()))
 			if err != nil {
 				return nil, err
 			}
-			applyDelta(b, &ev.Delta)
+			applyDelta(b, &anthropicDeltaField{Type: f[1].Str, Text: f[2].Str, PartialJSON: f[3].Str, Thinking: f[4].Str, Signature: f[5].Str})
 			continue
 		}
 		var ev anthropicEvent
 		if err := json.Unmarshal(data, &ev); err != nil {
 			return nil, fmt.Errorf("anthropic stream: event %q: %w", name, err)
 		}
-		if name == "error" || ev.Type == "error" {
+		if string(name) == "error" || ev.Type == "error" {
 			return nil, streamError("anthropic", ev.errorType(), string(data))
 		}
 		switch ev.Type {

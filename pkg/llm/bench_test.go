@@ -97,7 +97,7 @@ func BenchmarkSSEDecode(b *testing.B) {
 func BenchmarkCallLocal(b *testing.B) {
 	rs := fixtures(b, "anthropic", "text")
 	srv := llmtest.NewServer(rs...)
-	srv.Repeat = true
+	srv.SetRepeat(true)
 	defer srv.Close()
 	r := testRouter(b, Options{AnthropicKey: "k", AnthropicBaseURL: srv.URL})
 	req := testRequest("anthropic/claude-sonnet-4-5")

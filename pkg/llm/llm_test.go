@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -238,7 +239,7 @@ func TestClassifyOverflowWordings(t *testing.T) {
 
 func TestFallback(t *testing.T) {
 	bad := llmtest.NewServer(fixtures(t, "anthropic", "overloaded")...)
-	bad.Repeat = true
+	bad.SetRepeat(true)
 	defer bad.Close()
 	good := llmtest.NewServer(fixtures(t, "openai", "text")...)
 	defer good.Close()
@@ -295,7 +296,7 @@ func TestTimeouts(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 	srv2 := llmtest.NewServer(slow)
-	srv2.Repeat = true
+	srv2.SetRepeat(true)
 	defer srv2.Close()
 	o = Options{AnthropicKey: "k", AnthropicBaseURL: srv2.URL, Timeout: 80 * time.Millisecond}
 	r = testRouter(t, o)
@@ -365,5 +366,64 @@ func TestModelsTable(t *testing.T) {
 	}
 	if _, err := NewModels(json.RawMessage(`{"nomodel":{}}`)); err == nil {
 		t.Fatal("id without provider accepted")
+	}
+}
+
+func TestAnthropicRedactedThinkingAndServerTools(t *testing.T) {
+	body := `event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"text","text":"ok"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+	var events []any
+	end, err := decodeAnthropic(strings.NewReader(body), NewEmitter("", func(ev any) { events = append(events, ev) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := end.Message.Content
+	if len(c) != 2 || c[0].Type != "redacted_thinking" || !strings.HasPrefix(c[0].Data, "EmwK") || c[1].Text != "ok" {
+		t.Fatalf("content %+v", c)
+	}
+	if got := summary(events); strings.Join(got, "|") != "text:ok" {
+		t.Fatalf("events %v", got)
+	}
+}
+
+func TestSSEFraming(t *testing.T) {
+	// CRLF line ends, comments, multi-line data, an event with no blank
+	// line at the end (cut off).
+	s := newSSEReader(strings.NewReader(": comment\r\nevent: a\r\ndata: 1\r\ndata: 2\r\n\r\ndata: x\n\ndata: tail"))
+	name, data, err := s.Next()
+	if err != nil || string(name) != "a" || string(data) != "1\n2" {
+		t.Fatalf("%q %q %v", name, data, err)
+	}
+	if name, data, err = s.Next(); err != nil || len(name) != 0 || string(data) != "x" {
+		t.Fatalf("%q %q %v", name, data, err)
+	}
+	if _, _, err = s.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("cut-off event: %v", err)
 	}
 }

@@ -73,11 +73,11 @@ func (s *sseReader) line() ([]byte, error) {
 	return line, nil
 }
 
-// Next returns the next event's name and data (lines joined by \n). The
-// data is valid until the next call. At the end of the stream it returns
+// Next returns the next event's name and data (lines joined by \n), both
+// valid until the next call. At the end of the stream it returns
 // io.EOF; an event not closed by a blank line is dropped, as the SSE spec
 // says, and the stream counts as cut off (io.ErrUnexpectedEOF).
-func (s *sseReader) Next() (event string, data []byte, err error) {
+func (s *sseReader) Next() (event, data []byte, err error) {
 	s.event = s.event[:0]
 	s.data.Reset()
 	hasData := false
@@ -85,15 +85,15 @@ func (s *sseReader) Next() (event string, data []byte, err error) {
 		line, err := s.line()
 		if err != nil {
 			if errors.Is(err, io.EOF) && (hasData || len(s.event) > 0) {
-				return "", nil, io.ErrUnexpectedEOF
+				return nil, nil, io.ErrUnexpectedEOF
 			}
-			return "", nil, err
+			return nil, nil, err
 		}
 		if len(line) == 0 {
 			if !hasData && len(s.event) == 0 {
 				continue
 			}
-			return string(s.event), s.data.Bytes(), nil
+			return s.event, s.data.Bytes(), nil
 		}
 		name, value, _ := bytes.Cut(line, []byte(":"))
 		if len(value) > 0 && value[0] == ' ' {

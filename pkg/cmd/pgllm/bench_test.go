@@ -25,7 +25,8 @@ var (
 	buildErr  error
 )
 
-// pgllmBinary builds cmd/pg-llm as `make build` does (stripped).
+// pgllmBinary builds cmd/pg-llm stripped, as `make build` does (without
+// -trimpath, which would miss the build cache and recompile everything).
 func pgllmBinary(b *testing.B) string {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pgllm-bench")
@@ -34,7 +35,7 @@ func pgllmBinary(b *testing.B) string {
 			return
 		}
 		binPath = filepath.Join(dir, "pg-llm")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binPath, "github.com/powerglide/powerglide/cmd/pg-llm")
+		cmd := exec.Command("go", "build", "-ldflags", "-s -w", "-o", binPath, "github.com/powerglide/powerglide/cmd/pg-llm")
 		cmd.Dir = filepath.Join("..", "..", "..")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -53,7 +54,7 @@ func benchServer(b *testing.B) *llmtest.Server {
 		b.Fatal(err)
 	}
 	srv := llmtest.NewServer(rs...)
-	srv.Repeat = true
+	srv.SetRepeat(true)
 	b.Cleanup(srv.Close)
 	return srv
 }

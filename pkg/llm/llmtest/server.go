@@ -75,12 +75,12 @@ func Load(paths ...string) ([]*Response, error) {
 }
 
 // Server answers the n-th request with the n-th response; when they run
-// out it repeats the last one if Repeat is set, else answers 418.
+// out it repeats the last one after SetRepeat(true), else answers 418.
 type Server struct {
 	*httptest.Server
-	Repeat bool
 
 	mu        sync.Mutex
+	repeat    bool
 	responses []*Response
 	n         int
 	requests  []Request
@@ -100,6 +100,14 @@ func NewServer(responses ...*Response) *Server {
 	return s
 }
 
+// SetRepeat makes the server answer every request beyond the list with
+// the last response.
+func (s *Server) SetRepeat(on bool) {
+	s.mu.Lock()
+	s.repeat = on
+	s.mu.Unlock()
+}
+
 // Requests returns the requests received so far.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -115,7 +123,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.n < len(s.responses):
 		resp = s.responses[s.n]
-	case s.Repeat && len(s.responses) > 0:
+	case s.repeat && len(s.responses) > 0:
 		resp = s.responses[len(s.responses)-1]
 	}
 	s.n++

@@ -1,0 +1,99 @@
+package pgllm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/llm/llmtest"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/protocol/validate"
+)
+
+func TestChooseModel(t *testing.T) {
+	cases := []struct {
+		flag, env, req, replay, want string
+	}{
+		{"", "", "", "", "anthropic/claude-sonnet-4-5"},
+		{"", "openai/gpt-4o", "", "", "openai/gpt-4o"},
+		{"", "openai/gpt-4o", "ollama/x", "", "ollama/x"},
+		{"openai/gpt-5", "openai/gpt-4o", "ollama/x", "", "openai/gpt-5"},
+		{"openai/gpt-5", "", "ollama/x", "s.jsonl", "replay/s.jsonl"},
+	}
+	for _, c := range cases {
+		opts := config.Options{LookupEnv: func(k string) (string, bool) {
+			if k == "POWERGLIDE_MODEL" && c.env != "" {
+				return c.env, true
+			}
+			return "", false
+		}, File: filepath.Join(t.TempDir(), "none.json")}
+		if c.flag != "" {
+			opts.Flags = map[string]string{"model": c.flag}
+		}
+		cfg, err := config.Load(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := chooseModel(&CLI{Replay: c.replay}, cfg, &protocol.Request{Model: c.req})
+		if got != c.want {
+			t.Errorf("%+v: got %s", c, got)
+		}
+	}
+}
+
+// TestServeConcurrent runs serve in-process with many requests in flight
+// at once: every event line is whole, valid and tagged with its request.
+func TestServeConcurrent(t *testing.T) {
+	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs[0].Delay = 50 * time.Millisecond
+	srv := llmtest.NewServer(rs...)
+	srv.SetRepeat(true)
+	defer srv.Close()
+	var in, out, errb bytes.Buffer
+	const n = 12
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, `{"id":"q%d","messages":[{"role":"user","content":"weather %d"}]}`+"\n", i, i)
+	}
+	home := t.TempDir()
+	io := cli.Test(&in, &out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	code := cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5", "--concurrency", "6", "--record", filepath.Join(home, "rec.jsonl")}, io)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if err := validate.Lines("model-event", out.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	ends := map[string]int{}
+	perID := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var ev struct{ Type, ID string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		perID[ev.ID]++
+		if ev.Type == "end" {
+			ends[ev.ID]++
+		}
+	}
+	if len(ends) != n {
+		t.Fatalf("ends for %d requests, want %d: %v", len(ends), n, ends)
+	}
+	for id, c := range perID {
+		if c != 7 { // start, 2 text, 2 tool_call, usage, end
+			t.Errorf("%s: %d events", id, c)
+		}
+	}
+	if len(srv.Requests()) != n {
+		t.Fatalf("%d requests reached the server", len(srv.Requests()))
+	}
+}
