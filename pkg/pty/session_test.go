@@ -212,6 +212,10 @@ func TestLessScreen(t *testing.T) {
 	if st := waitEnd(t, s, "less"); *st.ExitCode != 0 || st.Cols != 100 {
 		t.Fatalf("less end: %+v", st)
 	}
+	// less left the alternate screen: the normal screen is back.
+	if scr, err := s.Screen(context.Background(), "less"); err != nil || strings.Contains(strings.Join(scr.Lines, "\n"), "line 1") {
+		t.Fatalf("screen after less: %v %q", err, scr.Lines)
+	}
 }
 
 func TestKillSession(t *testing.T) {
