@@ -51,21 +51,34 @@ func (p *pump) loop(bufSize int) {
 	buf := make([]byte, bufSize)
 	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(p.wakeR.Fd()), Events: unix.POLLIN}}
 	for {
-		// The descriptor is non-blocking, so the read never blocks and
-		// can skip the scheduler's blocking-syscall bookkeeping.
-		n, err := rawRead(p.fd, buf)
+		// The descriptor is non-blocking, so reads never block and can
+		// skip the scheduler's blocking-syscall bookkeeping. What is
+		// already there is gathered into one chunk (a terminal hands it
+		// out a few KB at a time), so the sink writes less often.
+		n := 0
+		var err error
+		for n < len(buf) {
+			m, rerr := rawRead(p.fd, buf[n:])
+			if m <= 0 {
+				err = rerr
+				break
+			}
+			n += m
+		}
 		if n > 0 {
 			p.lastData.Store(time.Now().UnixNano())
 			p.sink(buf[:n])
-			continue
+			if err == nil || err == unix.EAGAIN {
+				continue // look again before sleeping in poll
+			}
 		}
 		if p.stopping.Load() {
 			return
 		}
 		switch {
 		case err == unix.EAGAIN || err == unix.EINTR:
-		case err != nil || n == 0:
-			// EIO: every slave side is closed.
+		default:
+			// EIO (or end of file): every slave side is closed.
 			if err != unix.EIO {
 				p.err = err
 			}
