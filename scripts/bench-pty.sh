@@ -53,5 +53,11 @@ for _ in $(seq 600); do
 	sleep 0.1
 done
 rss_busy=$(grep VmRSS "/proc/$hp/status" | awk '{print $2}')
-awk -v l="$lat" -v n="$starts" 'BEGIN { printf "start latency (median of %d, pg-pty start until the program runs): %.1f ms (target <= 10 ms)\n", n, l / 1e6 }'
+# Baselines under the same load: one process start, and one Go binary start.
+true_ns=$(for _ in $(seq "$starts"); do t0=$(now); /bin/true; t1=$(now); echo $((t1 - t0)); done | median)
+ver_ns=$(for _ in $(seq "$starts"); do t0=$(now); "$bin" --version >/dev/null; t1=$(now); echo $((t1 - t0)); done | median)
+awk -v l="$lat" -v n="$starts" -v t="$true_ns" -v v="$ver_ns" 'BEGIN {
+	printf "start latency (median of %d, pg-pty start until the program runs): %.1f ms (target <= 10 ms)\n", n, l / 1e6
+	printf "  baselines on this machine now: /bin/true %.1f ms, pg-pty --version %.1f ms; start = %.1f x pg-pty --version\n", t / 1e6, v / 1e6, l / v }'
+printf "  load average: %s\n" "$(cut -d' ' -f1-3 /proc/loadavg)"
 awk -v i="$rss_idle" -v b="$rss_busy" 'BEGIN { printf "holder RSS: idle %.1f MB, after 10 MB of output %.1f MB (target <= 15 MB)\n", i / 1024, b / 1024 }'

@@ -32,3 +32,19 @@ func TestEmulatorHostileSequences(t *testing.T) {
 		}
 	}
 }
+
+// Private modes with four digits reach the emulator intact: the alternate
+// screen (1049) is entered and left.
+func TestEmulatorAlternateScreen(t *testing.T) {
+	e := newEmulator(20, 3, nil)
+	e.Write([]byte("shell$ "))
+	e.Write([]byte("\x1b[?1049h\x1b[H\x1b[2Jfull screen"))
+	if s := e.snapshot("a"); s.Lines[0] != "full screen" {
+		t.Fatalf("alternate screen: %q", s.Lines)
+	}
+	e.Write([]byte("\x1b[?10"))
+	e.Write([]byte("49l")) // split across writes
+	if s := e.snapshot("a"); s.Lines[0] != "shell$" || s.Cursor.Col != 7 {
+		t.Fatalf("back on the normal screen: %q %+v", s.Lines, s.Cursor)
+	}
+}

@@ -120,7 +120,7 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 		PID: cmd.Process.Pid, PIDStart: cstart, HolderPID: hpid, HolderStart: hstart,
 		Cols: sp.Cols, Rows: sp.Rows, CreatedAt: nowRFC3339(),
 	}
-	if err := writeState(dir, &h.state); err != nil {
+	if err := writeState(dir, &h.state, false); err != nil {
 		syscall.Kill(-h.pgid, syscall.SIGKILL)
 		cmd.Wait()
 		return err
@@ -167,7 +167,7 @@ func (h *holder) finish(code int, sig string, werr error) {
 	}
 	at := nowRFC3339()
 	h.state.ExitedAt = &at
-	if err := writeState(h.dir, &h.state); err != nil {
+	if err := writeState(h.dir, &h.state, true); err != nil {
 		fmt.Fprintf(h.log, "pg-pty holder: record exit: %v\n", err)
 	}
 	h.mu.Unlock()
@@ -260,7 +260,7 @@ func (h *holder) do(req *request, resp *response) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.state.Cols, h.state.Rows = req.Cols, req.Rows
-		return writeState(h.dir, &h.state)
+		return writeState(h.dir, &h.state, false)
 	case "screen":
 		s := h.emu.snapshot(h.state.Name)
 		resp.Screen = &s

@@ -2,6 +2,7 @@ package pty
 
 import (
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -26,11 +27,12 @@ type pump struct {
 	stopping atomic.Bool
 	lastData atomic.Int64 // unix nanoseconds of the last chunk read
 	waiting  atomic.Bool  // in poll with nothing buffered
+	pts      string       // the slave side's path, to see who holds it
 	err      error
 }
 
 func newPump(f *os.File, bufSize int, sink func([]byte)) *pump {
-	p := &pump{f: f, fd: -1, sink: sink, done: make(chan struct{})}
+	p := &pump{f: f, fd: -1, sink: sink, done: make(chan struct{}), pts: ptsName(f)}
 	p.lastData.Store(time.Now().UnixNano())
 	if rc, err := f.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { p.fd = int(fd) })
@@ -49,21 +51,34 @@ func (p *pump) loop(bufSize int) {
 	buf := make([]byte, bufSize)
 	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(p.wakeR.Fd()), Events: unix.POLLIN}}
 	for {
-		// The descriptor is non-blocking, so the read never blocks and
-		// can skip the scheduler's blocking-syscall bookkeeping.
-		n, err := rawRead(p.fd, buf)
+		// The descriptor is non-blocking, so reads never block and can
+		// skip the scheduler's blocking-syscall bookkeeping. What is
+		// already there is gathered into one chunk (a terminal hands it
+		// out a few KB at a time), so the sink writes less often.
+		n := 0
+		var err error
+		for n < len(buf) {
+			m, rerr := rawRead(p.fd, buf[n:])
+			if m <= 0 {
+				err = rerr
+				break
+			}
+			n += m
+		}
 		if n > 0 {
 			p.lastData.Store(time.Now().UnixNano())
 			p.sink(buf[:n])
-			continue
+			if err == nil || err == unix.EAGAIN {
+				continue // look again before sleeping in poll
+			}
 		}
 		if p.stopping.Load() {
 			return
 		}
 		switch {
 		case err == unix.EAGAIN || err == unix.EINTR:
-		case err != nil || n == 0:
-			// EIO: every slave side is closed.
+		default:
+			// EIO (or end of file): every slave side is closed.
 			if err != unix.EIO {
 				p.err = err
 			}
@@ -95,10 +110,16 @@ const (
 
 // drain waits for the output to end after the child exited at exitAt. It
 // returns once the pump has stopped.
+//
+// The quiet cut-off is only for a terminal some other process still holds:
+// when nobody does, the end of the output is on its way (a loaded machine
+// can delay the kernel's hand-over well past drainQuiet), so the pump
+// waits for it, up to drainMax.
 func (p *pump) drain(exitAt time.Time) {
 	deadline := exitAt.Add(drainMax)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	checked, held := false, true
 	for {
 		select {
 		case <-p.done:
@@ -108,12 +129,57 @@ func (p *pump) drain(exitAt time.Time) {
 			if last.Before(exitAt) {
 				last = exitAt
 			}
-			if now.After(deadline) || (p.waiting.Load() && now.Sub(last) >= drainQuiet) {
+			quiet := p.waiting.Load() && now.Sub(last) >= drainQuiet
+			if quiet && !checked {
+				checked = true
+				held = p.pts == "" || ptsHeld(p.pts)
+			}
+			if now.After(deadline) || (quiet && held) {
 				p.stop()
 				return
 			}
 		}
 	}
+}
+
+// ptsName is the path of the terminal's slave side, e.g. /dev/pts/3.
+func ptsName(master *os.File) string {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	name := ""
+	rc.Control(func(fd uintptr) {
+		if n, err := unix.IoctlGetUint32(int(fd), unix.TIOCGPTN); err == nil {
+			name = "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
+		}
+	})
+	return name
+}
+
+// ptsHeld reports whether any process has the terminal open. Processes
+// whose descriptors cannot be read (other users') are taken not to.
+func ptsHeld(name string) bool {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, pe := range procs {
+		if c := pe.Name()[0]; c < '0' || c > '9' {
+			continue
+		}
+		dir := "/proc/" + pe.Name() + "/fd/"
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fe := range fds {
+			if link, err := os.Readlink(dir + fe.Name()); err == nil && link == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stop interrupts the pump and waits for it.

@@ -21,11 +21,10 @@ type emulator struct {
 	out   []byte
 }
 
-// csiClamp caps the numeric parameters of control sequences at three
+// csiClamp caps the numeric parameters of control sequences at five
 // digits: vt10x loops once per unit of some of them (cursor tab
-// forward/backward), so ESC [ 999999999 I would stall it for minutes,
-// and large counts on other sequences cost time for nothing. Colors and
-// positions fit in three digits, so nothing real is lost.
+// forward/backward), so ESC [ 999999999 I would stall it for minutes.
+// Real parameters (modes such as 1049, colors, positions) are shorter.
 type csiClamp struct {
 	state  int // 0 text, 1 after ESC, 2 inside CSI
 	digits int // digits of the current parameter
@@ -48,8 +47,8 @@ func (c *csiClamp) filter(dst, src []byte) []byte {
 		case 2:
 			switch {
 			case b >= '0' && b <= '9':
-				if c.digits >= 3 {
-					continue // drop: the parameter stays at three digits
+				if c.digits >= 5 {
+					continue // drop: the parameter stays at five digits
 				}
 				c.digits++
 			case b == ';' || b == ':':

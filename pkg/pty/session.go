@@ -119,14 +119,44 @@ func readState(dir string) (*protocol.PtySession, error) {
 	return &st, nil
 }
 
-func writeState(dir string, st *protocol.PtySession) error {
+// writeState replaces session.json atomically. Only the record of the
+// program's end is made durable (fsync): a running state describes
+// processes that cannot outlive a crash of the machine (they show as dead
+// then), and two fsyncs would dominate the start of a session.
+func writeState(dir string, st *protocol.PtySession, durable bool) error {
 	c := *st
 	c.OutputBytes = 0
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, StateFile), append(b, '\n'), 0o644)
+	b = append(b, '\n')
+	path := filepath.Join(dir, StateFile)
+	if durable {
+		return atomicfile.WriteFile(path, b, 0o644)
+	}
+	tmp, err := os.CreateTemp(dir, "."+StateFile+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
 }
 
 // List loads every session, sorted by name.

@@ -199,6 +199,11 @@ func TestLessScreen(t *testing.T) {
 	if _, err := s.Resize(context.Background(), "less", 100, 40); err != nil {
 		t.Fatal(err)
 	}
+	// less redraws for the new size first; a key typed meanwhile may be
+	// dropped by less, so wait for the redraw.
+	screenUntil(t, s, "less", "redrawn", func(scr *protocol.PtyScreen) bool {
+		return scr.Rows == 40 && scr.Lines[22] == "line 200" && strings.Contains(scr.Lines[39], "(END)")
+	})
 	send(t, s, "less", "", "g")
 	screenUntil(t, s, "less", "resized", func(scr *protocol.PtyScreen) bool {
 		return scr.Rows == 40 && scr.Cols == 100 && scr.Lines[0] == "line 1" && scr.Lines[38] == "line 39"
@@ -206,6 +211,10 @@ func TestLessScreen(t *testing.T) {
 	send(t, s, "less", "", "q")
 	if st := waitEnd(t, s, "less"); *st.ExitCode != 0 || st.Cols != 100 {
 		t.Fatalf("less end: %+v", st)
+	}
+	// less left the alternate screen: the normal screen is back.
+	if scr, err := s.Screen(context.Background(), "less"); err != nil || strings.Contains(strings.Join(scr.Lines, "\n"), "line 1") {
+		t.Fatalf("screen after less: %v %q", err, scr.Lines)
 	}
 }
 
