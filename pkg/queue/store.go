@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
@@ -651,7 +652,12 @@ func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
 	if crc32.Checksum(body, crcTable()) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return nil, false
 	}
-	r := &indexReader{b: string(body[len(indexMagic):])}
+	// b is never written again: its strings can share its memory.
+	rest := body[len(indexMagic):]
+	if len(rest) == 0 {
+		return nil, false
+	}
+	r := &indexReader{b: unsafe.String(&rest[0], len(rest))}
 	if r.varint() != gen || r.varint() != st.ino || r.varint() != st.size || r.varint() != st.mtime {
 		return nil, false
 	}

@@ -268,7 +268,7 @@ func TestStressProcesses(t *testing.T) {
 // task is done exactly once: tasks whose claimer died are re-claimed when
 // the lease expires.
 func TestCrashProcesses(t *testing.T) {
-	n, workers, batches := 400, 8, 20
+	n, workers, batches := 240, 8, 12
 	if testing.Short() {
 		n, batches = 80, 6
 	}
