@@ -151,7 +151,7 @@ func TestBrokenConfigIsUsageError(t *testing.T) {
 
 func TestGeneratedDocs(t *testing.T) {
 	code, out, _ := runToy(t, nil, "man")
-	if code != 0 || !strings.Contains(out, ".TH") || !strings.Contains(out, "EXIT STATUS") || !strings.Contains(out, "POWERGLIDE_MODEL") {
+	if code != 0 || !strings.HasPrefix(out, ".TH PG-TOY 1 \"\" \"powerglide\" \"powerglide manual\"\n.SH NAME\n") || !strings.Contains(out, "EXIT STATUS") || !strings.Contains(out, "POWERGLIDE_MODEL") {
 		t.Fatalf("man: %d %q", code, out)
 	}
 	for _, sh := range []string{"bash", "zsh", "fish"} {

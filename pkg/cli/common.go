@@ -109,8 +109,22 @@ func (c *ManCmd) Run(rt *Runtime) error {
 	}
 	page = page.WithSection("Files", filesText)
 	page = page.WithSection("See Also", seeAlso(rt.Spec.Name))
-	_, err := fmt.Fprint(rt.IO.Out, page.Build(roff.NewDocument()))
+	_, err := fmt.Fprint(rt.IO.Out, fixedHeading(page.Build(roff.NewDocument()), rt.Spec.Name))
 	return err
+}
+
+// fixedHeading replaces mango's title line, which carries the day the page
+// was generated (so committed pages went stale overnight) and puts the whole
+// summary in the page header, with a stable one:
+// .TH PG-X 1 "" "powerglide" "powerglide manual".
+func fixedHeading(page, name string) string {
+	head := fmt.Sprintf(".TH %s 1 \"\" \"powerglide\" \"powerglide manual\"", strings.ToUpper(name))
+	if rest, ok := strings.CutPrefix(page, ".TH "); ok {
+		if _, after, found := strings.Cut(rest, "\n"); found {
+			return head + "\n" + after
+		}
+	}
+	return head + "\n" + page
 }
 
 const exitStatusText = `0 success; 1 runtime failure; 2 usage error or bad input, nothing was changed; ` +
