@@ -11,7 +11,7 @@ PKG      := github.com/powerglide/powerglide/pkg/...
 CMDS     := $(addprefix ./cmd/,$(TOOLS))
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2026.1
 
-.PHONY: all build install test test-unit test-deps bench lint vet man completions schemas docs generate check-generated demo clean
+.PHONY: all build install test test-unit test-deps bench lint vet man completions schemas docs generate check-generated demo demo-record clean
 
 all: build
 
@@ -72,8 +72,11 @@ generate: schemas docs man completions
 check-generated: generate ## fail when committed generated files are stale
 	@scripts/check-generated.sh
 
-demo: build ## run the demo
+demo: build ## run the demo swarm (replay, or the live provider when an API key is set)
 	@scripts/demo.sh
+
+demo-record: build ## re-record testdata/demo/session.jsonl against the local scripted model
+	@scripts/demo.sh --record
 
 clean:
 	rm -rf $(BIN)
