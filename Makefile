@@ -9,7 +9,7 @@ VERSION  := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/powerglide/powerglide/pkg/cli.Version=$(VERSION)
 PKG      := github.com/powerglide/powerglide/pkg/...
 CMDS     := $(addprefix ./cmd/,$(TOOLS))
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2026.1
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all build install test test-unit test-deps bench lint vet man completions schemas docs generate check-generated demo demo-record clean
 
@@ -19,7 +19,7 @@ build: ## build every tool into ./bin
 	@mkdir -p $(BIN)
 	@for t in $(TOOLS); do \
 		echo "go build $$t"; \
-		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$$t ./cmd/$$t || exit 1; \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$$t ./cmd/$$t || exit 1; \
 	done
 
 install: build man ## install the tools, man pages and completions under PREFIX (default ~/.local)

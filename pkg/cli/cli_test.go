@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 )
@@ -19,10 +20,11 @@ type toyCLI struct {
 }
 
 type toyGreet struct {
-	Name  string `arg:"" optional:"" help:"Who to greet."`
-	Model string `config:"model" help:"Model to use." env:"POWERGLIDE_MODEL"`
-	Shout bool   `help:"Shout." short:"s"`
-	Mode  string `enum:"a,b" default:"a" help:"Mode."`
+	Name  string        `arg:"" optional:"" help:"Who to greet."`
+	Model string        `config:"model" help:"Model to use." env:"POWERGLIDE_MODEL"`
+	Shout bool          `help:"Shout." short:"s"`
+	Mode  string        `enum:"a,b" default:"a" help:"Mode."`
+	Wait  time.Duration `default:"3s" env:"PG_TOY_WAIT" help:"Wait."`
 }
 
 func (c *toyGreet) Run(rt *Runtime) error {
@@ -31,6 +33,9 @@ func (c *toyGreet) Run(rt *Runtime) error {
 		return err
 	}
 	msg := "hello " + c.Name + " via " + cfg.String("model")
+	if c.Wait != 3*time.Second {
+		msg += " after " + c.Wait.String()
+	}
 	if c.Shout {
 		msg = strings.ToUpper(msg)
 	}
@@ -176,5 +181,22 @@ func TestSignalExitCode(t *testing.T) {
 	rt := &Runtime{Ctx: ctx, IO: Test(nil, &out, &errb), Spec: toySpec()}
 	if code := Report(rt, context.Canceled); code != 143 {
 		t.Fatalf("exit %d, want 143", code)
+	}
+}
+
+// A typed flag's variable that is set but empty means the default, as in the
+// config layer; a set one is parsed, and a bad one is a usage error.
+func TestEmptyEnvMeansDefault(t *testing.T) {
+	t.Setenv("PG_TOY_WAIT", "")
+	if code, out, errs := runToy(t, []string{"PG_TOY_WAIT="}, "greet", "x"); code != 0 || out != "hello x via anthropic/claude-sonnet-4-5\n" {
+		t.Fatalf("empty: %d %q %q", code, out, errs)
+	}
+	t.Setenv("PG_TOY_WAIT", "5s")
+	if code, out, _ := runToy(t, []string{"PG_TOY_WAIT=5s"}, "greet", "x"); code != 0 || out != "hello x via anthropic/claude-sonnet-4-5 after 5s\n" {
+		t.Fatalf("set: %d %q", code, out)
+	}
+	t.Setenv("PG_TOY_WAIT", "soon")
+	if code, _, errs := runToy(t, []string{"PG_TOY_WAIT=soon"}, "greet", "x"); code != 2 || !strings.Contains(errs, "PG_TOY_WAIT") {
+		t.Fatalf("bad: %d %q", code, errs)
 	}
 }

@@ -59,7 +59,7 @@ func (r *Runtime) Config() (*config.Config, error) {
 	if r.cfg != nil {
 		return r.cfg, nil
 	}
-	flags := map[string]string{}
+	flags, names := map[string]string{}, map[string]string{}
 	if r.kctx != nil {
 		for _, p := range r.kctx.Path {
 			if p.Flag == nil {
@@ -67,10 +67,11 @@ func (r *Runtime) Config() (*config.Config, error) {
 			}
 			if key := p.Flag.Tag.Get("config"); key != "" {
 				flags[key] = flagString(r.kctx.FlagValue(p.Flag))
+				names[key] = p.Flag.Name
 			}
 		}
 	}
-	cfg, err := config.Load(config.Options{LookupEnv: r.IO.LookupEnv, Flags: flags})
+	cfg, err := config.Load(config.Options{LookupEnv: r.IO.LookupEnv, Flags: flags, FlagNames: names})
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +161,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		return ExitFailure
 	}
 	rt.kong = parser
+	ignoreEmptyEnv(parser.Model.Node, io.LookupEnv)
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(exitSignal); ok {
@@ -191,6 +193,28 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		return ExitOK
 	}
 	return Report(rt, err)
+}
+
+// ignoreEmptyEnv drops, for this run, the environment variables of flags
+// that are set but empty, so `POWERGLIDE_LEASE= pg-queue claim` means the
+// default, as it does in the config layer, instead of kong parsing "" as a
+// duration and failing. The model is built afresh by every Run.
+func ignoreEmptyEnv(n *kong.Node, lookup func(string) (string, bool)) {
+	for _, f := range n.Flags {
+		kept := f.Tag.Envs[:0:0]
+		for _, e := range f.Tag.Envs {
+			if v, ok := lookup(e); ok && v == "" {
+				continue
+			}
+			kept = append(kept, e)
+		}
+		if len(kept) != len(f.Tag.Envs) {
+			f.Tag.Envs, f.Envs = kept, kept
+		}
+	}
+	for _, c := range n.Children {
+		ignoreEmptyEnv(c, lookup)
+	}
 }
 
 func commandLine(name string, kctx *kong.Context) string {

@@ -47,6 +47,9 @@ type Options struct {
 	// Flags holds the raw values of config-backed flags given on the command
 	// line, by key name.
 	Flags map[string]string
+	// FlagNames names the flag that set a key (without dashes), for errors
+	// and for `config`; a key missing here is shown as --<key with dashes>.
+	FlagNames map[string]string
 	// File overrides the config file path; otherwise $POWERGLIDE_CONFIG,
 	// then $XDG_CONFIG_HOME/powerglide/config.json, then
 	// ~/.config/powerglide/config.json.
@@ -88,16 +91,18 @@ func Load(opts Options) (*Config, error) {
 		if !ok {
 			return nil, fmt.Errorf("config: flag bound to unknown key %q", name)
 		}
+		flag := opts.FlagNames[name]
+		if flag == "" {
+			flag = strings.ReplaceAll(name, "_", "-")
+		}
 		v, err := k.parse(raw)
 		if err != nil {
-			return nil, &InputError{Where: "flag --" + flagName(name), Key: name, Err: err}
+			return nil, &InputError{Where: "flag --" + flag, Key: name, Err: err}
 		}
-		c.values[name] = Value{Key: name, Value: v, Source: SourceFlag, Origin: "--" + flagName(name), Secret: k.Secret}
+		c.values[name] = Value{Key: name, Value: v, Source: SourceFlag, Origin: "--" + flag, Secret: k.Secret}
 	}
 	return c, nil
 }
-
-func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
 
 // DefaultFile returns the config file path for an environment.
 func DefaultFile(env func(string) (string, bool)) string {

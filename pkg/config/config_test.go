@@ -165,6 +165,17 @@ func TestBadEnvAndFlag(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "flag --timeout") {
 		t.Fatalf("flag: %v", err)
 	}
+	// The error and the origin name the flag the user typed, not the key.
+	flags, names := map[string]string{"monitor_heartbeat": "soon"}, map[string]string{"monitor_heartbeat": "heartbeat"}
+	_, err = Load(Options{File: "/nonexistent", Flags: flags, FlagNames: names})
+	if err == nil || !strings.Contains(err.Error(), "flag --heartbeat:") {
+		t.Fatalf("named flag: %v", err)
+	}
+	flags["monitor_heartbeat"] = "2s"
+	c, err := Load(Options{File: "/nonexistent", Flags: flags, FlagNames: names})
+	if err != nil || c.Get("monitor_heartbeat").Origin != "--heartbeat" {
+		t.Fatalf("origin: %v %+v", err, c.Get("monitor_heartbeat"))
+	}
 }
 
 func FuzzConfigFile(f *testing.F) {
