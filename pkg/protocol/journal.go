@@ -13,7 +13,7 @@ const (
 type TaskEvent struct {
 	Type   string    `json:"type" jsonschema:"enum=task"`
 	TS     time.Time `json:"ts"`
-	Op     string    `json:"op" jsonschema:"description=add, claim, renew, complete, fail, release, cancel, expire, archive"`
+	Op     string    `json:"op" jsonschema:"description=add\\, claim\\, renew\\, complete\\, fail\\, release\\, cancel\\, expire\\, archive"`
 	Task   string    `json:"task"`
 	Worker string    `json:"worker,omitempty"`
 	Token  int64     `json:"token,omitempty"`
@@ -26,7 +26,7 @@ type WorkerEvent struct {
 	Type   string    `json:"type" jsonschema:"enum=worker"`
 	TS     time.Time `json:"ts"`
 	Worker string    `json:"worker"`
-	Op     string    `json:"op" jsonschema:"description=start, state, pause, resume, exit, restart"`
+	Op     string    `json:"op" jsonschema:"description=start\\, state\\, pause\\, resume\\, exit\\, restart"`
 	State  string    `json:"state,omitempty"`
 	PID    int       `json:"pid,omitempty"`
 	Task   string    `json:"task,omitempty"`
@@ -37,7 +37,7 @@ type WorkerEvent struct {
 type MonitorEvent struct {
 	Type   string    `json:"type" jsonschema:"enum=monitor"`
 	TS     time.Time `json:"ts"`
-	Action string    `json:"action" jsonschema:"description=spawn, restart, sigterm, sigkill, release, budget_stop, done"`
+	Action string    `json:"action" jsonschema:"description=spawn\\, restart\\, sigterm\\, sigkill\\, release\\, budget_stop\\, done"`
 	Worker string    `json:"worker,omitempty"`
 	PID    int       `json:"pid,omitempty"`
 	Task   string    `json:"task,omitempty"`

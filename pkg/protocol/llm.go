@@ -27,7 +27,7 @@ const (
 type Request struct {
 	// ID tags the request in `pg-llm serve`; every event of it carries the ID.
 	ID          string    `json:"id,omitempty"`
-	Model       string    `json:"model,omitempty" jsonschema:"description=provider/model or a fallback chain a,b,c; defaults to the configured model"`
+	Model       string    `json:"model,omitempty" jsonschema:"description=provider/model or a fallback chain a\\,b\\,c; defaults to the configured model"`
 	System      string    `json:"system,omitempty"`
 	Messages    []Message `json:"messages"`
 	Tools       []ToolDef `json:"tools,omitempty"`
@@ -301,11 +301,11 @@ const (
 type ErrorEvent struct {
 	Type      string `json:"type" jsonschema:"enum=error"`
 	ID        string `json:"id,omitempty"`
-	Tool      string `json:"tool,omitempty" jsonschema:"description=the tool that failed, e.g. pg-queue"`
+	Tool      string `json:"tool,omitempty" jsonschema:"description=the tool that failed\\, e.g. pg-queue"`
 	Kind      string `json:"kind,omitempty"`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable,omitempty"`
-	Status    int    `json:"status,omitempty" jsonschema:"description=HTTP status, when there was one"`
+	Status    int    `json:"status,omitempty" jsonschema:"description=HTTP status\\, when there was one"`
 	Model     string `json:"model,omitempty"`
 	Line      int    `json:"line,omitempty" jsonschema:"description=input line the error is about"`
 	ExitCode  int    `json:"exit_code,omitempty"`
@@ -316,7 +316,7 @@ type EndEvent struct {
 	Type       string  `json:"type" jsonschema:"enum=end"`
 	ID         string  `json:"id,omitempty"`
 	Model      string  `json:"model,omitempty"`
-	StopReason string  `json:"stop_reason" jsonschema:"description=end_turn, tool_use, max_tokens, stop_sequence, ..."`
+	StopReason string  `json:"stop_reason" jsonschema:"description=end_turn\\, tool_use\\, max_tokens\\, stop_sequence\\, ..."`
 	Message    Message `json:"message"`
 	Usage      Usage   `json:"usage"`
 }

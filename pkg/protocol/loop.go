@@ -88,7 +88,7 @@ type LoopLimitEvent struct {
 	TS     time.Time `json:"ts"`
 	Task   string    `json:"task,omitempty"`
 	Step   int       `json:"step"`
-	Limit  string    `json:"limit" jsonschema:"description=steps, breaker, budget_tokens, budget_usd, iterations, verify"`
+	Limit  string    `json:"limit" jsonschema:"description=steps\\, breaker\\, budget_tokens\\, budget_usd\\, iterations\\, verify"`
 	Reason string    `json:"reason"`
 }
 
@@ -98,7 +98,7 @@ type LoopTaskEvent struct {
 	TS     time.Time `json:"ts"`
 	Task   string    `json:"task"`
 	Title  string    `json:"title,omitempty"`
-	Status string    `json:"status" jsonschema:"description=started, done, failed, released"`
+	Status string    `json:"status" jsonschema:"description=started\\, done\\, failed\\, released"`
 	Reason string    `json:"reason,omitempty"`
 	Usage  Usage     `json:"usage"`
 }

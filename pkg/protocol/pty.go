@@ -8,10 +8,10 @@ type PtyRun struct {
 	Type        string   `json:"type" jsonschema:"enum=run"`
 	Command     []string `json:"command"`
 	ExitCode    int      `json:"exit_code" jsonschema:"description=the child's exit code; 128+n when signal n killed it; 124 on timeout"`
-	Signal      *string  `json:"signal" jsonschema:"description=the signal that ended the child (e.g. SIGKILL), or null"`
+	Signal      *string  `json:"signal" jsonschema:"description=the signal that ended the child (e.g. SIGKILL)\\, or null"`
 	TimedOut    bool     `json:"timed_out"`
 	DurationMS  int64    `json:"duration_ms"`
-	Output      string   `json:"output" jsonschema:"description=the terminal output, head and tail kept when it is longer than the cap"`
+	Output      string   `json:"output" jsonschema:"description=the terminal output\\, head and tail kept when it is longer than the cap"`
 	OutputBytes int64    `json:"output_bytes"`
 	Truncated   bool     `json:"truncated"`
 }
@@ -40,7 +40,7 @@ type PtyScreen struct {
 	Cols   int       `json:"cols"`
 	Rows   int       `json:"rows"`
 	Cursor PtyCursor `json:"cursor"`
-	Lines  []string  `json:"lines" jsonschema:"description=one string per row, trailing blanks removed"`
+	Lines  []string  `json:"lines" jsonschema:"description=one string per row\\, trailing blanks removed"`
 }
 
 // Session statuses.
@@ -64,7 +64,7 @@ type PtySession struct {
 	HolderStart string   `json:"holder_start"`
 	Cols        int      `json:"cols"`
 	Rows        int      `json:"rows"`
-	ExitCode    *int     `json:"exit_code" jsonschema:"description=once exited: the exit code, 128+n for signal n"`
+	ExitCode    *int     `json:"exit_code" jsonschema:"description=once exited: the exit code\\, 128+n for signal n"`
 	Signal      *string  `json:"signal"`
 	CreatedAt   string   `json:"created_at"`
 	ExitedAt    *string  `json:"exited_at"`

@@ -49,7 +49,7 @@ type Claim struct {
 type Worker struct {
 	Worker      string    `json:"worker"`
 	PID         int       `json:"pid"`
-	PIDStart    string    `json:"pid_start" jsonschema:"description=the process start time, to tell a reused pid"`
+	PIDStart    string    `json:"pid_start" jsonschema:"description=the process start time\\, to tell a reused pid"`
 	Host        string    `json:"host"`
 	Epoch       int       `json:"epoch"`
 	State       string    `json:"state"`
