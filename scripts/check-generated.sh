@@ -15,4 +15,32 @@ if [ -n "$stale" ]; then
 	git --no-pager diff --stat -- "${paths[@]}" >&2
 	exit 1
 fi
-echo "check-generated: schemas, man pages and completions are current"
+# The man pages must render: man -l (or groff when man is missing) reads
+# each one, and the NAME and EXIT STATUS sections must come out.
+render() {
+	if command -v man >/dev/null; then
+		MANWIDTH=80 man -l "$1" 2>/dev/null
+	elif command -v groff >/dev/null; then
+		groff -man -Tutf8 "$1" 2>/dev/null
+	else
+		return 2
+	fi
+}
+for page in man/pg-*.1; do
+	out=$(render "$page") || {
+		status=$?
+		if [ "$status" -eq 2 ]; then
+			echo "check-generated: neither man nor groff is installed; man pages not rendered" >&2
+			break
+		fi
+		echo "check-generated: $page does not render (man -l exit $status)" >&2
+		exit 1
+	}
+	for section in NAME "EXIT STATUS"; do
+		if ! grep -q "^$section" <<<"$out"; then
+			echo "check-generated: $page renders without a $section section" >&2
+			exit 1
+		fi
+	done
+done
+echo "check-generated: schemas, man pages and completions are current; man pages render"
