@@ -121,15 +121,6 @@ func TestTeamAppears(t *testing.T) {
 	h.waitFor("1  commit")
 }
 
-func readVelocity(t *testing.T, d teamdir.Dir, n string) string {
-	t.Helper()
-	b, err := os.ReadFile(d.Velocity(n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func waitFile(t *testing.T, path, want string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -695,12 +694,3 @@ func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
 	return entries, true
 }
 
-// sortedIDs is a helper for deterministic error messages.
-func sortedIDs(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,7 +38,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(bin, "pg-monitor"), "github.com/powerglide/powerglide/cmd/pg-monitor")
+	goTool := "go" // go test puts $GOROOT/bin first on PATH
+	build := exec.Command(goTool, "build", "-o", filepath.Join(bin, "pg-monitor"), "github.com/powerglide/powerglide/cmd/pg-monitor")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build pg-monitor: %v\n%s(using the test binary instead)\n", err, out)
 		if err := os.Symlink(exe, filepath.Join(bin, "pg-monitor")); err != nil {
@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	// The real pg-queue, for the tests that run against it.
-	build = exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(bin, "pg-queue"), "github.com/powerglide/powerglide/cmd/pg-queue")
+	build = exec.Command(goTool, "build", "-o", filepath.Join(bin, "pg-queue"), "github.com/powerglide/powerglide/cmd/pg-queue")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build pg-queue: %v\n%s(the tests against the real queue will be skipped)\n", err, out)
 	} else {
