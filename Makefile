@@ -31,7 +31,7 @@ install: build man ## install the tools, man pages and completions under PREFIX 
 	-install -m 644 $(wildcard completions/zsh/*) $(PREFIX)/share/zsh/site-functions/
 	-install -m 644 $(wildcard completions/fish/*) $(PREFIX)/share/fish/vendor_completions.d/
 
-test: check-generated vet test-deps ## everything CI runs: generated files current, vet, unit and e2e tests with -race
+test: check-generated lint test-deps ## everything CI runs: generated files current, vet and staticcheck, unit and e2e tests with -race
 	$(GO) test -race -count=1 -timeout 15m $(PKG)
 
 test-unit: ## unit tests only, no race detector (quick)
