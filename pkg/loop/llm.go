@@ -188,7 +188,10 @@ func (c *coprocess) err() error {
 	return c.deadErr
 }
 
-// Close ends the child: stdin closes, then it is killed after a grace.
+// Close ends the child: stdin closes, which ends an idle server at once.
+// One still busy after 200 ms (a model call that hangs, a call the loop
+// gave up on) gets SIGTERM to its group, and SIGKILL 2 s after the close,
+// so pg-loop stops promptly when it is told to.
 func (c *coprocess) Close() error {
 	c.mu.Lock()
 	cmd, in, dead := c.cmd, c.in, c.dead
@@ -198,9 +201,16 @@ func (c *coprocess) Close() error {
 		return nil
 	}
 	in.Close()
+	kill := time.After(2 * time.Second)
 	select {
 	case <-dead:
-	case <-time.After(2 * time.Second):
+		return nil
+	case <-time.After(200 * time.Millisecond):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	}
+	select {
+	case <-dead:
+	case <-kill:
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-dead
 	}

@@ -421,3 +421,19 @@ func TestEstimateTokens(t *testing.T) {
 		t.Errorf("estimate %d, encoded/4 %d", got, exact)
 	}
 }
+
+// A coprocess still busy when the loop closes it (a hung model call) is
+// sent SIGTERM soon after its stdin closes, not left to the SIGKILL 2 s later.
+func TestCoprocessCloseTermsABusyChild(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "term")
+	c := newCoprocess("model", `trap 'echo term > `+mark+`; exit 0' TERM; sleep 100 & wait`, os.Stderr)
+	c.mu.Lock()
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Unlock()
+	c.Close()
+	if b, err := os.ReadFile(mark); err != nil || strings.TrimSpace(string(b)) != "term" {
+		t.Fatalf("the busy child was not sent SIGTERM: %v %q", err, b)
+	}
+}
