@@ -693,4 +693,3 @@ func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
 	}
 	return entries, true
 }
-
