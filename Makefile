@@ -46,7 +46,8 @@ bench: build ## run the benchmarks of every tool
 vet:
 	$(GO) vet $(PKG) $(CMDS)
 
-lint: vet ## go vet and staticcheck
+lint: vet ## gofmt, go vet and staticcheck
+	@unformatted=$$(gofmt -l pkg cmd); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) run $(STATICCHECK) $(PKG) $(CMDS)
 
 schemas: ## regenerate pkg/protocol/schemas from the Go types
