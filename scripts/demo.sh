@@ -48,8 +48,11 @@ fi
 export PATH="$root/bin:$PATH"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/powerglide-demo.XXXXXX")
+# None of your powerglide settings leak in: a tools dir, MCP servers or a
+# model of your own would change what the workers send, and the replay
+# would no longer match.
+while read -r var; do unset "$var"; done < <(compgen -e | grep '^POWERGLIDE_' || true)
 export POWERGLIDE_HOME=$work/home XDG_CONFIG_HOME=$work/config
-unset POWERGLIDE_CONFIG POWERGLIDE_MODEL POWERGLIDE_TEAM POWERGLIDE_WORKER
 repo=$work/repo
 team=demo
 cp -R "$demo_data/repo" "$repo"
@@ -119,6 +122,10 @@ fi
 if ! failed=$(pg-queue --team "$team" list --status failed --json) || [ -n "$failed" ]; then
 	echo "demo: some tasks failed:" >&2
 	echo "$failed" >&2
+	if grep -q "no recorded call matches" <<<"$failed"; then
+		echo "demo: the recording no longer matches what the workers send (a changed system prompt, AGENTS.md, task or tool list);" >&2
+		echo "demo: re-record it with 'make demo-record' and commit testdata/demo/session.jsonl" >&2
+	fi
 	exit 1
 fi
 
