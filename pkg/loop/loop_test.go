@@ -16,6 +16,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/loop/internal/fake"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/protocol/validate"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -581,5 +582,33 @@ func TestLeaseLostWhileExecuting(t *testing.T) {
 	}
 	if !strings.Contains(h.out.String(), `"from":"executing","to":"pick_task","reason":"lease lost`) {
 		t.Errorf("no lease loss in executing:\n%s", h.out.String())
+	}
+}
+
+// The epoch counts incarnations: a record pg-monitor seeded for this very
+// process (same pid and start time) keeps its epoch; any other record is
+// an earlier incarnation, and the epoch goes up by one.
+func TestWorkerEpoch(t *testing.T) {
+	pid, start, _ := proc.Self()
+	for _, c := range []struct {
+		seed protocol.Worker
+		want int
+	}{
+		{protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Epoch: 4}, 4},
+		{protocol.Worker{Worker: "1", PID: pid + 1, PIDStart: start, Epoch: 4}, 5},
+		{protocol.Worker{Worker: "1", PID: pid, PIDStart: "other", Epoch: 4}, 5},
+	} {
+		h := newHarness(t, &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}}, okTool("x"), "t")
+		d, _ := teamdir.New(t.TempDir(), "tm")
+		d.Ensure()
+		if err := d.WriteWorker(&c.seed); err != nil {
+			t.Fatal(err)
+		}
+		h.opts.Team, h.opts.Worker = &d, "1"
+		h.run(t)
+		w, err := d.ReadWorker("1")
+		if err != nil || w.Epoch != c.want {
+			t.Errorf("seeded %+v: epoch %d, want %d (%v)", c.seed, w.Epoch, c.want, err)
+		}
 	}
 }
