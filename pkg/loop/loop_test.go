@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/loop/internal/fake"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/protocol/validate"
-	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
