@@ -197,7 +197,7 @@ pg-queue|8 concurrent workers ≥ 300 cycles/s|sh|bench-queue.sh|^8 concurrent w
 pg-queue|claim+complete at 1,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete1k|ns/op
 pg-queue|claim+complete at 10,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete10k|ns/op
 pg-loop|overhead per step, both coprocess round-trips ≤ 5 ms (Go, fakes)|go|BenchmarkLoopSteps|ms/step
-pg-loop|overhead per step ≤ 5 ms (processes, fakes)|sh|bench-loop.sh|^fakes: 
+pg-loop|overhead per step ≤ 5 ms (processes, fakes)|sh|bench-loop.sh|^fakes
 pg-loop|peak RSS of pg-loop + coprocesses over 200 steps ≤ 60 MB|sh|bench-loop.sh|peak RSS
 pg-loop|resume a 10,000-message session ≤ 300 ms|sh|bench-loop.sh|ready to call the model
 pg-loop|replay of a 10,000-message session alone (Go)|go|BenchmarkResume10k|ns/op
