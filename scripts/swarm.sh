@@ -124,7 +124,7 @@ dir="$home/teams/$team"
 # Add the tasks: all or nothing; pg-queue names a bad line and exits 2.
 added=$(if [ "$tasks" = - ]; then pg-queue --team "$team" add -; else pg-queue --team "$team" add - <"$tasks"; fi) ||
 	die $? "the tasks were not added (nothing changed)"
-n=$(printf '%s\n' "$added" | grep -c '"type":"task"' || true)
+n=$(printf '%s\n' "$added" | grep -c '^{' || true)
 echo "$prog: added $n tasks to team $team ($dir)" >&2
 
 mkdir -p "$dir/logs"
