@@ -82,7 +82,7 @@ while [ $# -gt 0 ]; do
 	*) pos+=("$1"); shift ;;
 	esac
 done
-[ ${#pos[@]} -eq 2 ] || { usage >&2; die 2 "want REPO and FEATURE, got ${#pos[@]} arguments"; }
+[ ${#pos[@]} -eq 2 ] || die 2 "want REPO and FEATURE, got ${#pos[@]} arguments (see --help)"
 repo=${pos[0]}
 feature=${pos[1]}
 [ -n "$feature" ] || die 2 "FEATURE is empty"

@@ -88,7 +88,7 @@ while [ $# -gt 0 ]; do
 done
 loop_args=("$@")
 
-[ -n "$tasks" ] || { usage >&2; die 2 "no tasks file"; }
+[ -n "$tasks" ] || die 2 "no tasks file (see --help)"
 [ "$tasks" = - ] || [ -f "$tasks" ] || die 2 "tasks file $tasks not found"
 case "$workers" in
 '' | *[!0-9]* | 0) die 2 "--workers wants a whole number of at least 1, got '$workers'" ;;

@@ -3,7 +3,8 @@
 # component of powerglide can be swapped for a script. pg-loop runs it once
 # per model turn (pg-loop --llm CMD) with the request on stdin, and reads
 # model events from its stdout: start, then tool_call or text, then end
-# (whose message pg-loop appends to the conversation). See
+# (whose message pg-loop appends to the conversation; its tool_call blocks
+# are the calls pg-loop makes). See
 # `pg-llm schema request` and `pg-llm schema model-event`.
 #
 # The "model" treats each task's prompt (its first paragraph) as a shell
@@ -29,8 +30,8 @@ jq -c '
     else
       (.messages[0].content | if type == "string" then . else map(select(.type == "text").text) | join("") end
        | split("\n\n")[0]) as $cmd
-      | {type: "tool_call", id: "sh-\(.messages | length)", name: "bash", input: {command: $cmd}} as $call
-      | $call,
+      | {id: "sh-\(.messages | length)", name: "bash", input: {command: $cmd}} as $call
+      | {type: "tool_call", call: $call},
         {type: "end", stop_reason: "tool_use", usage: $usage,
-         message: {role: "assistant", content: [$call]}}
+         message: {role: "assistant", content: [{type: "tool_call"} + $call]}}
     end'
