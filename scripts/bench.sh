@@ -13,7 +13,8 @@
 #
 # Environment: BENCH_COUNT (default 5), BENCH_OUT (default BENCHMARKS.md),
 # BENCH_SKIP_GO=1 or BENCH_SKIP_SCRIPTS=1 to leave a part out (the report
-# says so), BENCH_GO_OUTPUT=FILE to report saved `go test -bench` output
+# says so), BENCH_NOTE=TEXT adds a note under the machine (e.g. what else
+# ran), BENCH_GO_OUTPUT=FILE to report saved `go test -bench` output
 # instead of running the Go benchmarks again. Exit status: 0 when every part ran, 1 when one failed (the
 # report is still written and names it).
 set -euo pipefail
@@ -116,11 +117,24 @@ fmtval() {
 	}'
 }
 
+# gomedraw NAME UNIT: the median of one Go benchmark metric, as a number.
+gomedraw() {
+	awk -F'\t' -v n="$1" -v u="$2" '$2 == n && $3 == u { print $4; exit }' "$tmp/medians.tsv"
+}
+
 # gomed NAME UNIT: the median of one Go benchmark metric, readable, or "not run".
 gomed() {
-	local line
-	line=$(awk -F'\t' -v n="$1" -v u="$2" '$2 == n && $3 == u { print $4; exit }' "$tmp/medians.tsv")
-	if [ -n "$line" ]; then fmtval "$line" "$2"; else echo "not run"; fi
+	local v
+	v=$(gomedraw "$1" "$2")
+	if [ -n "$v" ]; then fmtval "$v" "$2"; else echo "not run"; fi
+}
+
+# godiff NAME-A NAME-B UNIT: median of A minus median of B, readable.
+godiff() {
+	local a b
+	a=$(gomedraw "$1" "$3")
+	b=$(gomedraw "$2" "$3")
+	if [ -n "$a" ] && [ -n "$b" ]; then fmtval "$(awk -v a="$a" -v b="$b" 'BEGIN { print a - b }')" "$3"; else echo "not run"; fi
 }
 
 # shline SCRIPT REGEX: the first line a script bench printed that matches, trimmed.
@@ -158,6 +172,10 @@ mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo
 	echo "The machine may be shared: wall-clock figures rise with the load average above,"
 	echo "CPU-time figures much less."
+	if [ -n "${BENCH_NOTE:-}" ]; then
+		echo
+		echo "Note: $BENCH_NOTE"
+	fi
 	if [ ${#failed[@]} -gt 0 ]; then
 		echo
 		echo "**Failed parts:** ${failed[*]} (their output is below)."
@@ -171,15 +189,16 @@ mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "| tool | target | measured | source |"
 	echo "|---|---|---|---|"
 	while IFS='|' read -r tool target src a b; do
+		from=$a
 		case "$src" in
 		go) m=$(gomed "$a" "$b") ;;
 		sh) m=$(shline "$a" "$b") ;;
+		diff) m=$(godiff "${a%%-*}" "${a#*-}" "$b"); from="${a%%-*} − ${a#*-}" ;;
 		esac
-		echo "| $tool | $target | $m | $src: $a |"
+		echo "| $tool | $target | $m | $src: $from |"
 	done <<'ROWS'
 pg-llm|process start to first event ≤ 10 ms|go|BenchmarkProcessFirstEvent|ms-to-first-event
-pg-llm|serve per-request overhead ≤ 1 ms (serve round trip minus the in-process call below)|go|BenchmarkServeRequest|ns/op
-pg-llm|(in-process call over the same local server)|go|BenchmarkInProcessCall|ns/op
+pg-llm|serve per-request overhead ≤ 1 ms (serve round trip minus the in-process call over the same local server)|diff|BenchmarkServeRequest-BenchmarkInProcessCall|ns/op
 pg-llm|SSE parsing ≥ 50 MB/s (Anthropic stream)|go|BenchmarkSSEDecode/anthropic|MB/s
 pg-llm|SSE parsing ≥ 50 MB/s (OpenAI stream)|go|BenchmarkSSEDecode/openai|MB/s
 pg-llm|peak RSS ≤ 30 MB (one-shot process)|go|BenchmarkProcessFirstEvent|peak-RSS-MB
@@ -191,9 +210,9 @@ pg-tool|grep over a large tree vs ripgrep: report the ratio|sh|bench-tool.sh|rat
 pg-pty|`run -- cat` 100 MB vs `script -qc`: ratio ≥ 1.0|sh|bench-pty.sh|^throughput ratio
 pg-pty|start latency ≤ 10 ms|sh|bench-pty.sh|^start latency
 pg-pty|holder RSS ≤ 15 MB|sh|bench-pty.sh|^holder RSS
-pg-queue|claim+complete p50 ≤ 5 ms at 1,000 live tasks (fresh processes)|sh|bench-queue.sh|^1000 live tasks
-pg-queue|claim+complete p50 ≤ 20 ms at 10,000 live tasks (fresh processes)|sh|bench-queue.sh|^10000 live tasks
-pg-queue|8 concurrent workers ≥ 300 cycles/s|sh|bench-queue.sh|^8 concurrent workers
+pg-queue|claim+complete p50 ≤ 5 ms at 1,000 live tasks (fresh processes, fsync on; columns: cycles, p50, p99, claim p50, complete p50, CPU p50, ms)|sh|bench-queue.sh|^1000 live tasks
+pg-queue|claim+complete p50 ≤ 20 ms at 10,000 live tasks (fresh processes, fsync on; same columns)|sh|bench-queue.sh|^10000 live tasks
+pg-queue|8 concurrent workers ≥ 300 cycles/s (fsync on)|sh|bench-queue.sh|^8 concurrent workers
 pg-queue|claim+complete at 1,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete1k|ns/op
 pg-queue|claim+complete at 10,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete10k|ns/op
 pg-loop|overhead per step, both coprocess round-trips ≤ 5 ms (Go, fakes)|go|BenchmarkLoopSteps|ms/step
