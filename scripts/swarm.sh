@@ -133,16 +133,17 @@ pg-monitor run --team "$team" --workers "$workers" -- pg-loop --team "$team" "${
 mon=$!
 echo "$prog: pg-monitor (pid $mon) runs $workers pg-loop workers; log $log" >&2
 
-stop() { # stop SIGNAL CODE: stop the monitor, which stops the workers and releases their tasks.
+# shellcheck disable=SC2317 # stop is called from the traps below
+stop() { # stop CODE: stop the monitor, which stops the workers and releases their tasks.
 	trap '' INT TERM
 	echo "$prog: stopping the swarm (pg-monitor stops the workers and releases their tasks)" >&2
 	kill -TERM "$mon" 2>/dev/null || true
 	wait "$mon" 2>/dev/null || true
 	echo "$prog: stopped; unfinished tasks are back in the queue: pg-queue --team $team list --status pending" >&2
-	exit "$2"
+	exit "$1"
 }
-trap 'stop INT 130' INT
-trap 'stop TERM 143' TERM
+trap 'stop 130' INT
+trap 'stop 143' TERM
 
 if [ "$dash" = auto ] && [ -t 0 ] && [ -t 1 ]; then
 	pg-dash --team "$team" || true
