@@ -7,6 +7,7 @@ prog=swarm.sh
 usage() {
 	cat <<'EOF'
 Usage: swarm.sh [options] TASKS.jsonl [-- PG-LOOP-ARGS...]
+       swarm.sh [options] --no-add --team T [-- PG-LOOP-ARGS...]
 
 Start a team: add the tasks of TASKS.jsonl (JSON Lines, one task record a
 line, as `pg-queue add -` reads them; - for stdin) to the team's queue, run
@@ -34,6 +35,9 @@ Options:
   -C, --workdir DIR  the repository the workers work in (pg-loop -C; default .)
   -m, --model ID     model id or fallback chain for every worker (pg-loop --model)
       --no-dash      never open the dashboard; print the snapshot at the end
+      --no-add       add nothing: run the tasks already in team T's queue
+                     (to resume a swarm stopped with Ctrl-C; the tasks of a
+                     file cannot be added twice, their ids exist)
   -h, --help         this help
 
 Everything after -- goes to every pg-loop worker, e.g.
@@ -53,6 +57,7 @@ SIGTERM.
 
 Examples:
   scripts/swarm.sh -n 3 tasks.jsonl -- --verify 'go test ./...' --commit
+  scripts/swarm.sh -n 3 --no-add --team tasks -- --verify 'go test ./...' --commit
   scripts/swarm.sh --team web -C ~/src/web --no-dash tasks.jsonl
 EOF
 }
@@ -67,6 +72,7 @@ workers=3
 workdir=
 model=
 dash=auto
+add=yes
 tasks=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -80,6 +86,7 @@ while [ $# -gt 0 ]; do
 	-m | --model) [ $# -ge 2 ] || die 2 "$1 needs a value"; model=$2; shift 2 ;;
 	--model=*) model=${1#*=}; shift ;;
 	--no-dash) dash=no; shift ;;
+	--no-add) add=no; shift ;;
 	--) shift; break ;;
 	-) [ -z "$tasks" ] || die 2 "more than one tasks file"; tasks=-; shift ;;
 	-*) die 2 "unknown option $1 (see --help)" ;;
@@ -88,8 +95,13 @@ while [ $# -gt 0 ]; do
 done
 loop_args=("$@")
 
-[ -n "$tasks" ] || die 2 "no tasks file (see --help)"
-[ "$tasks" = - ] || [ -f "$tasks" ] || die 2 "tasks file $tasks not found"
+if [ "$add" = no ]; then
+	[ -z "$tasks" ] || die 2 "--no-add takes no tasks file"
+	[ -n "$team" ] || die 2 "--no-add needs --team (or POWERGLIDE_TEAM)"
+else
+	[ -n "$tasks" ] || die 2 "no tasks file (see --help)"
+	[ "$tasks" = - ] || [ -f "$tasks" ] || die 2 "tasks file $tasks not found"
+fi
 case "$workers" in
 '' | *[!0-9]* | 0) die 2 "--workers wants a whole number of at least 1, got '$workers'" ;;
 esac
@@ -121,17 +133,24 @@ home=$(pg-queue config | sed -n 's/.*"key":"home","value":"\([^"]*\)".*/\1/p')
 [ -n "$home" ] || die 1 "could not resolve the data root (pg-queue config)"
 dir="$home/teams/$team"
 
-# Add the tasks: all or nothing; pg-queue names a bad line and exits 2.
-added=$(if [ "$tasks" = - ]; then pg-queue --team "$team" add -; else pg-queue --team "$team" add - <"$tasks"; fi) ||
-	die $? "the tasks were not added (nothing changed)"
-n=$(printf '%s\n' "$added" | grep -c '^{' || true)
-echo "$prog: added $n tasks to team $team ($dir)" >&2
+if [ "$add" = yes ]; then
+	# Add the tasks: all or nothing; pg-queue names a bad line and exits 2.
+	added=$(if [ "$tasks" = - ]; then pg-queue --team "$team" add -; else pg-queue --team "$team" add - <"$tasks"; fi) ||
+		die $? "the tasks were not added (nothing changed)"
+	n=$(printf '%s\n' "$added" | grep -c '^{' || true)
+	if [ "$n" = 1 ]; then w=task; else w=tasks; fi
+	echo "$prog: added $n $w to team $team ($dir)" >&2
+else
+	[ -f "$dir/task-queue.json" ] || die 1 "team $team has no queue in $dir"
+	echo "$prog: team $team ($dir): $(pg-queue --team "$team" stats --jq '"\(.pending) pending, \(.claimed) claimed, \(.done) done"' -r)" >&2
+fi
 
 mkdir -p "$dir/logs"
 log="$dir/logs/monitor.log"
 pg-monitor run --team "$team" --workers "$workers" -- pg-loop --team "$team" "${loop_args[@]}" >>"$log" 2>&1 &
 mon=$!
-echo "$prog: pg-monitor (pid $mon) runs $workers pg-loop workers; log $log" >&2
+if [ "$workers" = 1 ]; then w=worker; else w=workers; fi
+echo "$prog: pg-monitor (pid $mon) runs $workers pg-loop $w; log $log" >&2
 
 # shellcheck disable=SC2317 # stop is called from the traps below
 stop() { # stop CODE: stop the monitor, which stops the workers and releases their tasks.
@@ -139,7 +158,7 @@ stop() { # stop CODE: stop the monitor, which stops the workers and releases the
 	echo "$prog: stopping the swarm (pg-monitor stops the workers and releases their tasks)" >&2
 	kill -TERM "$mon" 2>/dev/null || true
 	wait "$mon" 2>/dev/null || true
-	echo "$prog: stopped; unfinished tasks are back in the queue: pg-queue --team $team list --status pending" >&2
+	echo "$prog: stopped; unfinished tasks are back in the queue (pg-queue --team $team list --status pending); resume with: $prog --no-add --team $team ..." >&2
 	exit "$1"
 }
 trap 'stop 130' INT
