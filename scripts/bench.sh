@@ -34,6 +34,7 @@ script_args() {
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
 t_start=$(date +%s)
 failed=()
 
@@ -168,7 +169,7 @@ mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "| Go | $(go env GOVERSION) $(go env GOOS)/$(go env GOARCH) |"
 	echo "| load average at the start | $load_start |"
 	echo "| load average at the end | $load_end |"
-	echo "| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)') |"
+	echo "| commit (at the start) | $commit |"
 	echo
 	echo "The machine may be shared: wall-clock figures rise with the load average above,"
 	echo "CPU-time figures much less."
