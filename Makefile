@@ -40,7 +40,7 @@ test-unit: ## unit tests only, no race detector (quick)
 test-deps: ## install what the tests need that Go does not bring (npm MCP servers)
 	@scripts/test-deps.sh
 
-bench: build ## run the benchmarks of every tool
+bench: build ## run every tool's benchmarks and write BENCHMARKS.md (about 10 minutes; not part of make test)
 	@scripts/bench.sh
 
 vet:
