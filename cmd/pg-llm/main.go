@@ -1,3 +1,5 @@
+// Command pg-llm makes one model call (or serves a stream of them) and
+// streams the reply as JSON events; see pkg/cmd/pgllm.
 package main
 
 import (

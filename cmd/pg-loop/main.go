@@ -1,3 +1,5 @@
+// Command pg-loop runs the Ralph loop, one worker of a team or a single
+// task; see pkg/cmd/pgloop.
 package main
 
 import (

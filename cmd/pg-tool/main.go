@@ -1,3 +1,5 @@
+// Command pg-tool is the agent's hands: built-in, external and MCP tools
+// confined to a workspace; see pkg/cmd/pgtool.
 package main
 
 import (

@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -46,6 +47,9 @@ func replaceChild(path string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		if v == 1 {
+			os.Stdout.WriteString("replaced\n") // the parent kills from now on
+		}
 	}
 }
 
@@ -85,7 +89,7 @@ func TestCrashDuringReplace(t *testing.T) {
 	if err := WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	check := func(when string) {
+	check := func(when string) int {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatalf("%s: %v", when, err)
@@ -94,6 +98,7 @@ func TestCrashDuringReplace(t *testing.T) {
 		if err := json.Unmarshal(data, &v); err != nil || !v.ok() {
 			t.Fatalf("%s: file does not hold a whole version (%d bytes): %v", when, len(data), err)
 		}
+		return v.V
 	}
 	stop := make(chan struct{})
 	readerDone := make(chan error, 1)
@@ -121,13 +126,26 @@ func TestCrashDuringReplace(t *testing.T) {
 	for i := range rounds {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "ATOMICFILE_TEST_CHILD=replace", "ATOMICFILE_PATH="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(5+rand.IntN(60)) * time.Millisecond)
+		// Kill at a random moment once the child is replacing the file in
+		// a loop, so kills land inside writes, fsyncs and renames.
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: the child never replaced the file: %v", i, err)
+		}
+		time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		check("after kill " + strconv.Itoa(i))
+		if v := check("after kill " + strconv.Itoa(i)); v < 1 {
+			t.Fatalf("after kill %d: version %d, the child's replaces did not land", i, v)
+		}
 	}
 	close(stop)
 	if err := <-readerDone; err != nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +27,10 @@ type toyGreet struct {
 	Shout bool          `help:"Shout." short:"s"`
 	Mode  string        `enum:"a,b" default:"a" help:"Mode."`
 	Wait  time.Duration `default:"3s" env:"PG_TOY_WAIT" help:"Wait."`
+}
+
+func (c *toyGreet) Help() string {
+	return "Greets by name.\n\nExamples:\n  $ pg-toy greet ann\n  $ pg-toy greet -s bob"
 }
 
 func (c *toyGreet) Run(rt *Runtime) error {
@@ -52,6 +58,8 @@ func (c *toyFail) Run(rt *Runtime) error {
 	switch c.Code {
 	case 1:
 		return errors.New("Something broke.")
+	case 5:
+		return errors.New("verify failed:\n./main.go:3:1: syntax error\n\n  exit status 1\n")
 	case 2:
 		return &jsonl.LineError{Name: "stdin", Line: 7, Err: errors.New("invalid JSON")}
 	case 3:
@@ -86,6 +94,7 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{[]string{"fail", "1"}, 1, "pg-toy: error: something broke\n", false},
 		{[]string{"fail", "2", "--json"}, 2, "pg-toy: error: stdin:7: invalid JSON\n", true},
+		{[]string{"fail", "5", "--json"}, 1, "pg-toy: error: verify failed: | ./main.go:3:1: syntax error | exit status 1\n", true},
 		{[]string{"fail", "3"}, 3, "pg-toy: error: no claimable task\n", false},
 		{[]string{"fail", "4"}, 4, "pg-toy: error: step limit 200 reached\n", false},
 		{[]string{"fail", "124"}, 124, "pg-toy: error: context deadline exceeded\n", false},
@@ -104,7 +113,7 @@ func TestRunExitCodes(t *testing.T) {
 		if c.jsonErr != strings.Contains(out, `"type":"error"`) {
 			t.Errorf("%v: stdout %q, JSON error record expected: %v", c.args, out, c.jsonErr)
 		}
-		if c.jsonErr && !strings.Contains(out, `"line":7`) {
+		if c.jsonErr && c.code == 2 && !strings.Contains(out, `"line":7`) {
 			t.Errorf("%v: error record lacks the line: %s", c.args, out)
 		}
 	}
@@ -159,6 +168,12 @@ func TestGeneratedDocs(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, ".TH PG-TOY 1 \"\" \"powerglide\" \"powerglide manual\"\n.SH NAME\n") || !strings.Contains(out, "EXIT STATUS") || !strings.Contains(out, "POWERGLIDE_MODEL") {
 		t.Fatalf("man: %d %q", code, out)
 	}
+	// Each command is a subsection: its line, its summary, then the detail
+	// with the examples kept as lines, then its flags.
+	greet := ".SS \"pg\\-toy greet [<name>] [flags]\"\nSay hello.\n.PP\nGreets by name.\n.PP\nExamples:\n.RS 4\n.nf\n$ pg\\-toy greet ann\n$ pg\\-toy greet \\-s bob\n.fi\n.RE\n"
+	if !strings.Contains(out, greet) || !strings.Contains(out, ".TP\n\\fB\\-s, \\-\\-shout\\fR\nShout.\n") {
+		t.Fatalf("man: the greet command is not rendered as a subsection:\n%s", out)
+	}
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		code, out, _ := runToy(t, nil, "completion", sh)
 		if code != 0 || !strings.Contains(out, "greet") || !strings.Contains(out, "shout") {
@@ -198,5 +213,49 @@ func TestEmptyEnvMeansDefault(t *testing.T) {
 	t.Setenv("PG_TOY_WAIT", "soon")
 	if code, _, errs := runToy(t, []string{"PG_TOY_WAIT=soon"}, "greet", "x"); code != 2 || !strings.Contains(errs, "PG_TOY_WAIT") {
 		t.Fatalf("bad: %d %q", code, errs)
+	}
+}
+
+// TestBashCompletionRuns sources the generated script in a real bash and
+// asks it for candidates, as bash does on Tab.
+func TestBashCompletionRuns(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	_, script, _ := runToy(t, nil, "completion", "bash")
+	file := filepath.Join(t.TempDir(), "pg-toy")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ words, want string }{
+		{"pg-toy gr", "greet"},
+		{"pg-toy greet --sh", "--shout"},
+		{"pg-toy greet --mode ", "a b"},
+		{"pg-toy fail --j", "--json"},
+	} {
+		words := strings.Fields(tc.words)
+		if strings.HasSuffix(tc.words, " ") {
+			words = append(words, "")
+		}
+		var quoted []string
+		for _, w := range words {
+			quoted = append(quoted, "'"+w+"'")
+		}
+		prog := fmt.Sprintf("source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _pg_toy; echo \"${COMPREPLY[*]}\"; echo \"$PATH\"",
+			file, strings.Join(quoted, " "), len(words)-1)
+		out, err := exec.Command(bash, "-c", prog).CombinedOutput()
+		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+		if err != nil || len(lines) != 2 || lines[0] != tc.want || lines[1] != os.Getenv("PATH") {
+			t.Errorf("%q: got %q (%v), want %q and PATH untouched", tc.words, out, err, tc.want)
+		}
+	}
+	if zsh, err := exec.LookPath("zsh"); err == nil {
+		_, script, _ := runToy(t, nil, "completion", "zsh")
+		zfile := filepath.Join(t.TempDir(), "_pg-toy")
+		os.WriteFile(zfile, []byte(script), 0o644)
+		if out, err := exec.Command(zsh, "-n", zfile).CombinedOutput(); err != nil {
+			t.Errorf("zsh -n: %v: %s", err, out)
+		}
 	}
 }

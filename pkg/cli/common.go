@@ -103,13 +103,17 @@ type ManCmd struct{}
 // Run writes the roff man page built from the kong model.
 func (c *ManCmd) Run(rt *Runtime) error {
 	page := mangokong.NewManPage(1, rt.kong.Model)
+	page.Root.Commands = nil
+	page = page.WithSection("Commands", commandsPlaceholder)
 	page = page.WithSection("Exit Status", exitStatusText)
 	if env := envVars(rt.kong.Model.Node); len(env) > 0 {
 		page = page.WithSection("Environment", strings.Join(env, "\n"))
 	}
 	page = page.WithSection("Files", filesText)
 	page = page.WithSection("See Also", seeAlso(rt.Spec.Name))
-	_, err := fmt.Fprint(rt.IO.Out, fixedHeading(page.Build(roff.NewDocument()), rt.Spec.Name))
+	out := fixedHeading(page.Build(roff.NewDocument()), rt.Spec.Name)
+	out = strings.Replace(out, commandsPlaceholder+"\n", commandsRoff(rt.kong.Model.Node), 1)
+	_, err := fmt.Fprint(rt.IO.Out, out)
 	return err
 }
 

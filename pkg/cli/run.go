@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/config"
@@ -238,7 +239,7 @@ func Report(rt *Runtime, err error) int {
 		return code // silent exit: the command already spoke
 	}
 	msg := lowerFirst(err.Error())
-	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, msg)
+	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, oneLine(msg))
 	if rt.JSON {
 		rec := protocol.ErrorEvent{Type: protocol.EventError, Tool: rt.Spec.Name, Kind: Kind(err), Message: msg, ExitCode: code}
 		if le := lineOf(err); le > 0 {
@@ -255,6 +256,33 @@ func lineOf(err error) int {
 		return le.Line
 	}
 	return 0
+}
+
+// maxErrLine caps the error line on stderr; the JSON error record keeps the
+// whole message.
+const maxErrLine = 2000
+
+// oneLine folds a message that carries a command's output (a verifier's,
+// an external tool's stderr) onto one line, as DESIGN.md §2 wants: line
+// breaks become " | ", and a very long message keeps its head.
+func oneLine(s string) string {
+	if strings.ContainsAny(s, "\r\n") {
+		var parts []string
+		for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			if l = strings.TrimSpace(l); l != "" {
+				parts = append(parts, l)
+			}
+		}
+		s = strings.Join(parts, " | ")
+	}
+	if len(s) > maxErrLine {
+		cut := maxErrLine
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
+	}
+	return s
 }
 
 // lowerFirst lowers the first letter and drops a final period, so every

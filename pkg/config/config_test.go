@@ -131,7 +131,11 @@ func TestBrokenFiles(t *testing.T) {
 	cases := []struct {
 		name, body, want string
 	}{
-		{"syntax", "{\n  \"model\": \"x\",\n  \"retries\": 3,,\n}", `:3: invalid JSON`},
+		{"syntax", "{\n  \"model\": \"x\",\n  \"retries\": 3,,\n}", `:3: after key "retries": invalid JSON`},
+		{"syntax in a value", "{\n  \"model\": \"x\",\n  \"retries\": 3x\n}", `:3: after key "retries": invalid JSON`},
+		{"null int", "{\"retries\": null}", `key "retries": expected an integer, got null (remove the key to use the default)`},
+		{"null bool", "{\"queue_sync\": null}", `key "queue_sync": expected a boolean, got null`},
+		{"null string", "{\n\"model\": null}", `:2: key "model": expected a string, got null`},
 		{"unknown key", "{\n  \"model\": \"x\",\n  \"modle\": \"y\"\n}", `:3: key "modle": unknown key`},
 		{"wrong type", "{\n\n  \"retries\": \"three\"\n}", `:3: key "retries": expected an integer, got a string`},
 		{"bad duration", "{\"timeout\": \"soon\"}", `:1: key "timeout": expected a duration`},
@@ -153,6 +157,17 @@ func TestBrokenFiles(t *testing.T) {
 				t.Fatalf("error %q does not name the file and %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestEmptyFileSetsNothing(t *testing.T) {
+	p := writeConfig(t, " \n")
+	c, err := Load(Options{File: p, LookupEnv: envFunc(map[string]string{"HOME": "/h"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Get("retries"); v.Source != SourceDefault {
+		t.Fatalf("retries from %s, want the default", v.Source)
 	}
 }
 

@@ -33,6 +33,18 @@ func parseFile(path string, data []byte) ([]fileEntry, error) {
 		}
 		return fail(dec.InputOffset(), key, fmt.Errorf("invalid JSON: %v", err))
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil // an empty file, say one made by touch, sets nothing
+	}
+	// after names the last key read, so a syntax error between keys
+	// (a stray comma, a missing quote) still points at one.
+	after := func(err error, last string) error {
+		e := syntax(err, "")
+		if ie, ok := e.(*InputError); ok && last != "" {
+			ie.Err = fmt.Errorf("after key %q: %w", last, ie.Err)
+		}
+		return e
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, syntax(err, "")
@@ -42,10 +54,11 @@ func parseFile(path string, data []byte) ([]fileEntry, error) {
 	}
 	var out []fileEntry
 	seen := map[string]bool{}
+	last := ""
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, syntax(err, "")
+			return nil, after(err, last)
 		}
 		key, _ := tok.(string)
 		keyOff := dec.InputOffset()
@@ -60,10 +73,11 @@ func parseFile(path string, data []byte) ([]fileEntry, error) {
 			return nil, fail(keyOff, key, errors.New("key set twice"))
 		}
 		seen[key] = true
+		last = key
 		out = append(out, fileEntry{key: key, line: lineAt(keyOff), raw: raw})
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, syntax(err, "")
+		return nil, after(err, last)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fail(dec.InputOffset(), "", errors.New("unexpected data after the JSON object"))

@@ -160,6 +160,11 @@ func (k Key) parse(raw string) (any, error) {
 // decode reads a value from its JSON form in the config file.
 func (k Key) decode(raw json.RawMessage) (any, error) {
 	wrongType := fmt.Errorf("expected %s, got %s", article(k.Kind), jsonKind(raw))
+	if string(bytes.TrimSpace(raw)) == "null" {
+		// json.Unmarshal would take null as "leave the zero value", turning
+		// "retries": null into 0 and "queue_sync": null into false.
+		return nil, fmt.Errorf("expected %s, got null (remove the key to use the default)", article(k.Kind))
+	}
 	switch k.Kind {
 	case KindString:
 		var s string

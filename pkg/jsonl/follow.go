@@ -28,7 +28,15 @@ type Follower struct {
 	off       int64
 	buf       []byte
 	chunk     []byte
+	// tail holds the last bytes read before off. After an idle poll they
+	// must still be there: a file truncated and written past off again
+	// between two polls would otherwise be read from the middle.
+	tail []byte
+	idle bool
 }
+
+// tailLen is how many bytes before the offset identify the file's content.
+const tailLen = 64
 
 // Follow starts following path. Nothing is opened until the first Next.
 func Follow(path string, opts FollowOptions) *Follower {
@@ -94,9 +102,17 @@ func (fl *Follower) step() (bool, error) {
 		fl.buf = fl.buf[:0:0]
 	}
 	n, err := fl.f.ReadAt(fl.chunk, fl.off)
+	if n > 0 && fl.idle && len(fl.tail) > 0 {
+		fl.idle = false
+		if !fl.sameTail() {
+			fl.off, fl.buf, fl.tail = 0, nil, nil
+			return true, nil
+		}
+	}
 	if n > 0 {
 		fl.off += int64(n)
 		fl.buf = append(fl.buf, fl.chunk[:n]...)
+		fl.keepTail(fl.chunk[:n])
 		return true, nil
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -108,16 +124,36 @@ func (fl *Follower) step() (bool, error) {
 		return false, err
 	}
 	if cur.Size() < fl.off {
-		fl.off, fl.buf = 0, nil
+		fl.off, fl.buf, fl.tail = 0, nil, nil
 		return true, nil
 	}
 	st, err := os.Stat(fl.path)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !os.SameFile(st, cur)) {
 		fl.f.Close()
-		fl.f, fl.off, fl.buf = nil, 0, nil
+		fl.f, fl.off, fl.buf, fl.tail = nil, 0, nil, nil
 		return true, nil
 	}
+	fl.idle = true
 	return false, nil
+}
+
+// keepTail remembers the last tailLen bytes read.
+func (fl *Follower) keepTail(read []byte) {
+	if len(read) >= tailLen {
+		fl.tail = append(fl.tail[:0], read[len(read)-tailLen:]...)
+		return
+	}
+	fl.tail = append(fl.tail, read...)
+	if over := len(fl.tail) - tailLen; over > 0 {
+		fl.tail = append(fl.tail[:0], fl.tail[over:]...)
+	}
+}
+
+// sameTail reports whether the bytes before off are still the ones read.
+func (fl *Follower) sameTail() bool {
+	got := make([]byte, len(fl.tail))
+	n, _ := fl.f.ReadAt(got, fl.off-int64(len(fl.tail)))
+	return n == len(got) && bytes.Equal(got, fl.tail)
 }
 
 // Close releases the open file.

@@ -154,6 +154,38 @@ func TestFollowLateTruncatedReplaced(t *testing.T) {
 	}
 }
 
+// TestFollowTruncatedAndRegrown: between two polls the file is truncated
+// and written again past the old offset (same inode, larger size). The
+// follower must start over, not read from the middle of the new content.
+func TestFollowTruncatedAndRegrown(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	write(t, p, "aaaa\nbbbb\n", os.O_TRUNC)
+	f := Follow(p, FollowOptions{FromStart: true, Poll: 5 * time.Millisecond})
+	defer f.Close()
+	if got := next(t, f); got != "aaaa" {
+		t.Fatalf("got %q", got)
+	}
+	if got := next(t, f); got != "bbbb" {
+		t.Fatalf("got %q", got)
+	}
+	// Let it poll at the end of the file once.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	f.Next(ctx)
+	cancel()
+	write(t, p, "a much longer first line\nsecond\n", os.O_TRUNC)
+	if got := next(t, f); got != "a much longer first line" {
+		t.Fatalf("after truncate and regrow: %q", got)
+	}
+	if got := next(t, f); got != "second" {
+		t.Fatalf("got %q", got)
+	}
+	// Appends after that are read on as usual.
+	write(t, p, "third\n", os.O_APPEND)
+	if got := next(t, f); got != "third" {
+		t.Fatalf("got %q", got)
+	}
+}
+
 func TestFollowFromEnd(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "events.jsonl")
 	write(t, p, "old\n", os.O_TRUNC)
