@@ -25,7 +25,10 @@ const fixtureHost = "fixture-host"
 
 // fixtureDir copies testdata/dash/home into a temporary data root, so a
 // test may change the team's files.
-func fixtureDir(t testing.TB) teamdir.Dir {
+func fixtureDir(t testing.TB) teamdir.Dir { t.Helper(); return fixtureTeam(t, "demo") }
+
+// fixtureTeam is fixtureDir for another team of testdata/dash/home.
+func fixtureTeam(t testing.TB, team string) teamdir.Dir {
 	t.Helper()
 	home := t.TempDir()
 	src := filepath.Join("..", "..", "testdata", "dash", "home")
@@ -47,7 +50,7 @@ func fixtureDir(t testing.TB) teamdir.Dir {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := teamdir.New(home, "demo")
+	d, err := teamdir.New(home, team)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,5 +282,20 @@ func TestStaleIsRed(t *testing.T) {
 	green := regexp.MustCompile(`\x1b\[[0-9;]*32m\s*3s`)
 	if !green.MatchString(f) {
 		t.Errorf("fresh heartbeat 3s is not green in:\n%q", f)
+	}
+}
+
+// TestArchivedFrames: the long team's queue had 600 finished tasks archived
+// by pg-queue and its workers were restarted; the header counts the
+// archived tasks (done, total, progress, ETA) and the earlier processes'
+// cost (spent), and the workers table shows each worker's total.
+func TestArchivedFrames(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		name := fmt.Sprintf("overview-archived-%dx%d", size[0], size[1])
+		t.Run(name, func(t *testing.T) {
+			h := startHarness(t, Options{Dir: fixtureTeam(t, "long")}, size[0], size[1])
+			f := h.waitFor("600 archived", "602 done", "$12.9", "ETA 5m58s", "1 blocked")
+			goldenFrame(t, name, f)
+		})
 	}
 }

@@ -31,6 +31,7 @@ type WorkerEvent struct {
 	PID    int       `json:"pid,omitempty"`
 	Task   string    `json:"task,omitempty"`
 	Reason string    `json:"reason,omitempty"`
+	Usage  *Usage    `json:"usage,omitempty" jsonschema:"description=exit: the usage of the process that ended"`
 }
 
 // MonitorEvent records an action of pg-monitor, with its reason.
