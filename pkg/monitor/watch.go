@@ -109,7 +109,7 @@ func (w *Watcher) status(r *protocol.Worker, v Verdict, st *State) Status {
 		Type: "worker_status", Worker: r.Worker, Liveness: string(v.Liveness), Reason: v.Reason,
 		PID: r.PID, Host: r.Host, State: r.State, Task: r.Task, Step: r.Step,
 		HeartbeatAt: r.HeartbeatAt, HeartbeatAgeS: secs(v.HeartbeatAge), ProgressAgeS: secs(v.ProgressAge),
-		Usage: r.Usage,
+		Usage: r.Usage, Spent: r.Spent,
 	}
 	if k := st.Kills[r.Worker]; k != nil && k.PID == r.PID && k.PIDStart == r.PIDStart {
 		s.Stopping = true

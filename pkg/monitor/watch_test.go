@@ -265,7 +265,8 @@ func TestBeat(t *testing.T) {
 		t.Fatalf("a plain beat must move only the heartbeat: %+v", r)
 	}
 	task := "t-1"
-	r, _ = Beat(d, BeatOptions{Worker: "3", PID: pid, Task: &task, Now: t0.Add(2 * time.Minute)})
+	cost := 0.3
+	r, _ = Beat(d, BeatOptions{Worker: "3", PID: pid, Task: &task, CostUSD: &cost, Now: t0.Add(2 * time.Minute)})
 	if !r.ProgressAt.Equal(t0.Add(2*time.Minute)) || r.Task != "t-1" {
 		t.Fatalf("a task change is progress: %+v", r)
 	}
@@ -281,6 +282,10 @@ func TestBeat(t *testing.T) {
 	}
 	if r.Epoch != 2 || r.PID != c.Process.Pid || r.Task != "" {
 		t.Fatalf("new process: %+v", r)
+	}
+	// ... which keeps what the earlier process spent.
+	if r.Spent == nil || r.Spent.CostUSD != 0.3 || r.Usage.CostUSD != 0 {
+		t.Fatalf("new process: spent %+v, usage %+v; want the earlier 0.3 in spent", r.Spent, r.Usage)
 	}
 	if _, err := Beat(d, BeatOptions{Worker: "3", PID: 1 << 22}); err == nil {
 		t.Fatal("beat for a missing pid succeeded")
