@@ -459,7 +459,7 @@ func (s *Supervisor) exited(ctx context.Context, m exitMsg, res *RunResult, mayR
 	ev := protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: sl.name, Op: "exit", PID: m.pid, Reason: how}
 	// The journal keeps what the process spent, whatever becomes of its
 	// record.
-	if r, err := s.W.Dir.ReadWorker(sl.name); err == nil && r.PID == m.pid && r.PIDStart == m.start {
+	if r, err := s.W.Dir.ReadWorker(sl.name); err == nil && r.PID == m.pid && r.PIDStart == m.start && r.Usage != (protocol.Usage{}) {
 		u := r.Usage
 		ev.Usage = &u
 	}

@@ -180,6 +180,62 @@ func TestPassGrace(t *testing.T) {
 	<-done
 }
 
+// When SIGTERM ends a stale worker's leader but a member of its process
+// group ignores it (a child, a background job), the member gets SIGKILL
+// after the grace period: the group is still the recorded one while a
+// member seen before is alive in it.
+func TestPassLeftoverGroupMembers(t *testing.T) {
+	w, _ := newWatcher(t)
+	pid, start, done := sleeper(t, "(trap '' TERM; echo ready; exec sleep 1000) & wait")
+	var child proc.Member
+	members, err := proc.GroupMembers(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members {
+		if m.PID != pid {
+			child = m
+		}
+	}
+	if child.PID == 0 {
+		t.Fatalf("no child in the group: %v", members)
+	}
+	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now()
+	if got := actions(pass(t, w)); got != "sigterm:1: " {
+		t.Fatalf("first pass: %q", got)
+	}
+	<-done // the leader ended on SIGTERM
+	for {
+		res := pass(t, w)
+		if got := actions(res); got != "" {
+			if got != "sigkill:1: " {
+				t.Fatalf("got %q, want a SIGKILL of the rest of the group", got)
+			}
+			if d := time.Since(first); d < w.Opts.Grace {
+				t.Fatalf("SIGKILL %s after SIGTERM, before the grace period", d)
+			}
+			t.Logf("%s", res.Events[0].Reason)
+			break
+		}
+		if !proc.Matches(child.PID, child.Start) {
+			t.Fatal("the child ended despite ignoring SIGTERM")
+		}
+		if time.Since(first) > 30*time.Second {
+			t.Fatal("the rest of the group was never killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !waitGone(context.Background(), child.PID, child.Start, 10*time.Second) {
+		t.Fatal("the child survived SIGKILL")
+	}
+	if res := pass(t, w); res.InFlight != 0 {
+		t.Fatalf("%d kills still in flight", res.InFlight)
+	}
+}
+
 // Records from another host, and records without a pid, are never
 // signalled and their tasks are left to lease expiry.
 func TestPassUnverifiable(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,7 +51,13 @@ func testRunHangAndCrash(t *testing.T, queue string) {
 			}
 			term[ev.Worker] = true
 			// The reason gives the heartbeat's age when it was found stale:
-			// at most the limit plus one interval (plus the pass itself).
+			// past the limit (never earlier), and within the limit plus one
+			// interval, plus the pass itself and generous slack for a
+			// loaded machine.
+			age := heartbeatAge(t, ev.Reason)
+			if age < 3*time.Second || age > 3*time.Second+200*time.Millisecond+10*time.Second {
+				t.Errorf("stopped with the last heartbeat %s old, want between the limit 3s and 3s + interval 200ms (+10s slack): %s", age, ev.Reason)
+			}
 			t.Logf("stopped: %s", ev.Reason)
 		case "release":
 			released[ev.Task] = true
@@ -118,6 +125,51 @@ func TestRunMaxRestarts(t *testing.T) {
 	}
 }
 
+// Restarts wait the backoff, doubled for each further restart. Only lower
+// bounds are checked: a loaded machine may be late, never early.
+func TestRunBackoffDoubles(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "a")
+	code, out, errs := tm.run(context.Background(), args([]string{"run", "-n", "1", "--max-restarts", "3", "--backoff", "200ms"}, short, []string{"--", "sh", "-c", "exit 1"})...)
+	if code != 1 {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	exits := tm.workerEvents("exit")
+	var restarts []time.Time
+	for _, ev := range tm.events() {
+		if ev.Action == "restart" {
+			restarts = append(restarts, ev.TS)
+		}
+	}
+	if len(exits) != 4 || len(restarts) != 3 {
+		tm.dump()
+		t.Fatalf("%d exits and %d restarts, want 4 and 3", len(exits), len(restarts))
+	}
+	want := 200 * time.Millisecond
+	for i, r := range restarts {
+		if gap := r.Sub(exits[i].TS); gap < want {
+			tm.dump()
+			t.Errorf("restart %d came %s after the exit, want at least %s", i+1, gap, want)
+		}
+		want *= 2
+	}
+}
+
+// heartbeatAge reads the heartbeat's age from a stale worker's sigterm
+// reason ("stale: last heartbeat 3.21s ago, limit 3s").
+func heartbeatAge(t *testing.T, reason string) time.Duration {
+	t.Helper()
+	m := regexp.MustCompile(`last heartbeat (\S+) ago`).FindStringSubmatch(reason)
+	if m == nil {
+		t.Fatalf("no heartbeat age in %q", reason)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatalf("heartbeat age in %q: %v", reason, err)
+	}
+	return d
+}
+
 // The team budget stops every worker and the run exits 4.
 func TestRunBudget(t *testing.T) {
 	t.Parallel()
@@ -140,18 +192,28 @@ func TestRunBudget(t *testing.T) {
 	}
 }
 
-// SIGTERM to pg-monitor run stops the workers and releases their tasks.
+// SIGTERM or SIGINT (Ctrl-C) to pg-monitor run stops the workers and
+// releases their tasks; it exits 128+n.
 func TestRunSignal(t *testing.T) {
 	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			testRunSignal(t, sig)
+		})
+	}
+}
+
+func testRunSignal(t *testing.T, sig syscall.Signal) {
 	tm := newTeam(t, "a", "b")
 	loop := `id=$($QUEUE --team $POWERGLIDE_TEAM claim --worker $POWERGLIDE_WORKER | jq -r .id); pg-monitor beat --pid $$ --task "$id"; while :; do sleep 0.2; pg-monitor beat --pid $$; done`
 	cmd, out := tm.start(args([]string{"run", "-n", "2"}, short, []string{"--", "sh", "-c", loop})...)
 	waitFor(t, "both tasks claimed", 30*time.Second, func() bool { return len(tm.tasks("claimed")) == 2 })
 	sts := tm.statuses()
-	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Process.Signal(sig)
 	err := cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
-		t.Fatalf("exit %d (%v), want 143; output:\n%s", code, err, out)
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) {
+		t.Fatalf("exit %d (%v), want %d; output:\n%s", code, err, 128+int(sig), out)
 	}
 	if n := len(tm.tasks("pending")); n != 2 {
 		tm.dump()
