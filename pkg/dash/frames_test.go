@@ -299,3 +299,41 @@ func TestArchivedFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestStateColours checks the colours of the workers table, which the
+// golden frames (compared without escape codes) cannot: each state cell is
+// painted in its state's colour, executing, thinking, done and failed all
+// differ, and a stale heartbeat differs from a fresh one.
+func TestStateColours(t *testing.T) {
+	h := startHarness(t, Options{Dir: fixtureDir(t)}, 120, 30)
+	f := h.waitFor("retry-after")
+	// The escape sequences right before a cell's text.
+	sgr := func(text string) string {
+		t.Helper()
+		m := regexp.MustCompile(`((?:\x1b\[[0-9;]*m)+)\s*` + regexp.QuoteMeta(text)).FindStringSubmatch(f)
+		if m == nil {
+			t.Fatalf("no coloured cell %q in:\n%q", text, f)
+		}
+		return m[1]
+	}
+	want := map[string]string{ // state → SGR colour parameter
+		"executing": "33", "thinking": "35", "done": "32", "failed": "31",
+	}
+	seen := map[string]string{}
+	for state, colour := range want {
+		// The state cell is the one after the worker id: "1  executing".
+		got := sgr(state + " ")
+		if !regexp.MustCompile(`[\[;]` + colour + `[;m]`).MatchString(got) {
+			t.Errorf("state %s painted %q, want colour %s", state, got, colour)
+		}
+		for other, s := range seen {
+			if s == got {
+				t.Errorf("states %s and %s have the same colour %q", state, other, got)
+			}
+		}
+		seen[state] = got
+	}
+	if stale, fresh := sgr("1m35s\x1b"), sgr(" 3s\x1b"); stale == fresh {
+		t.Errorf("a stale heartbeat has the colour of a fresh one: %q", stale)
+	}
+}

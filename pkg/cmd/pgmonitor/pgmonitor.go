@@ -42,6 +42,8 @@ time. A worker is alive, stale (heartbeat older than --heartbeat), stuck (heartb
 progress for --stall), dead (its process is gone, or its pid was reused) or done (it ended).
 Stale and stuck workers get SIGTERM, then SIGKILL of their process group after --grace; a pid is
 signalled only while its start time still matches the record, so a reused pid is never killed.
+When the worker ends on SIGTERM but members of its group remain, they get SIGKILL after --grace,
+only while a member seen before is still alive in the group (so the group id was not reused).
 The claimed tasks of a dead worker are released through pg-queue (with their fencing token) at
 once. Every action is appended to events.jsonl with its reason.
 
