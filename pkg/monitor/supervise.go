@@ -133,6 +133,14 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	}
 	s.exits = make(chan exitMsg, o.Workers)
 	res := &RunResult{}
+	// The budget counts earlier runs: a team that spent it starts nothing.
+	if c := s.teamCost(); o.BudgetUSD > 0 && c >= o.BudgetUSD {
+		reason := fmt.Sprintf("team cost $%.4f already reached the budget $%.4f: no worker started", c, o.BudgetUSD)
+		s.logf("%s", reason)
+		_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
+		res.Outcome, res.CostUSD = OutcomeBudget, c
+		return res, nil
+	}
 	for i := 1; i <= o.Workers; i++ {
 		sl := &slot{name: strconv.Itoa(i)}
 		s.slots = append(s.slots, sl)

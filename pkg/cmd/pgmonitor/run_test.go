@@ -333,6 +333,13 @@ func TestRunSpendingSurvivesRestarts(t *testing.T) {
 		tm.dump()
 		t.Fatalf("exit %d, want 4 with $1.2 spent; stderr:\n%s", code, errs)
 	}
+	// A team that spent its budget starts no worker.
+	spawns := tm.count("spawn", "")
+	code, _, errs = tm.run(ctx, args([]string{"run", "-n", "1", "--budget-usd", "1"}, short, []string{"--", "sh", "-c", spend})...)
+	if code != 4 || !strings.Contains(errs, "no worker started") || tm.count("spawn", "") != spawns {
+		tm.dump()
+		t.Fatalf("exit %d, %d new spawns; want 4 and none; stderr:\n%s", code, tm.count("spawn", "")-spawns, errs)
+	}
 	// status shows what the earlier processes spent.
 	code, out, _ := tm.run(context.Background(), "status", "--jq", ".spent.cost_usd + .usage.cost_usd")
 	if code != 0 || strings.TrimSpace(out) != "1.2000000000000002" && strings.TrimSpace(out) != "1.2" {
