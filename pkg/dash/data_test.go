@@ -28,7 +28,8 @@ func TestDecodeQueue(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tasks, err := DecodeQueue([]byte(c.doc))
+			doc, err := DecodeQueue([]byte(c.doc))
+			tasks := doc.Tasks
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err = %v, want %q", err, c.err)
@@ -59,7 +60,7 @@ func TestCountsAndBlocked(t *testing.T) {
 		{ID: "f", Status: "failed"},
 		{ID: "g", Status: "cancelled"},
 	}
-	markBlocked(tasks)
+	markBlocked(tasks, nil)
 	c := CountTasks(tasks)
 	want := Counts{Total: 7, Pending: 2, Blocked: 1, Claimed: 1, Done: 1, Failed: 1, Cancelled: 1}
 	if c != want {
@@ -67,6 +68,43 @@ func TestCountsAndBlocked(t *testing.T) {
 	}
 	if c.Remaining() != 4 || c.Finished() != 3 {
 		t.Fatalf("remaining %d finished %d", c.Remaining(), c.Finished())
+	}
+}
+
+// TestArchivedQueue reads a queue written by pg-queue after it archived
+// finished tasks: the archived counts are in the totals, and finished_deps
+// decides whether a dependency that left the live file blocks a task.
+func TestArchivedQueue(t *testing.T) {
+	doc, err := DecodeQueue([]byte(`{"type":"task-queue","version":1,"archived":{"done":600,"failed":3,"cancelled":1},` +
+		`"finished_deps":{"old-ok":"done","old-bad":"failed"},"tasks":[
+{"id":"a","status":"done"},
+{"id":"b","status":"pending","depends_on":["old-ok"]},
+{"id":"c","status":"pending","depends_on":["old-bad"]},
+{"id":"d","status":"pending","depends_on":["forgotten"]},
+{"id":"e","status":"claimed"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	markBlocked(doc.Tasks, doc.FinishedDeps)
+	got := map[string]string{}
+	for _, k := range doc.Tasks {
+		got[k.ID] = StatusOf(k)
+	}
+	// pg-queue never claims a task whose dependency is unknown to it.
+	if got["b"] != "pending" || got["c"] != "blocked" || got["d"] != "blocked" {
+		t.Fatalf("statuses = %v, want b pending, c and d blocked", got)
+	}
+	s := Snapshot{Tasks: doc.Tasks, Archived: doc.Archived}
+	c := s.Counts()
+	want := Counts{Total: 609, Pending: 1, Blocked: 2, Claimed: 1, Done: 601, Failed: 3, Cancelled: 1, Archived: 604}
+	if c != want {
+		t.Fatalf("counts = %+v, want %+v", c, want)
+	}
+	// 605 finished in 605 minutes: the 4 remaining take 4 more.
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	s.Started = now.Add(-605 * time.Minute)
+	if d, ok := s.ETA(now); !ok || d != 4*time.Minute {
+		t.Fatalf("eta = %v %v, want 4m", d, ok)
 	}
 }
 

@@ -25,7 +25,10 @@ const fixtureHost = "fixture-host"
 
 // fixtureDir copies testdata/dash/home into a temporary data root, so a
 // test may change the team's files.
-func fixtureDir(t testing.TB) teamdir.Dir {
+func fixtureDir(t testing.TB) teamdir.Dir { t.Helper(); return fixtureTeam(t, "demo") }
+
+// fixtureTeam is fixtureDir for another team of testdata/dash/home.
+func fixtureTeam(t testing.TB, team string) teamdir.Dir {
 	t.Helper()
 	home := t.TempDir()
 	src := filepath.Join("..", "..", "testdata", "dash", "home")
@@ -47,7 +50,7 @@ func fixtureDir(t testing.TB) teamdir.Dir {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := teamdir.New(home, "demo")
+	d, err := teamdir.New(home, team)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,5 +282,58 @@ func TestStaleIsRed(t *testing.T) {
 	green := regexp.MustCompile(`\x1b\[[0-9;]*32m\s*3s`)
 	if !green.MatchString(f) {
 		t.Errorf("fresh heartbeat 3s is not green in:\n%q", f)
+	}
+}
+
+// TestArchivedFrames: the long team's queue had 600 finished tasks archived
+// by pg-queue and its workers were restarted; the header counts the
+// archived tasks (done, total, progress, ETA) and the earlier processes'
+// cost (spent), and the workers table shows each worker's total.
+func TestArchivedFrames(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		name := fmt.Sprintf("overview-archived-%dx%d", size[0], size[1])
+		t.Run(name, func(t *testing.T) {
+			h := startHarness(t, Options{Dir: fixtureTeam(t, "long")}, size[0], size[1])
+			f := h.waitFor("600 archived", "602 done", "$12.9", "ETA 5m58s", "1 blocked")
+			goldenFrame(t, name, f)
+		})
+	}
+}
+
+// TestStateColours checks the colours of the workers table, which the
+// golden frames (compared without escape codes) cannot: each state cell is
+// painted in its state's colour, executing, thinking, done and failed all
+// differ, and a stale heartbeat differs from a fresh one.
+func TestStateColours(t *testing.T) {
+	h := startHarness(t, Options{Dir: fixtureDir(t)}, 120, 30)
+	f := h.waitFor("retry-after")
+	// The escape sequences right before a cell's text.
+	sgr := func(text string) string {
+		t.Helper()
+		m := regexp.MustCompile(`((?:\x1b\[[0-9;]*m)+)\s*` + regexp.QuoteMeta(text)).FindStringSubmatch(f)
+		if m == nil {
+			t.Fatalf("no coloured cell %q in:\n%q", text, f)
+		}
+		return m[1]
+	}
+	want := map[string]string{ // state → SGR colour parameter
+		"executing": "33", "thinking": "35", "done": "32", "failed": "31",
+	}
+	seen := map[string]string{}
+	for state, colour := range want {
+		// The state cell is the one after the worker id: "1  executing".
+		got := sgr(state + " ")
+		if !regexp.MustCompile(`[\[;]` + colour + `[;m]`).MatchString(got) {
+			t.Errorf("state %s painted %q, want colour %s", state, got, colour)
+		}
+		for other, s := range seen {
+			if s == got {
+				t.Errorf("states %s and %s have the same colour %q", state, other, got)
+			}
+		}
+		seen[state] = got
+	}
+	if stale, fresh := sgr("1m35s\x1b"), sgr(" 3s\x1b"); stale == fresh {
+		t.Errorf("a stale heartbeat has the colour of a fresh one: %q", stale)
 	}
 }

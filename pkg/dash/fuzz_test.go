@@ -14,15 +14,16 @@ func FuzzDecodeQueue(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`[{"id":"a","status":"pending","depends_on":["b"]}]`))
 	f.Add([]byte(`{"tasks":null}`))
+	f.Add([]byte(`{"archived":{"done":600,"failed":-1},"finished_deps":{"x":"failed"},"tasks":[{"id":"a","status":"pending","depends_on":["x"]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tasks, err := DecodeQueue(b)
+		doc, err := DecodeQueue(b)
 		if err != nil {
 			return
 		}
-		markBlocked(tasks)
-		c := CountTasks(tasks)
-		if c.Total != len(tasks) {
-			t.Fatalf("total %d of %d tasks", c.Total, len(tasks))
+		markBlocked(doc.Tasks, doc.FinishedDeps)
+		c := CountTasks(doc.Tasks).AddArchived(doc.Archived)
+		if c.Total != len(doc.Tasks)+c.Archived {
+			t.Fatalf("total %d of %d tasks and %d archived", c.Total, len(doc.Tasks), c.Archived)
 		}
 	})
 }

@@ -4,10 +4,17 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -239,6 +246,56 @@ func TestStopWorker(t *testing.T) {
 		t.Fatal("process not stopped")
 	}
 	h.waitFor("▸ 1  dead")
+	// The stop is in the team's journal, with who asked for it (the
+	// refused ones are not).
+	b, _ := os.ReadFile(d.Events())
+	if n := strings.Count(string(b), `"op":"stop"`); n != 1 ||
+		!regexp.MustCompile(`"worker":"1","op":"stop","pid":`+strconv.Itoa(cmd.Process.Pid)+`,"reason":"pg-dash: SIGTERM`).Match(b) {
+		t.Fatalf("%d stop events in events.jsonl, want one for worker 1 by pg-dash:\n%s", n, b)
+	}
+	h.waitFor("worker 1 stop: pg-dash: SIGTERM")
+}
+
+// TestCtrlCInFilter: Ctrl-C quits while the filter (which takes q as
+// text) or a confirmation is open.
+func TestCtrlCInFilter(t *testing.T) {
+	for _, keys := range [][]string{{"tab", "tab", "/", "q"}, {"x"}} {
+		h := startHarness(t, Options{Dir: fixtureDir(t)}, 80, 24)
+		h.waitFor("retry-after")
+		h.keys(keys...)
+		if keys[0] == "x" {
+			h.waitFor("Stop worker 1")
+		} else {
+			h.waitFor("/q")
+		}
+		h.tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+		h.tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	}
+}
+
+// TestWarningsExpire: invalid lines are shown on the warning line for a
+// while after the last one, not for the rest of the session.
+func TestWarningsExpire(t *testing.T) {
+	var mu sync.Mutex
+	now := fixtureNow
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	m := New(Options{Dir: fixtureDir(t), Now: clock})
+	m.warnLine("events.jsonl", "invalid record: one")
+	m.warnLine("events.jsonl", "invalid record: two")
+	if got := ansi.Strip(m.warningLine(200)); !strings.Contains(got, "2 problems, last: invalid record: two") {
+		t.Fatalf("warning line %q", got)
+	}
+	mu.Lock()
+	now = now.Add(warnTTL + time.Second)
+	mu.Unlock()
+	m.Update(clockMsg{})
+	if got := m.warningLine(200); got != "" {
+		t.Fatalf("warning still shown %s after the last invalid line: %q", warnTTL, ansi.Strip(got))
+	}
+	m.warnLine("events.jsonl", "invalid record: three")
+	if got := ansi.Strip(m.warningLine(200)); !strings.Contains(got, "events.jsonl: invalid record: three") || strings.Contains(got, "problems") {
+		t.Fatalf("a new warning after the old ones expired: %q", got)
+	}
 }
 
 // TestStreamControlsRefused: a stream has no files to pause or stop.

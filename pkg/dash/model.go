@@ -19,7 +19,9 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -125,7 +127,12 @@ type velPending struct {
 type lineWarning struct {
 	count int
 	last  string
+	at    time.Time // the last one, on the shown clock
 }
+
+// warnTTL is how long a file's invalid lines stay on the warning line after
+// the last one: a problem that is over stops being shown.
+const warnTTL = time.Minute
 
 type confirmStop struct {
 	worker string
@@ -368,6 +375,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.filter.SetWidth(max(msg.Width-2, 10))
 		return m, nil
 	case clockMsg:
+		m.expireWarnings(m.opt.Now())
 		// Liveness and ages change without any file changing: reread now
 		// and then even when nothing was notified.
 		if m.opt.Stream == nil && time.Since(m.lastLoad) > livenessInterval {
@@ -552,6 +560,8 @@ func (m *Model) applyStream(msg streamMsg) tea.Cmd {
 }
 
 func (m *Model) warnLine(file, msg string) {
+	now := m.opt.Now()
+	m.expireWarnings(now)
 	w := m.lineWarn[file]
 	if w == nil {
 		w = &lineWarning{}
@@ -560,6 +570,21 @@ func (m *Model) warnLine(file, msg string) {
 	}
 	w.count++
 	w.last = msg
+	w.at = now
+}
+
+// expireWarnings forgets the files whose last invalid line is older than
+// warnTTL.
+func (m *Model) expireWarnings(now time.Time) {
+	keep := m.warnKeys[:0]
+	for _, f := range m.warnKeys {
+		if now.Sub(m.lineWarn[f].at) > warnTTL {
+			delete(m.lineWarn, f)
+			continue
+		}
+		keep = append(keep, f)
+	}
+	m.warnKeys = keep
 }
 
 func (m *Model) setStatus(s, tone string) { m.status, m.statusT = s, tone }
@@ -644,12 +669,17 @@ func (m *Model) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
+	// Ctrl-C quits from anywhere: the filter and the confirmation take
+	// other keys as text or as an answer, never this one.
+	if msg.String() == "ctrl+c" {
+		return tea.Quit
+	}
 	if m.confirm != nil {
 		c := m.confirm
 		m.confirm = nil
 		switch msg.String() {
 		case "y", "Y":
-			return stopWorker(c)
+			return stopWorker(m.opt.Dir, c)
 		default:
 			m.setStatus("not stopped", "dim")
 			return nil
@@ -871,8 +901,10 @@ func (m *Model) setVelocity(id string, v float64) tea.Cmd {
 }
 
 // stopWorker sends SIGTERM to the worker's process group, only while its
-// pid still names the process that started at the recorded time.
-func stopWorker(c *confirmStop) tea.Cmd {
+// pid still names the process that started at the recorded time, and
+// journals it in events.jsonl. Escalating to SIGKILL is left to
+// pg-monitor, which stops a worker that outlives its heartbeat.
+func stopWorker(d teamdir.Dir, c *confirmStop) tea.Cmd {
 	return func() tea.Msg {
 		sent, err := proc.SignalGroup(c.pid, c.start, syscall.SIGTERM)
 		switch {
@@ -880,6 +912,11 @@ func stopWorker(c *confirmStop) tea.Cmd {
 			return actionMsg{text: fmt.Sprintf("stop worker %s: %v", c.worker, err), tone: "bad"}
 		case !sent:
 			return actionMsg{text: fmt.Sprintf("worker %s: process %d is gone or its pid was reused: nothing signalled", c.worker, c.pid), tone: "warn"}
+		}
+		ev := protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: c.worker, Op: "stop", PID: c.pid,
+			Reason: fmt.Sprintf("pg-dash: SIGTERM to process group %d, asked for in the dashboard (x)", c.pid)}
+		if err := jsonl.Append(d.Events(), ev); err != nil {
+			return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d), but the journal: %v", c.worker, c.pid, err), tone: "warn", recheck: true}
 		}
 		return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d)", c.worker, c.pid), tone: "ok", recheck: true}
 	}

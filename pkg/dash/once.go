@@ -30,24 +30,25 @@ type SnapshotRecord struct {
 
 // WorkerRecord is one worker in a snapshot.
 type WorkerRecord struct {
-	Worker        string         `json:"worker"`
-	State         string         `json:"state"`
-	Task          string         `json:"task,omitempty"`
-	Title         string         `json:"title,omitempty"`
-	Step          int            `json:"step"`
-	Tokens        int            `json:"tokens"`
-	CostUSD       float64        `json:"cost_usd"`
-	Usage         protocol.Usage `json:"usage"`
-	HeartbeatAt   *time.Time     `json:"heartbeat_at"`
-	HeartbeatAgeS *float64       `json:"heartbeat_age_s"`
-	Stale         bool           `json:"stale"`
-	Alive         *bool          `json:"alive"`
-	Velocity      float64        `json:"velocity"`
-	Paused        bool           `json:"paused"`
-	PID           int            `json:"pid,omitempty"`
-	Host          string         `json:"host,omitempty"`
-	LastTool      string         `json:"last_tool,omitempty"`
-	LastError     *string        `json:"last_error,omitempty"`
+	Worker        string          `json:"worker"`
+	State         string          `json:"state"`
+	Task          string          `json:"task,omitempty"`
+	Title         string          `json:"title,omitempty"`
+	Step          int             `json:"step"`
+	Tokens        int             `json:"tokens" jsonschema:"description=tokens of every process of the worker (spent plus usage)"`
+	CostUSD       float64         `json:"cost_usd" jsonschema:"description=cost of every process of the worker (spent plus usage)"`
+	Usage         protocol.Usage  `json:"usage" jsonschema:"description=the usage of the current process"`
+	Spent         *protocol.Usage `json:"spent,omitempty" jsonschema:"description=the usage of the worker's earlier processes"`
+	HeartbeatAt   *time.Time      `json:"heartbeat_at"`
+	HeartbeatAgeS *float64        `json:"heartbeat_age_s"`
+	Stale         bool            `json:"stale"`
+	Alive         *bool           `json:"alive"`
+	Velocity      float64         `json:"velocity"`
+	Paused        bool            `json:"paused"`
+	PID           int             `json:"pid,omitempty"`
+	Host          string          `json:"host,omitempty"`
+	LastTool      string          `json:"last_tool,omitempty"`
+	LastError     *string         `json:"last_error,omitempty"`
 }
 
 // TaskRecord is one task in a snapshot.
@@ -96,7 +97,7 @@ func Record(s *Snapshot, now time.Time, stale time.Duration, warnings []string) 
 	for _, w := range s.Workers {
 		wr := WorkerRecord{
 			Worker: w.Worker.Worker, State: w.State, Task: w.Task, Step: w.Step,
-			Tokens: usageTokens(w.Usage), CostUSD: w.Usage.CostUSD, Usage: w.Usage,
+			Tokens: usageTokens(w.Total()), CostUSD: w.Total().CostUSD, Usage: w.Usage, Spent: w.Spent,
 			Velocity: w.Velocity(), Paused: w.IsPaused(), PID: w.PID, Host: w.Host,
 			LastTool: w.LastTool, LastError: w.LastError,
 		}
@@ -139,7 +140,11 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 	if rec.Stream != nil {
 		what = "stream on stdin"
 	}
-	fmt.Fprintf(&b, "%s: %d task%s, %d done, %d failed, %d pending, %d blocked, %d running", what, c.Total, plural(c.Total), c.Done, c.Failed, c.Pending, c.Blocked, c.Claimed)
+	fmt.Fprintf(&b, "%s: %d task%s", what, c.Total, plural(c.Total))
+	if c.Archived > 0 {
+		fmt.Fprintf(&b, " (%d archived)", c.Archived)
+	}
+	fmt.Fprintf(&b, ", %d done, %d failed, %d pending, %d blocked, %d running", c.Done, c.Failed, c.Pending, c.Blocked, c.Claimed)
 	if c.Cancelled > 0 {
 		fmt.Fprintf(&b, ", %d cancelled", c.Cancelled)
 	}

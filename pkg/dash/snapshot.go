@@ -73,6 +73,7 @@ type Problem struct {
 type Snapshot struct {
 	Team        string
 	Tasks       []protocol.Task
+	Archived    map[string]int // finished tasks archived out of the live file, by status
 	Workers     []WorkerInfo
 	QueueExists bool
 	DirExists   bool
@@ -82,13 +83,14 @@ type Snapshot struct {
 }
 
 // Counts of the snapshot's tasks.
-func (s *Snapshot) Counts() Counts { return CountTasks(s.Tasks) }
+func (s *Snapshot) Counts() Counts { return CountTasks(s.Tasks).AddArchived(s.Archived) }
 
-// Usage sums every worker's usage.
+// Usage sums every worker's usage, earlier processes of a restarted
+// worker included (its record's spent).
 func (s *Snapshot) Usage() protocol.Usage {
 	var u protocol.Usage
 	for _, w := range s.Workers {
-		u = u.Add(w.Usage)
+		u = u.Add(w.Total())
 	}
 	return u
 }
@@ -160,12 +162,12 @@ func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
 		s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
 	default:
 		s.QueueExists = true
-		tasks, err := DecodeQueue(b)
+		doc, err := DecodeQueue(b)
 		if err != nil {
 			s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
 		}
-		markBlocked(tasks)
-		s.Tasks = tasks
+		markBlocked(doc.Tasks, doc.FinishedDeps)
+		s.Tasks, s.Archived = doc.Tasks, doc.Archived
 	}
 	workers, errs := l.Dir.Workers()
 	for _, err := range errs {

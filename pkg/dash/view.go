@@ -112,7 +112,11 @@ func (h Header) Render(width int) []string {
 	if c.Cancelled > 0 {
 		first = append(first, stDim.Render(fmt.Sprintf("%d cancelled", c.Cancelled)))
 	}
-	first = append(first, stDim.Render(fmt.Sprintf("of %d", c.Total)))
+	of := fmt.Sprintf("of %d", c.Total)
+	if c.Archived > 0 {
+		of += fmt.Sprintf(" (%d archived)", c.Archived)
+	}
+	first = append(first, stDim.Render(of))
 	lines := flow(first, "  ", width)
 
 	barW := min(40, max(width/4, 10))
@@ -371,9 +375,9 @@ func (t WorkersTable) row(w WorkerInfo, cols []column, sel bool, width int) stri
 		case "STEP":
 			s = rcell(fmt.Sprint(w.Step), c.width)
 		case "TOKENS":
-			s = rcell(Tokens(usageTokens(w.Usage)), c.width)
+			s = rcell(Tokens(usageTokens(w.Total())), c.width)
 		case "COST":
-			s = rcell(Cost(w.Usage.CostUSD), c.width)
+			s = rcell(Cost(w.Total().CostUSD), c.width)
 		case "BEAT":
 			txt := "–"
 			if !w.HeartbeatAt.IsZero() {
@@ -465,8 +469,8 @@ func (m *Model) workerHeader(width int, now time.Time) []string {
 	}
 	second := []string{
 		fmt.Sprintf("step %d", w.Step),
-		"tokens " + Tokens(usageTokens(w.Usage)),
-		Cost(w.Usage.CostUSD),
+		"tokens " + Tokens(usageTokens(w.Total())),
+		Cost(w.Total().CostUSD),
 		beat,
 		fmt.Sprintf("velocity %g", w.Velocity()),
 	}

@@ -1000,6 +1000,7 @@ func (r *Runner) initWorker() {
 		HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
 	if old, err := r.o.Team.ReadWorker(r.o.Worker); err == nil {
 		w.Epoch = old.Epoch + 1
+		w.Spent = old.Carried() // earlier processes' usage stays counted (a seed of pg-monitor has none of its own)
 		if old.PID == pid && old.PIDStart == start && old.Epoch > 0 {
 			w.Epoch = old.Epoch // pg-monitor seeded the record of this very process
 		}

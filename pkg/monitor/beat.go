@@ -22,8 +22,8 @@ type BeatOptions struct {
 	State    *string
 	Task     *string
 	Step     *int
-	CostUSD  *float64
-	Progress bool // mark progress even without a state or task change
+	CostUSD  *float64 // this process's spending (usage.cost_usd)
+	Progress bool     // mark progress even without a state or task change
 	Now      time.Time
 }
 
@@ -67,8 +67,12 @@ func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
 		if rec != nil {
 			epoch = rec.Epoch + 1
 		}
+		var spent *protocol.Usage
+		if rec != nil {
+			spent = rec.Carried() // the earlier processes' spending stays counted
+		}
 		rec = &protocol.Worker{Worker: o.Worker, PID: o.PID, PIDStart: start, Epoch: epoch,
-			State: "running", StartedAt: now, ProgressAt: now, Velocity: 1}
+			State: "running", StartedAt: now, ProgressAt: now, Velocity: 1, Spent: spent}
 		events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "start", PID: o.PID, State: rec.State})
 	}
 	rec.Host = o.Host

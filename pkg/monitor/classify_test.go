@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,32 @@ func TestClassify(t *testing.T) {
 				t.Fatalf("reason %q, want it to contain %q", v.Reason, tt.reason)
 			}
 		})
+	}
+}
+
+// Permanent names the exits a restart cannot heal; the others are
+// restarted under --restart on-failure.
+func TestPermanent(t *testing.T) {
+	exitErr := func(script string) error {
+		return exec.Command("sh", "-c", script).Run()
+	}
+	cases := []struct {
+		name    string
+		err     error
+		lastErr string
+		want    string
+	}{
+		{"clean exit", nil, "", ""},
+		{"crash", exitErr("exit 1"), "panic: oops", ""},
+		{"other status", exitErr("exit 3"), "", ""},
+		{"usage", exitErr("exit 2"), "", "exit status 2"},
+		{"limit", exitErr("exit 4"), "", "exit status 4"},
+		{"auth", exitErr("exit 1"), "pg-loop: error: unrecoverable: model: 401", "unrecoverable"},
+		{"signal", exitErr("kill -TERM $$"), "", ""},
+	}
+	for _, c := range cases {
+		if got := Permanent(c.err, c.lastErr); (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: Permanent = %q, want %q", c.name, got, c.want)
+		}
 	}
 }

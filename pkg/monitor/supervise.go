@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,9 +27,14 @@ const (
 
 // Restart policies.
 const (
-	RestartOnFailure = "on-failure" // restart a worker that exits without <POWERGLIDE_DONE> (not after <POWERGLIDE_ERROR>)
-	RestartAlways    = "always"     // also after <POWERGLIDE_DONE> or <POWERGLIDE_ERROR>, while the queue has work
-	RestartNever     = "never"
+	// RestartOnFailure restarts a worker that exits without
+	// <POWERGLIDE_DONE> (a crash, a signal, <POWERGLIDE_ERROR>), unless
+	// its exit says a restart cannot help: see Permanent.
+	RestartOnFailure = "on-failure"
+	// RestartAlways also restarts after <POWERGLIDE_DONE> and after the
+	// exits Permanent names, while the queue has work.
+	RestartAlways = "always"
+	RestartNever  = "never"
 )
 
 // RunOptions configure a supervised swarm.
@@ -80,16 +86,15 @@ type slot struct {
 	restarts  int
 	retired   bool
 	restartAt time.Time
-	spent     float64 // cost of ended incarnations
-	cur       float64 // cost of the running incarnation
 }
 
 type exitMsg struct {
-	s      *slot
-	pid    int
-	start  string
-	err    error
-	marker string
+	s       *slot
+	pid     int
+	start   string
+	err     error
+	marker  string
+	lastErr string // the last line the process wrote to stderr
 }
 
 func (s *Supervisor) logf(format string, args ...any) {
@@ -128,6 +133,14 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	}
 	s.exits = make(chan exitMsg, o.Workers)
 	res := &RunResult{}
+	// The budget counts earlier runs: a team that spent it starts nothing.
+	if c := s.teamCost(); o.BudgetUSD > 0 && c >= o.BudgetUSD {
+		reason := fmt.Sprintf("team cost $%.4f already reached the budget $%.4f: no worker started", c, o.BudgetUSD)
+		s.logf("%s", reason)
+		_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
+		res.Outcome, res.CostUSD = OutcomeBudget, c
+		return res, nil
+	}
 	for i := 1; i <= o.Workers; i++ {
 		sl := &slot{name: strconv.Itoa(i)}
 		s.slots = append(s.slots, sl)
@@ -145,7 +158,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 		case <-ctx.Done():
 			s.stopAll(context.WithoutCancel(ctx), "monitor interrupted: "+context.Cause(ctx).Error())
 			res.Outcome = OutcomeInterrupted
-			res.CostUSD = s.cost()
+			res.CostUSD = s.teamCost()
 			return res, context.Cause(ctx)
 		case m := <-s.exits:
 			s.exited(ctx, m, res, true)
@@ -161,11 +174,10 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			}
 			s.restartDue(ctx)
 		}
-		// The budget counts ended incarnations too, so it is checked after
+		// The budget counts ended processes too, so it is checked after
 		// an exit as well as on each tick.
 		if o.BudgetUSD > 0 {
-			s.readCosts()
-			if c := s.cost(); c >= o.BudgetUSD {
+			if c := s.teamCost(); c >= o.BudgetUSD {
 				reason := fmt.Sprintf("team cost $%.4f reached the budget $%.4f", c, o.BudgetUSD)
 				s.logf("%s: stopping every worker", reason)
 				_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
@@ -184,7 +196,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			return nil, fmt.Errorf("queue stats: %w", err)
 		}
 		res.Stats = st
-		res.CostUSD = s.cost()
+		res.CostUSD = s.teamCost()
 		if st.Drained() {
 			reason := fmt.Sprintf("queue drained (%d done, %d failed, %d cancelled) and every worker ended", st.Done, st.Failed, st.Cancelled)
 			if st.Stuck > 0 {
@@ -243,25 +255,17 @@ func (s *Supervisor) active() bool {
 	return false
 }
 
-func (s *Supervisor) cost() float64 {
+// teamCost is what the team has spent, as pg-dash shows it: every worker
+// record's spent (its earlier processes, carried over by each restart)
+// plus usage (its current or last process). It is read from the records,
+// so it survives restarts of the workers and of pg-monitor itself.
+func (s *Supervisor) teamCost() float64 {
+	recs, _ := s.W.Dir.Workers()
 	var c float64
-	for _, sl := range s.slots {
-		c += sl.spent + sl.cur
+	for _, r := range recs {
+		c += r.Total().CostUSD
 	}
 	return c
-}
-
-// readCosts takes each running worker's usage from its record, when the
-// record is this incarnation's.
-func (s *Supervisor) readCosts() {
-	for _, sl := range s.slots {
-		if !sl.running {
-			continue
-		}
-		if r, err := s.W.Dir.ReadWorker(sl.name); err == nil && r.PID == sl.pid && r.PIDStart == sl.start {
-			sl.cur = r.Usage.CostUSD
-		}
-	}
 }
 
 // spawn starts one worker in its own process group. It runs under the
@@ -279,6 +283,12 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		if err != nil {
 			logf.Close()
 			return fmt.Errorf("open worker stderr log: %w", err)
+		}
+		// Where this process's stderr begins: its last line may say why
+		// it failed (see Permanent).
+		var errOff int64
+		if fi, err := errf.Stat(); err == nil {
+			errOff = fi.Size()
 		}
 		pr, pw, err := os.Pipe()
 		if err != nil {
@@ -301,7 +311,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		}
 		pid := cmd.Process.Pid
 		start, _ := proc.StartTime(pid)
-		sl.pid, sl.start, sl.running, sl.cur = pid, start, true, 0
+		sl.pid, sl.start, sl.running = pid, start, true
 		now := time.Now().UTC()
 		old, _ := d.ReadWorker(sl.name)
 		if old == nil || old.PID != pid {
@@ -309,12 +319,16 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 				State: "starting", HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
 			if old != nil {
 				rec.Epoch = old.Epoch + 1
+				// What the earlier processes spent stays in the team's
+				// total; pg-loop and beat keep it when they take the
+				// record over.
+				rec.Spent = old.Carried()
 			}
 			if err := d.WriteWorker(rec); err != nil {
 				s.logf("worker %s: seed record: %v", sl.name, err)
 			}
 		}
-		go s.follow(sl, cmd, pr, logf, pid, start)
+		go s.follow(sl, cmd, pr, logf, pid, start, d.Log(sl.name)+".stderr", errOff)
 		return nil
 	})
 	if err != nil {
@@ -326,7 +340,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 
 // follow copies the worker's stdout to its log, line by line, watching for
 // the end markers, then reaps the worker and reports its exit.
-func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File, pid int, start string) {
+func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File, pid int, start string, errPath string, errOff int64) {
 	var mu sync.Mutex
 	marker := ""
 	eof := make(chan struct{})
@@ -341,12 +355,14 @@ func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File,
 					line = append(line, '\n')
 				}
 				_, _ = logf.Write(line)
+				// Only a line that is the marker counts: an event quoting
+				// it (a tool's output, the model's text) is not one.
 				t := bytes.TrimSpace(line)
 				mu.Lock()
 				switch {
-				case bytes.Contains(t, []byte(MarkerDone)):
+				case string(t) == MarkerDone:
 					marker = MarkerDone
-				case bytes.Contains(t, []byte(MarkerError)):
+				case string(t) == MarkerError:
 					marker = MarkerError
 				case len(t) > 0:
 					marker = "" // the marker must be the last line
@@ -372,7 +388,55 @@ func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File,
 	mu.Lock()
 	m := marker
 	mu.Unlock()
-	s.exits <- exitMsg{s: sl, pid: pid, start: start, err: err, marker: m}
+	s.exits <- exitMsg{s: sl, pid: pid, start: start, err: err, marker: m, lastErr: lastLine(errPath, errOff)}
+}
+
+// lastLine is the last non-empty line of the file at path after offset
+// off, from its last 4 KiB.
+func lastLine(path string, off int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() <= off {
+		return ""
+	}
+	off = max(off, fi.Size()-4096)
+	b := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(b, off)
+	lines := strings.Split(strings.TrimSpace(string(b[:n])), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Permanent says why a worker's exit is one a restart cannot heal, or "":
+//   - exit status 2: a usage error or bad input (DESIGN.md §2); the same
+//     command fails the same way;
+//   - exit status 4: a limit of the worker stopped it (pg-loop's budget);
+//     a new process would start the limit afresh;
+//   - the last line of its stderr says "unrecoverable" (pg-loop's
+//     "error: unrecoverable: ..." when the provider rejects its
+//     credentials).
+//
+// Crashes, signals and other failures (<POWERGLIDE_ERROR> after a model
+// or queue error, say) may heal, and are restarted with backoff.
+func Permanent(err error, lastErr string) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Exited() {
+			switch ws.ExitStatus() {
+			case 2:
+				return "exit status 2 is a usage error or bad input: a restart would fail the same way"
+			case 4:
+				return "exit status 4 means a limit of the worker stopped it: a restart would start the limit afresh"
+			}
+		}
+	}
+	if strings.Contains(strings.ToLower(lastErr), "unrecoverable") {
+		return "its last error is unrecoverable: " + lastErr
+	}
+	return ""
 }
 
 func describeExit(err error) string {
@@ -394,18 +458,20 @@ func describeExit(err error) string {
 func (s *Supervisor) exited(ctx context.Context, m exitMsg, res *RunResult, mayRestart bool) {
 	sl := m.s
 	sl.running = false
-	if r, err := s.W.Dir.ReadWorker(sl.name); err == nil && r.PID == m.pid && r.PIDStart == m.start {
-		sl.cur = r.Usage.CostUSD
-	}
-	sl.spent += sl.cur
-	sl.cur = 0
 	how := describeExit(m.err)
 	if m.marker != "" {
 		how += ", last line " + m.marker
 	} else {
 		how += ", without " + MarkerDone
 	}
-	_ = appendJournal(s.W, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: sl.name, Op: "exit", PID: m.pid, Reason: how})
+	ev := protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: sl.name, Op: "exit", PID: m.pid, Reason: how}
+	// The journal keeps what the process spent, whatever becomes of its
+	// record.
+	if r, err := s.W.Dir.ReadWorker(sl.name); err == nil && r.PID == m.pid && r.PIDStart == m.start && r.Usage != (protocol.Usage{}) {
+		u := r.Usage
+		ev.Usage = &u
+	}
+	_ = appendJournal(s.W, ev)
 	rec := &protocol.Worker{Worker: sl.name, PID: m.pid, PIDStart: m.start}
 	if _, err := s.W.ReleaseWorker(context.WithoutCancel(ctx), rec, "exited ("+how+")"); err != nil {
 		s.logf("worker %s: release tasks: %v", sl.name, err)
@@ -416,12 +482,15 @@ func (s *Supervisor) exited(ctx context.Context, m exitMsg, res *RunResult, mayR
 	}
 	o := &s.Opts
 	restart := false
+	permanent := ""
 	switch {
 	case o.Restart == RestartNever:
-	case m.marker == MarkerDone || m.marker == MarkerError:
-		restart = o.Restart == RestartAlways
-	default:
+	case o.Restart == RestartAlways:
 		restart = true
+	case m.marker == MarkerDone:
+	default:
+		permanent = Permanent(m.err, m.lastErr)
+		restart = permanent == ""
 	}
 	if restart {
 		// A restart is pointless when nothing is left to do.
@@ -437,7 +506,13 @@ func (s *Supervisor) exited(ctx context.Context, m exitMsg, res *RunResult, mayR
 		return
 	}
 	if !restart {
-		s.logf("worker %s: %s; not restarted (policy %s)", sl.name, how, o.Restart)
+		if permanent != "" {
+			reason := fmt.Sprintf("worker %s %s; not restarted: %s", sl.name, how, permanent)
+			s.logf("%s", reason)
+			_ = s.W.Emit(protocol.MonitorEvent{Action: ActGiveUp, Worker: sl.name, PID: m.pid, Reason: reason})
+		} else {
+			s.logf("worker %s: %s; not restarted (policy %s)", sl.name, how, o.Restart)
+		}
 		sl.retired = true
 		return
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,13 +51,16 @@ type State struct {
 }
 
 // Kill is a stop in progress: SIGTERM sent at TermAt, SIGKILL at KillAt
-// (zero until sent).
+// (zero until sent). Members are the processes of the worker's group seen
+// while its leader lived: when the leader ends first, they prove that the
+// group still left is the same one (see proc.SignalLeftovers).
 type Kill struct {
-	PID      int       `json:"pid"`
-	PIDStart string    `json:"pid_start"`
-	TermAt   time.Time `json:"term_at"`
-	KillAt   time.Time `json:"kill_at,omitzero"`
-	Reason   string    `json:"reason"`
+	PID      int           `json:"pid"`
+	PIDStart string        `json:"pid_start"`
+	TermAt   time.Time     `json:"term_at"`
+	KillAt   time.Time     `json:"kill_at,omitzero"`
+	Reason   string        `json:"reason"`
+	Members  []proc.Member `json:"members,omitempty"`
 }
 
 // Status is one worker as `pg-monitor status` and a watch pass see it.
@@ -109,7 +114,7 @@ func (w *Watcher) status(r *protocol.Worker, v Verdict, st *State) Status {
 		Type: "worker_status", Worker: r.Worker, Liveness: string(v.Liveness), Reason: v.Reason,
 		PID: r.PID, Host: r.Host, State: r.State, Task: r.Task, Step: r.Step,
 		HeartbeatAt: r.HeartbeatAt, HeartbeatAgeS: secs(v.HeartbeatAge), ProgressAgeS: secs(v.ProgressAge),
-		Usage: r.Usage,
+		Usage: r.Usage, Spent: r.Spent,
 	}
 	if k := st.Kills[r.Worker]; k != nil && k.PID == r.PID && k.PIDStart == r.PIDStart {
 		s.Stopping = true
@@ -182,10 +187,40 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 	for _, name := range sortedKeys(st.Kills) {
 		k := st.Kills[name]
 		if !proc.Matches(k.PID, k.PIDStart) {
-			ended[name] = k
-			delete(st.Kills, name)
-			changed = true
+			// The leader ended. What is left of its group (a child that
+			// ignores SIGTERM, a background job) gets SIGKILL after the
+			// grace period, as the group would have.
+			left := proc.Leftovers(k.PID, k.Members)
+			if len(left) == 0 {
+				ended[name] = k
+				delete(st.Kills, name)
+				changed = true
+				continue
+			}
+			if k.KillAt.IsZero() && now.Sub(k.TermAt) >= w.Opts.Grace {
+				k.KillAt = now
+				if err := w.saveState(st); err != nil {
+					return res, err
+				}
+				sent, err := proc.SignalLeftovers(k.PID, k.Members, syscall.SIGKILL)
+				if err != nil {
+					res.Errors = append(res.Errors, fmt.Errorf("kill the rest of worker %s's process group %d: %w", name, k.PID, err))
+					k.KillAt = time.Time{}
+					changed = true
+					continue
+				}
+				if sent {
+					w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
+						Reason: fmt.Sprintf("%d process(es) of its group (pid %s) still running %s after SIGTERM, after the worker ended (grace %s); %s",
+							len(left), pids(left), round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})
+				}
+			}
 			continue
+		}
+		// Children started since the SIGTERM belong to the group too.
+		if m, err := proc.GroupMembers(k.PID); err == nil && !slices.Equal(m, k.Members) {
+			k.Members = m
+			changed = true
 		}
 		if k.KillAt.IsZero() && now.Sub(k.TermAt) >= w.Opts.Grace {
 			// Write ahead: the intent is saved before the signal, so a
@@ -223,7 +258,8 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			// Write ahead, as for SIGKILL: a watcher that dies after this
 			// leaves a kill in flight, which the next one escalates after
 			// the grace period, instead of a second SIGTERM.
-			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, TermAt: now, Reason: reason}
+			members, _ := proc.GroupMembers(r.PID)
+			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, TermAt: now, Reason: reason, Members: members}
 			if err := w.saveState(st); err != nil {
 				return res, err
 			}
@@ -402,6 +438,17 @@ func waitGone(ctx context.Context, pid int, start string, max time.Duration) boo
 		time.Sleep(5 * time.Millisecond)
 	}
 	return true
+}
+
+func pids(ms []proc.Member) string {
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(m.PID))
+	}
+	return b.String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

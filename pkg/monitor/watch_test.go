@@ -180,6 +180,62 @@ func TestPassGrace(t *testing.T) {
 	<-done
 }
 
+// When SIGTERM ends a stale worker's leader but a member of its process
+// group ignores it (a child, a background job), the member gets SIGKILL
+// after the grace period: the group is still the recorded one while a
+// member seen before is alive in it.
+func TestPassLeftoverGroupMembers(t *testing.T) {
+	w, _ := newWatcher(t)
+	pid, start, done := sleeper(t, "(trap '' TERM; echo ready; exec sleep 1000) & wait")
+	var child proc.Member
+	members, err := proc.GroupMembers(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members {
+		if m.PID != pid {
+			child = m
+		}
+	}
+	if child.PID == 0 {
+		t.Fatalf("no child in the group: %v", members)
+	}
+	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now()
+	if got := actions(pass(t, w)); got != "sigterm:1: " {
+		t.Fatalf("first pass: %q", got)
+	}
+	<-done // the leader ended on SIGTERM
+	for {
+		res := pass(t, w)
+		if got := actions(res); got != "" {
+			if got != "sigkill:1: " {
+				t.Fatalf("got %q, want a SIGKILL of the rest of the group", got)
+			}
+			if d := time.Since(first); d < w.Opts.Grace {
+				t.Fatalf("SIGKILL %s after SIGTERM, before the grace period", d)
+			}
+			t.Logf("%s", res.Events[0].Reason)
+			break
+		}
+		if !proc.Matches(child.PID, child.Start) {
+			t.Fatal("the child ended despite ignoring SIGTERM")
+		}
+		if time.Since(first) > 30*time.Second {
+			t.Fatal("the rest of the group was never killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !waitGone(context.Background(), child.PID, child.Start, 10*time.Second) {
+		t.Fatal("the child survived SIGKILL")
+	}
+	if res := pass(t, w); res.InFlight != 0 {
+		t.Fatalf("%d kills still in flight", res.InFlight)
+	}
+}
+
 // Records from another host, and records without a pid, are never
 // signalled and their tasks are left to lease expiry.
 func TestPassUnverifiable(t *testing.T) {
@@ -265,7 +321,8 @@ func TestBeat(t *testing.T) {
 		t.Fatalf("a plain beat must move only the heartbeat: %+v", r)
 	}
 	task := "t-1"
-	r, _ = Beat(d, BeatOptions{Worker: "3", PID: pid, Task: &task, Now: t0.Add(2 * time.Minute)})
+	cost := 0.3
+	r, _ = Beat(d, BeatOptions{Worker: "3", PID: pid, Task: &task, CostUSD: &cost, Now: t0.Add(2 * time.Minute)})
 	if !r.ProgressAt.Equal(t0.Add(2*time.Minute)) || r.Task != "t-1" {
 		t.Fatalf("a task change is progress: %+v", r)
 	}
@@ -281,6 +338,10 @@ func TestBeat(t *testing.T) {
 	}
 	if r.Epoch != 2 || r.PID != c.Process.Pid || r.Task != "" {
 		t.Fatalf("new process: %+v", r)
+	}
+	// ... which keeps what the earlier process spent.
+	if r.Spent == nil || r.Spent.CostUSD != 0.3 || r.Usage.CostUSD != 0 {
+		t.Fatalf("new process: spent %+v, usage %+v; want the earlier 0.3 in spent", r.Spent, r.Usage)
 	}
 	if _, err := Beat(d, BeatOptions{Worker: "3", PID: 1 << 22}); err == nil {
 		t.Fatal("beat for a missing pid succeeded")

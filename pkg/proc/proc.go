@@ -104,3 +104,94 @@ func SignalGroup(pid int, start string, sig syscall.Signal) (bool, error) {
 	}
 	return true, nil
 }
+
+// Member is one live process of a process group: its pid and start time.
+type Member struct {
+	PID   int    `json:"pid"`
+	Start string `json:"start"`
+}
+
+// GroupMembers lists the live (not zombie) processes whose process group is
+// pgid, by scanning /proc.
+func GroupMembers(pgid int) ([]Member, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []Member
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		// fields[0] is field 3 (state), fields[2] field 5 (pgrp),
+		// fields[19] field 22 (start time).
+		fields := bytes.Fields(b[i+1:])
+		if len(fields) < 20 || string(fields[2]) != strconv.Itoa(pgid) {
+			continue
+		}
+		if st := string(fields[0]); st == "Z" || st == "X" {
+			continue
+		}
+		out = append(out, Member{PID: pid, Start: string(fields[19])})
+	}
+	return out, nil
+}
+
+// SignalLeftovers sends sig to process group pgid whose leader has ended,
+// but only while one of known (members recorded while the leader lived)
+// is still alive in that group. A group id is its leader's pid, and the
+// kernel does not reuse a pid while any process still has it as its group
+// id: a known member alive in the group proves the group is the same one,
+// so the signal cannot reach a group that reused the id. It reports
+// whether the signal was sent.
+func SignalLeftovers(pgid int, known []Member, sig syscall.Signal) (bool, error) {
+	now, err := GroupMembers(pgid)
+	if err != nil {
+		return false, err
+	}
+	if !anyKnown(now, known) {
+		return false, nil
+	}
+	if err := syscall.Kill(-pgid, sig); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// Leftovers reports the members of known still alive in group pgid.
+func Leftovers(pgid int, known []Member) []Member {
+	now, err := GroupMembers(pgid)
+	if err != nil {
+		return nil
+	}
+	var out []Member
+	for _, m := range now {
+		if anyKnown([]Member{m}, known) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func anyKnown(now, known []Member) bool {
+	for _, m := range now {
+		for _, k := range known {
+			if m == k {
+				return true
+			}
+		}
+	}
+	return false
+}

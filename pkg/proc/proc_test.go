@@ -53,3 +53,39 @@ func TestSignalGroupOnlyWhenStartMatches(t *testing.T) {
 		t.Fatalf("StartTime of a gone process: %v", err)
 	}
 }
+
+// The rest of a group whose leader ended is signalled only while a member
+// recorded earlier is alive in it; an unknown group (the id reused after
+// the recorded group ended) never is.
+func TestSignalLeftovers(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	defer func() { syscall.Kill(-pgid, syscall.SIGKILL); cmd.Wait() }()
+	var ms []Member
+	for deadline := time.Now().Add(5 * time.Second); len(ms) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		ms, _ = GroupMembers(pgid)
+	}
+	if len(ms) != 2 {
+		t.Fatalf("group members: %v, want the shell and sleep", ms)
+	}
+	stranger := []Member{{PID: ms[0].PID, Start: ms[0].Start + "1"}}
+	if sent, err := SignalLeftovers(pgid, stranger, syscall.SIGTERM); sent || err != nil {
+		t.Fatalf("signalled a group none of whose members is known: %v %v", sent, err)
+	}
+	if got := Leftovers(pgid, ms); len(got) != 2 {
+		t.Fatalf("leftovers %v, want both", got)
+	}
+	if sent, err := SignalLeftovers(pgid, ms, syscall.SIGKILL); !sent || err != nil {
+		t.Fatalf("SignalLeftovers: %v %v", sent, err)
+	}
+	cmd.Wait()
+	for deadline := time.Now().Add(5 * time.Second); len(Leftovers(pgid, ms)) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the group survived SIGKILL")
+		}
+	}
+}

@@ -26,11 +26,12 @@ type WorkerEvent struct {
 	Type   string    `json:"type" jsonschema:"enum=worker"`
 	TS     time.Time `json:"ts"`
 	Worker string    `json:"worker"`
-	Op     string    `json:"op" jsonschema:"description=start\\, state\\, pause\\, resume\\, exit\\, restart"`
+	Op     string    `json:"op" jsonschema:"description=start\\, state\\, pause\\, resume\\, exit\\, restart\\, stop (a SIGTERM asked for by a person\\, e.g. in pg-dash)"`
 	State  string    `json:"state,omitempty"`
 	PID    int       `json:"pid,omitempty"`
 	Task   string    `json:"task,omitempty"`
 	Reason string    `json:"reason,omitempty"`
+	Usage  *Usage    `json:"usage,omitempty" jsonschema:"description=exit: the usage of the process that ended"`
 }
 
 // MonitorEvent records an action of pg-monitor, with its reason.

@@ -18,5 +18,6 @@ type WorkerStatus struct {
 	HeartbeatAgeS float64   `json:"heartbeat_age_s"`
 	ProgressAgeS  float64   `json:"progress_age_s"`
 	Usage         Usage     `json:"usage"`
+	Spent         *Usage    `json:"spent,omitempty" jsonschema:"description=the usage of the worker's earlier processes (restarts)"`
 	Stopping      bool      `json:"stopping,omitempty" jsonschema:"description=a SIGTERM or SIGKILL from the monitor is in flight"`
 }

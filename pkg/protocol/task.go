@@ -60,9 +60,28 @@ type Worker struct {
 	ProgressAt  time.Time `json:"progress_at"`
 	StartedAt   time.Time `json:"started_at"`
 	Usage       Usage     `json:"usage"`
+	Spent       *Usage    `json:"spent,omitempty" jsonschema:"description=the summed usage of the worker's earlier processes (carried over by each restart); the worker's total is spent plus usage"`
 	Velocity    float64   `json:"velocity"`
 	Paused      bool      `json:"paused,omitempty"`
 	LastTool    string    `json:"last_tool,omitempty"`
 	LastError   *string   `json:"last_error"`
 	LastResult  string    `json:"last_result,omitempty"`
+}
+
+// Total is the worker's usage over all its processes: spent plus usage.
+func (w *Worker) Total() Usage {
+	if w.Spent == nil {
+		return w.Usage
+	}
+	return w.Spent.Add(w.Usage)
+}
+
+// Carried is the spent of a record that replaces w for a new process:
+// everything w's processes used.
+func (w *Worker) Carried() *Usage {
+	t := w.Total()
+	if t == (Usage{}) {
+		return nil
+	}
+	return &t
 }

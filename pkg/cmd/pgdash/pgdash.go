@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/dash"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -19,7 +20,7 @@ pg-dash watches $POWERGLIDE_HOME/teams/<team>/ (task-queue.json, events.jsonl, w
 
 Views (Tab cycles): the team overview (counts, progress, tokens, cost, elapsed time, ETA and the workers table), the selected worker's live log (thinking, tool calls with their arguments, truncated results, verify outcomes, state changes), and the tasks (filter by status or text with /, Enter for a task's detail and result).
 
-Keys: arrows or j/k move or scroll (the mouse wheel too), Enter opens, Esc goes back, p pauses or resumes the selected worker (writes 0 or its last velocity to worker-<n>.velocity), + and - change its velocity, x stops it after confirmation (SIGTERM to its process group, only while its recorded pid still has the recorded start time), ? shows every key, q quits.
+Keys: arrows or j/k move or scroll (the mouse wheel too), Enter opens, Esc goes back, p pauses or resumes the selected worker (writes 0 or its last velocity to worker-<n>.velocity), + and - change its velocity, x stops it after confirmation (SIGTERM to its process group, only while its recorded pid still has the recorded start time, journaled in events.jsonl; a worker that ignores SIGTERM is left to pg-monitor, which SIGKILLs it once its heartbeat is stale), ? shows every key, q or Ctrl-C quits. Warnings about invalid lines are shown for a minute after the last one.
 
 The dashboard draws on the terminal (stdout, or stderr when stdout is redirected). --once prints a plain-text snapshot to stdout instead, for scripts and non-terminals; --once --json prints it as one JSON record. The flags are those of the show command: pg-dash show --help.`
 
@@ -39,7 +40,7 @@ type ShowCmd struct {
 	Team    string        `short:"t" env:"POWERGLIDE_TEAM" config:"team" help:"Team to show: $POWERGLIDE_HOME/teams/<team>/."`
 	Once    bool          `help:"Print a plain-text snapshot to stdout and exit, instead of the live view."`
 	JSON    bool          `name:"json" help:"With --once, print the snapshot as one JSON record."`
-	Stale   time.Duration `env:"POWERGLIDE_DASH_STALE" config:"dash_stale" help:"Heartbeat age at which a worker is shown as stale, in red (default 30s)."`
+	Stale   time.Duration `env:"POWERGLIDE_DASH_STALE" config:"dash_stale" help:"Heartbeat age at which a worker is shown as stale, in red (default: pg-monitor's heartbeat limit, monitor_heartbeat, 30s unless set)."`
 	Refresh time.Duration `env:"POWERGLIDE_DASH_REFRESH" config:"dash_refresh" help:"Polling interval when file notifications are unavailable or --poll is given (default 1s)."`
 	Poll    bool          `help:"Poll the team files every --refresh instead of using file notifications (e.g. on network filesystems)."`
 	Worker  string        `short:"w" help:"Worker to select first."`
@@ -67,8 +68,13 @@ func (c *ShowCmd) Run(rt *cli.Runtime) error {
 	if c.JSON {
 		rt.JSON = true
 	}
+	stale := cfg.Duration("dash_stale")
+	if cfg.Get("dash_stale").Source == config.SourceDefault {
+		// Red where pg-monitor would act: its heartbeat limit.
+		stale = cfg.Duration("monitor_heartbeat")
+	}
 	opt := dash.Options{
-		Stale:   cfg.Duration("dash_stale"),
+		Stale:   stale,
 		Refresh: cfg.Duration("dash_refresh"),
 		Poll:    c.Poll,
 		View:    c.View,

@@ -223,6 +223,23 @@ func (tm *team) events() []protocol.MonitorEvent {
 	return out
 }
 
+// workerEvents are the journal's worker events of one op, in order.
+func (tm *team) workerEvents(op string) []protocol.WorkerEvent {
+	tm.t.Helper()
+	b, err := os.ReadFile(tm.dir.Events())
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	var out []protocol.WorkerEvent
+	for _, line := range strings.Split(string(b), "\n") {
+		var ev protocol.WorkerEvent
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == protocol.JournalWorker && ev.Op == op {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 func (tm *team) count(action, worker string) int {
 	n := 0
 	for _, ev := range tm.events() {

@@ -42,6 +42,8 @@ time. A worker is alive, stale (heartbeat older than --heartbeat), stuck (heartb
 progress for --stall), dead (its process is gone, or its pid was reused) or done (it ended).
 Stale and stuck workers get SIGTERM, then SIGKILL of their process group after --grace; a pid is
 signalled only while its start time still matches the record, so a reused pid is never killed.
+When the worker ends on SIGTERM but members of its group remain, they get SIGKILL after --grace,
+only while a member seen before is still alive in the group (so the group id was not reused).
 The claimed tasks of a dead worker are released through pg-queue (with their fencing token) at
 once. Every action is appended to events.jsonl with its reason.
 
@@ -135,10 +137,10 @@ func childEnv(rt *cli.Runtime, home string) []string {
 //	$ pg-monitor run --team T --workers 2 --restart always --budget-usd 5 -- ./worker.sh
 type RunCmd struct {
 	Workers     int           `help:"Number of workers to spawn; each gets POWERGLIDE_TEAM and POWERGLIDE_WORKER=<n> (1..N)." required:"" short:"n" placeholder:"N"`
-	Restart     string        `help:"Restart policy: on-failure (a worker that exits without <POWERGLIDE_DONE> or <POWERGLIDE_ERROR>), always (also after them, while the queue has work), never." enum:"on-failure,always,never" default:"on-failure"`
+	Restart     string        `help:"Restart policy: on-failure restarts a worker that exits without <POWERGLIDE_DONE> (a crash, a signal, <POWERGLIDE_ERROR>), except when a restart cannot help: exit status 2 (usage error or bad input), exit status 4 (a limit of the worker, such as pg-loop's budget) or a last stderr line saying unrecoverable (pg-loop's authentication failure); always restarts after any exit, while the queue has work; never." enum:"on-failure,always,never" default:"on-failure"`
 	MaxRestarts int           `help:"Restarts allowed per worker; -1 for no limit." default:"5" placeholder:"K"`
 	Backoff     time.Duration `help:"Delay before a worker's first restart, doubled for each further restart (at most 30s)." default:"1s" placeholder:"D"`
-	BudgetUSD   float64       `name:"budget-usd" help:"Team budget in USD: when the sum of the workers' usage.cost_usd reaches it, every worker is stopped and pg-monitor exits 4. 0: no budget." placeholder:"X"`
+	BudgetUSD   float64       `name:"budget-usd" help:"Team budget in USD: when the team's spending reaches it, every worker is stopped and pg-monitor exits 4. The spending is the sum over worker-<n>.json of spent and usage.cost_usd: restarted workers' earlier processes and earlier runs of the team count. 0: no budget." placeholder:"X"`
 	Limits      `embed:""`
 	Cmd         []string `arg:"" optional:"" passthrough:"" help:"The worker command, after --." placeholder:"CMD"`
 }
@@ -379,7 +381,11 @@ func table(rt *cli.Runtime, sts []monitor.Status) error {
 	tw := tabwriter.NewWriter(rt.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKER\tLIVENESS\tPID\tSTATE\tTASK\tHEARTBEAT\tCOST\tREASON")
 	for _, s := range sts {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%.1fs ago\t$%.4f\t%s\n", s.Worker, s.Liveness, s.PID, s.State, s.Task, s.HeartbeatAgeS, s.Usage.CostUSD, s.Reason)
+		cost := s.Usage.CostUSD // every process of the worker: spent plus usage
+		if s.Spent != nil {
+			cost += s.Spent.CostUSD
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%.1fs ago\t$%.4f\t%s\n", s.Worker, s.Liveness, s.PID, s.State, s.Task, s.HeartbeatAgeS, cost, s.Reason)
 	}
 	return tw.Flush()
 }
