@@ -326,6 +326,34 @@ func TestVerifyFeedbackAndPromise(t *testing.T) {
 	}
 }
 
+// With an iteration cap the default verify cap yields: a Ralph loop whose
+// check fails five times completes on its sixth iteration. A verify cap
+// asked for still applies.
+func TestIterationCapGovernsVerifyCap(t *testing.T) {
+	check := "n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; test $n -gt 5"
+	for _, c := range []struct {
+		name  string
+		set   bool
+		limit string
+	}{{"default verify cap", false, ""}, {"verify cap asked for", true, LimitVerify}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done <promise>DONE</promise>")}}, okTool("x"), "t")
+			h.opts.Fresh, h.opts.Promise, h.opts.MaxIterations = true, "DONE", 6
+			h.opts.Verify, h.opts.MaxVerify, h.opts.MaxVerifySet = check, 3, c.set
+			res := h.run(t)
+			if c.limit == "" {
+				if res.State != Done || res.TasksDone != 1 || res.Limit || h.count("verify") != 6 {
+					t.Fatalf("want done after 6 verify runs, got %+v, %d runs\n%s", res, h.count("verify"), h.out.String())
+				}
+				return
+			}
+			if !res.Limit || !strings.Contains(h.out.String(), `"limit":"`+c.limit+`"`) || h.count("verify") != 3 {
+				t.Fatalf("want the %s limit after 3 runs, got %+v, %d runs\n%s", c.limit, res, h.count("verify"), h.out.String())
+			}
+		})
+	}
+}
+
 func TestWindowPrunesThenSummarizes(t *testing.T) {
 	big := strings.Repeat("x", 4000)
 	n := 0

@@ -29,6 +29,9 @@ type Options struct {
 	System    string
 	Model     string
 	MaxTokens int
+	// ModelInfo is the model's row of pg-llm's table, when known (logged
+	// at load_tasks; Budget.Prices and ContextWindow come from it).
+	ModelInfo *ModelInfo
 
 	LLM    LLM
 	Tools  Tools
@@ -37,7 +40,11 @@ type Options struct {
 	Verify        string
 	VerifyTimeout time.Duration
 	MaxVerify     int
-	Commit        bool
+	// MaxVerifySet says MaxVerify was asked for. Without it the verify cap
+	// is a default that yields to an iteration cap: a task with one
+	// (MaxIterations, a stage's max_iterations) runs its iterations.
+	MaxVerifySet bool
+	Commit       bool
 
 	Fresh         bool
 	Promise       string
@@ -349,6 +356,13 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
+	if m := r.o.ModelInfo; m != nil {
+		prices := "prices unknown"
+		if m.Priced() {
+			prices = fmt.Sprintf("$%g in, $%g out per million tokens", m.InputPerMTok, m.OutputPerMTok)
+		}
+		r.log("info", "model %s: context window %d tokens, %s", m.ID, m.ContextWindow, prices)
+	}
 	return Loaded, fmt.Sprintf("%d tools", len(defs))
 }
 
@@ -474,6 +488,15 @@ func (r *Runner) maxIterations(t *protocol.Task) int {
 		}
 	}
 	return r.o.MaxIterations
+}
+
+// verifyCap reports whether the verify cap applies to t: always when it
+// was asked for, otherwise only when no iteration cap governs the task.
+func (r *Runner) verifyCap(t *protocol.Task) bool {
+	if r.o.MaxVerify <= 0 {
+		return false
+	}
+	return r.o.MaxVerifySet || r.maxIterations(t) <= 0
 }
 
 func (r *Runner) remember(rec MemoryRecord) {
@@ -800,7 +823,7 @@ func (r *Runner) verify() (Input, string) {
 	if len(missing) == 0 {
 		return VerifyPassed, fmt.Sprintf("complete after %d iterations", tr.iter)
 	}
-	if r.o.MaxVerify > 0 && tr.verifyFails >= r.o.MaxVerify && !verified {
+	if r.verifyCap(tr.task) && tr.verifyFails >= r.o.MaxVerify && !verified {
 		return r.limit(&LimitError{Limit: LimitVerify, Reason: fmt.Sprintf("verify failed %d times, the limit is %d", tr.verifyFails, r.o.MaxVerify)}, false)
 	}
 	if m := r.maxIterations(tr.task); m > 0 && tr.iter >= m {

@@ -3,6 +3,7 @@ package pgloop
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -55,16 +56,55 @@ func TestConfigKeys(t *testing.T) {
 	}
 }
 
-// A resume takes the saved options for the flags left at their defaults;
-// flags given again win, components as a pair.
+func ptr[T any](v T) *T { return &v }
+
+// A resume takes the saved options for every flag not given again; a flag
+// given again wins whatever its value (an explicit --max-verify 3, the
+// default, or --fresh=false), components as a pair. The safety limits come
+// back too.
 func TestRestoreOptions(t *testing.T) {
-	saved := savedOptions{LLMServe: "m serve", Tools: "t", Verify: "make test", MaxVerify: 7, Commit: true, BreakerRepeat: 0, BreakerFailures: 5, Reserve: 100, Promise: "OK"}
-	c := &RunCmd{LLM: "mine", Verify: "go test", MaxVerify: 3, BreakerRepeat: 3, BreakerFailures: 5, Reserve: 2048, VerifyTimeout: 10 * time.Minute}
-	c.restore(saved)
+	saved := savedOptions{LLMServe: "m serve", Tools: "t", Verify: "make test", MaxVerify: ptr(7), MaxVerifySet: true, Commit: ptr(true), Fresh: ptr(true),
+		BreakerRepeat: ptr(0), BreakerFailures: ptr(5), Reserve: ptr(100), Promise: "OK",
+		MaxSteps: ptr(9), BudgetTokens: ptr(5000), BudgetUSD: ptr(0.5), MaxTokens: ptr(1000), ContextWindow: ptr(32000), Heartbeat: ptr(time.Second)}
+	given := map[string]bool{"llm": true, "verify": true, "max-verify": true, "fresh": true}
+	c := &RunCmd{LLM: "mine", Verify: "go test", MaxVerify: 3, BreakerRepeat: 3, BreakerFailures: 5, Reserve: 2048, VerifyTimeout: 10 * time.Minute,
+		MaxSteps: 200, MaxTokens: 8192, Heartbeat: 5 * time.Second}
+	c.maxVerifySet = true
+	c.restore(saved, func(f string) bool { return given[f] })
 	if c.LLM != "mine" || c.LLMServe != "" {
 		t.Errorf("model component: %q %q", c.LLM, c.LLMServe)
 	}
-	if c.Tools != "t" || c.Verify != "go test" || c.MaxVerify != 7 || !c.Commit || c.BreakerRepeat != 0 || c.Reserve != 100 || c.Promise != "OK" {
+	if c.Tools != "t" || c.Verify != "go test" || c.MaxVerify != 3 || !c.maxVerifySet || !c.Commit || c.Fresh || c.BreakerRepeat != 0 || c.Reserve != 100 || c.Promise != "OK" {
 		t.Errorf("restored %+v", c)
+	}
+	if c.MaxSteps != 9 || c.BudgetTokens != 5000 || c.BudgetUSD != 0.5 || c.MaxTokens != 1000 || c.ContextWindow != 32000 || !c.contextWindowSet || c.Heartbeat != time.Second {
+		t.Errorf("limits not restored: %+v", c)
+	}
+
+	// Nothing given: everything saved comes back.
+	c = &RunCmd{MaxVerify: 3}
+	c.restore(saved, func(string) bool { return false })
+	if c.MaxVerify != 7 || !c.maxVerifySet || !c.Fresh || c.LLMServe != "m serve" || c.Verify != "make test" {
+		t.Errorf("restored %+v", c)
+	}
+
+	// What a run saves comes back the same.
+	c.MaxSteps, c.BudgetUSD = 17, 1.25
+	b, err := json.Marshal(c.saved())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back savedOptions
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	d := &RunCmd{}
+	d.restore(back, func(string) bool { return false })
+	if d.MaxSteps != 17 || d.BudgetUSD != 1.25 || d.MaxVerify != 7 || !d.maxVerifySet || !d.Fresh || d.ContextWindow != 32000 || !d.contextWindowSet {
+		t.Errorf("round trip: %s -> %+v", b, d)
+	}
+	// A window left to the model is not saved: the resumed run asks again.
+	if b, _ := json.Marshal((&RunCmd{ContextWindow: 200000}).saved()); strings.Contains(string(b), "context_window") {
+		t.Errorf("saved a default window: %s", b)
 	}
 }
