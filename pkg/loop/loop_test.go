@@ -526,6 +526,43 @@ func TestLeaseLostAbandonsTask(t *testing.T) {
 	}
 }
 
+// A pipeline killed in a stage resumes its iteration count, also when its
+// iterations ended without reaching the exit condition (no promise).
+func TestPipelineKeepsIterationsEveryIteration(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "p.json")
+	writeFile(t, pf, `{"stages":[{"name":"s","prompt":"work","exit":{"promise":"SHIP"},"max_iterations":5}]}`)
+	p, err := ReadPipeline(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state.json")
+	ps, err := OpenPipeline(p, state, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("not yet"), say("still not"), func(*protocol.Request) (*protocol.EndEvent, error) {
+		cancel() // killed during the third iteration
+		return nil, context.Canceled
+	}}}
+	h := newHarness(t, llm, okTool("x"))
+	h.opts.Source = ps
+	r, _ := NewRunner(h.opts)
+	if res := r.Run(ctx); !res.Signal {
+		t.Fatalf("%+v\n%s", res, h.out.String())
+	}
+	ps2, err := OpenPipeline(p, state, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := ps2.Next(context.Background())
+	if n := ps2.Iterations(task); n != 2 {
+		t.Fatalf("resumed with %d iterations, want 2", n)
+	}
+}
+
 // blockingLLM waits for its context.
 type blockingLLM struct{}
 

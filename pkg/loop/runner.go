@@ -772,9 +772,18 @@ func HasPromise(text, word string) bool {
 	return false
 }
 
+// Iterated is a source that keeps the count of a task's iterations
+// (pipeline stages).
+type Iterated interface {
+	Iterated(t *protocol.Task, iteration int)
+}
+
 func (r *Runner) verify() (Input, string) {
 	tr := r.cur
 	tr.iter++
+	if it, ok := r.o.Source.(Iterated); ok {
+		it.Iterated(tr.task, tr.iter)
+	}
 	var missing []string
 	feedback := ""
 	verified := true
