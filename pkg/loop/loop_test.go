@@ -488,6 +488,40 @@ func TestVelocityFilePauses(t *testing.T) {
 	}
 }
 
+// A velocity change shows during a long delay: at 0.001 steps per second
+// the delay is 1000 s, and a new velocity of 1000 ends it.
+func TestVelocityChangeDuringDelay(t *testing.T) {
+	vf := filepath.Join(t.TempDir(), "v")
+	os.WriteFile(vf, []byte("0.001\n"), 0o644)
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	d, _ := teamdir.New(t.TempDir(), "tm")
+	d.Ensure()
+	h.opts.Team, h.opts.Worker, h.opts.VelocityFile = &d, "1", vf
+	done := make(chan Result, 1)
+	go func() {
+		r, _ := NewRunner(h.opts)
+		done <- r.Run(context.Background())
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if w, err := d.ReadWorker("1"); err == nil && w.Velocity == 0.001 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delay never started")
+		}
+	}
+	os.WriteFile(vf, []byte("1000\n"), 0o644)
+	select {
+	case res := <-done:
+		if res.State != Done {
+			t.Fatalf("%+v", res)
+		}
+	case <-time.After(60 * time.Second): // far below the 1000 s delay
+		t.Fatal("the new velocity was not seen during the delay")
+	}
+}
+
 type leaseSource struct {
 	ListSource
 	failed, renewed int

@@ -518,8 +518,15 @@ func (r *Runner) request(conv []protocol.Message) *protocol.Request {
 	return &protocol.Request{Model: r.o.Model, System: r.sys, Messages: conv, Tools: r.tools, MaxTokens: r.o.MaxTokens, Cache: true}
 }
 
-// pace applies the velocity: a delay before each step, or a pause while
-// it is 0. The worker record shows the pause.
+// paceSlice bounds one sleep of pace: the velocity file is read again
+// after each, so a change shows within a slice even in a long delay.
+const paceSlice = 200 * time.Millisecond
+
+// pace applies the velocity: a delay of 1000/velocity ms before each step,
+// or a pause while it is 0. The delay is slept in slices, re-reading the
+// velocity after each: a new velocity counts from the start of the delay
+// (a faster one may end it at once), 0 pauses it. The worker record shows
+// the pause.
 func (r *Runner) pace(ctx context.Context) error {
 	paused := false
 	defer func() {
@@ -528,6 +535,7 @@ func (r *Runner) pace(ctx context.Context) error {
 			r.updateWorker(func(w *protocol.Worker) { w.Paused = false })
 		}
 	}()
+	start := time.Now()
 	for {
 		v, set := r.o.Velocity, r.o.VelocitySet
 		if r.o.VelocityFile != "" {
@@ -544,14 +552,27 @@ func (r *Runner) pace(ctx context.Context) error {
 		}
 		if v > 0 {
 			r.updateWorker(func(w *protocol.Worker) { w.Velocity = v; w.Paused = false })
-			return sleep(ctx, VelocityDelay(v))
+			if paused {
+				// The delay counts from the end of the pause.
+				paused = false
+				start = time.Now()
+				r.log("info", "velocity > 0: resumed")
+			}
+			left := VelocityDelay(v) - time.Since(start)
+			if left <= 0 {
+				return ctx.Err()
+			}
+			if err := sleep(ctx, min(left, paceSlice)); err != nil {
+				return err
+			}
+			continue
 		}
 		if !paused {
 			paused = true
 			r.log("info", "velocity 0: paused")
 			r.updateWorker(func(w *protocol.Worker) { w.Velocity = 0; w.Paused = true })
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := sleep(ctx, paceSlice); err != nil {
 			return err
 		}
 	}
