@@ -414,6 +414,34 @@ func TestExamplePipeline(t *testing.T) {
 	if got := ps.Prompt(task, 1); !strings.Contains(got, "describe the feature here") || strings.Contains(got, "{{") {
 		t.Errorf("architect prompt not expanded: %s", got)
 	}
+
+	// The verifier's exit needs its report, passing tests and its verdict.
+	work := t.TempDir()
+	p.Vars["test_cmd"] = "test -e tests-pass"
+	ps, err = OpenPipeline(p, filepath.Join(t.TempDir(), "s.json"), work, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier := &protocol.Task{ID: "stage-5-verifier"}
+	writeFile(t, filepath.Join(work, "docs", "plan", "VERIFIED.md"), "# Verified\n\n- tests: PASS\n")
+	for _, c := range []struct {
+		answer, file string
+		ok           bool
+	}{
+		{"All checked.\nVERDICT: PASS\n", "tests-pass", true},
+		{"The tests pass but the plan's step 3 is missing.\nVERDICT: FAIL", "tests-pass", false},
+		{"Looks fine.", "tests-pass", false},
+		{"VERDICT: PASS", "", false}, // the tests fail
+	} {
+		os.Remove(filepath.Join(work, "tests-pass"))
+		if c.file != "" {
+			writeFile(t, filepath.Join(work, c.file), "")
+		}
+		ok, detail, err := ps.Check(context.Background(), verifier, c.answer, 1)
+		if err != nil || ok != c.ok {
+			t.Errorf("verifier with answer %q, file %q: %v %s %v; want %v", c.answer, c.file, ok, detail, err, c.ok)
+		}
+	}
 }
 
 func TestRenderReadable(t *testing.T) {
