@@ -354,6 +354,39 @@ func TestIterationCapGovernsVerifyCap(t *testing.T) {
 	}
 }
 
+// An answer cut off at max_tokens is not final: the model is asked to go
+// on, and the answer checked is the whole of it.
+func TestMaxTokensAnswerContinues(t *testing.T) {
+	dir := t.TempDir()
+	cut := func(*protocol.Request) (*protocol.EndEvent, error) {
+		end, _ := say("Creating f now, then I will say the w")(nil)
+		end.StopReason = "max_tokens"
+		return end, nil
+	}
+	rest := func(r *protocol.Request) (*protocol.EndEvent, error) {
+		os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+		return say("ord. <promise>OK</promise>")(r)
+	}
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){cut, rest}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	h.opts.Workdir, h.opts.Verify, h.opts.Promise = dir, "test -f f", "OK"
+	res := h.run(t)
+	if res.State != Done || res.TasksDone != 1 || h.count("verify") != 1 {
+		t.Fatalf("want done with one verify run, got %+v, %d runs\n%s", res, h.count("verify"), h.out.String())
+	}
+	if !strings.Contains(h.out.String(), `"from":"thinking","to":"thinking","reason":"max_tokens`) {
+		t.Errorf("no truncated transition:\n%s", h.out.String())
+	}
+	msgs := llm.reqs[1].Messages
+	if last := msgs[len(msgs)-1]; last.Role != protocol.RoleUser || !strings.Contains(last.Content.Text(), "cut off at the max_tokens limit") {
+		t.Errorf("the second request does not ask to go on: %+v", last)
+	}
+	ls := h.opts.Source.(*ListSource)
+	if !strings.Contains(string(ls.Tasks[0].Result), `"summary":"Creating f now, then I will say the word."`) {
+		t.Errorf("result %s", ls.Tasks[0].Result)
+	}
+}
+
 func TestWindowPrunesThenSummarizes(t *testing.T) {
 	big := strings.Repeat("x", 4000)
 	n := 0

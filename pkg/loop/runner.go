@@ -132,6 +132,7 @@ type taskRun struct {
 	calls       []protocol.ToolCall
 	results     []protocol.ToolResult
 	answer      string
+	partial     string // answers cut off at max_tokens, awaiting their end
 	lastVerify  string
 	usage       protocol.Usage
 	lastRenew   time.Time
@@ -655,9 +656,22 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	if len(tr.calls) > 0 {
 		return ToolCalls, fmt.Sprintf("%d tool calls", len(tr.calls))
 	}
-	tr.answer = text
+	if end.StopReason == stopMaxTokens {
+		// Not a final answer: checking it would judge half a sentence
+		// (and miss a promise at its end).
+		tr.partial += text
+		r.addMessage(r.userMessage(continueText), nil)
+		return Truncated, "max_tokens: the answer was cut off, asking the model to go on"
+	}
+	tr.answer = tr.partial + text
+	tr.partial = ""
 	return Answer, end.StopReason
 }
+
+// stopMaxTokens is the stop reason of an answer cut off at max_tokens.
+const stopMaxTokens = "max_tokens"
+
+const continueText = "Your answer was cut off at the max_tokens limit. Continue exactly where it stopped, without repeating what you already wrote."
 
 // taskCtxErr turns a cancelled task context into its input: the run's
 // signal, or the task's lost lease.
