@@ -256,30 +256,36 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := o.Events.Err(); err != nil {
 		return cli.Failf("output", "write events: %v", err)
 	}
+	// The events already tell what went wrong, and the end marker must stay
+	// the last stdout line: the error goes to stderr only, in the shared
+	// format.
+	rt.JSON = false
 	var le *loop.LimitError
 	var me *loop.ModelError
 	switch {
 	case res.State == loop.Failed && errors.As(res.Err, &le):
-		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %v\n", res.Err)
-		return cli.Silent(cli.ExitLimit)
+		return runError(cli.ExitLimit, "limit", res.Err.Error())
 	case res.State == loop.Failed:
-		msg := "unknown failure"
+		msg, kind := "unknown failure", ""
 		if res.Err != nil {
 			msg = res.Err.Error()
 		}
 		if errors.As(res.Err, &me) && me.Auth() {
-			msg = "unrecoverable: " + msg
+			msg, kind = "unrecoverable: "+msg, "auth"
 		}
-		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %s\n", msg)
-		return cli.Silent(cli.ExitFailure)
+		return runError(cli.ExitFailure, kind, msg)
 	case res.Limit:
-		fmt.Fprintf(rt.IO.Err, "pg-loop: error: a limit stopped %d of %d tasks\n", res.Failed, res.Failed+res.TasksDone)
-		return cli.Silent(cli.ExitLimit)
+		return cli.Limitf("a limit stopped %d of %d tasks", res.Failed, res.Failed+res.TasksDone)
 	case res.Failed > 0:
-		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %d of %d tasks failed\n", res.Failed, res.Failed+res.TasksDone)
-		return cli.Silent(cli.ExitFailure)
+		return cli.Failf("task", "%d of %d tasks failed", res.Failed, res.Failed+res.TasksDone)
 	}
 	return nil
+}
+
+// runError is the run's failure for cli.Report, on one line: a model's or
+// a tool's message may hold several.
+func runError(code int, kind, msg string) error {
+	return &cli.Error{Code: code, Kind: kind, Err: errors.New(strings.Join(strings.Fields(msg), " "))}
 }
 
 // flagsGiven reports which flags the command line gave, by flag name. A

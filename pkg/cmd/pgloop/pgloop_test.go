@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,39 @@ func TestRestoreOptions(t *testing.T) {
 	// A window left to the model is not saved: the resumed run asks again.
 	if b, _ := json.Marshal((&RunCmd{ContextWindow: 200000}).saved()); strings.Contains(string(b), "context_window") {
 		t.Errorf("saved a default window: %s", b)
+	}
+}
+
+// A run's failure is reported like every other error: one line, lower
+// case, no final period, on stderr only (the end marker stays the last
+// stdout line), with its exit code.
+func TestRunFailureFormat(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model")
+	os.WriteFile(model, []byte(`#!/bin/sh
+cat > /dev/null
+echo '{"type":"error","kind":"auth","message":"Invalid API key.\\nSet ANTHROPIC_API_KEY.","retryable":false}'
+`), 0o755)
+	tools := filepath.Join(dir, "tools")
+	os.WriteFile(tools, []byte("#!/bin/sh\necho '[]'\n"), 0o755)
+	var out, errb bytes.Buffer
+	env := []string{"HOME=" + home, "POWERGLIDE_HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	code := cli.Run(context.Background(), Spec(), []string{"--task", "x", "--llm", model, "--tools", tools, "--json"}, cli.Test(nil, &out, &errb, env...))
+	if code != cli.ExitFailure {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		if strings.HasPrefix(l, "pg-loop: error:") {
+			lines = append(lines, l)
+		}
+	}
+	want := "pg-loop: error: unrecoverable: model auth error: Invalid API key. Set ANTHROPIC_API_KEY"
+	if len(lines) != 1 || lines[0] != want {
+		t.Errorf("stderr %q, want the one line %q", errb.String(), want)
+	}
+	if o := strings.TrimSpace(out.String()); !strings.HasSuffix(o, "\n<POWERGLIDE_ERROR>") {
+		t.Errorf("stdout does not end with the marker:\n%s", o)
 	}
 }
