@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -552,6 +553,64 @@ func TestVelocityChangeDuringDelay(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second): // far below the 1000 s delay
 		t.Fatal("the new velocity was not seen during the delay")
+	}
+}
+
+// waitSource has nothing claimable and is not drained until told.
+type waitSource struct {
+	ListSource
+	drained atomic.Bool
+	waits   atomic.Int32
+}
+
+func (s *waitSource) Drained(context.Context) (bool, string, error) {
+	return s.drained.Load(), "1 claimed by other workers", nil
+}
+
+func (s *waitSource) WaitNext(ctx context.Context, _ time.Duration) (*protocol.Task, error) {
+	s.waits.Add(1)
+	return nil, sleep(ctx, 5*time.Millisecond)
+}
+
+// A team worker with nothing claimable waits while the queue is not
+// drained, its progress refreshed by the heartbeat (a monitor must not
+// take it for stuck), and ends with <POWERGLIDE_DONE> once it drained.
+func TestWaitsUntilDrained(t *testing.T) {
+	src := &waitSource{}
+	h := newHarness(t, &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("x")}}, okTool("x"))
+	h.opts.Source = src
+	d, _ := teamdir.New(t.TempDir(), "tm")
+	d.Ensure()
+	h.opts.Team, h.opts.Worker, h.opts.Heartbeat = &d, "1", 20*time.Millisecond
+	done := make(chan Result, 1)
+	go func() {
+		r, _ := NewRunner(h.opts)
+		done <- r.Run(context.Background())
+	}()
+	var first time.Time
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the progress time was not refreshed while waiting")
+		}
+		w, err := d.ReadWorker("1")
+		if err != nil || src.waits.Load() == 0 || w.State != string(PickTask) {
+			continue
+		}
+		if first.IsZero() {
+			first = w.ProgressAt
+		} else if w.ProgressAt.Sub(first) > 100*time.Millisecond {
+			break
+		}
+	}
+	select {
+	case <-done:
+		t.Fatal("the run ended while the queue was not drained")
+	default:
+	}
+	src.drained.Store(true)
+	res := <-done
+	if res.State != Done || res.Idle || !strings.HasSuffix(strings.TrimSpace(h.out.String()), MarkerDone) {
+		t.Fatalf("%+v\n%s", res, h.out.String())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/proc"
@@ -66,6 +67,9 @@ type Options struct {
 	Worker    string
 	Heartbeat time.Duration
 	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat
+	// IdleWait bounds the wait for a claimable task while the queue is not
+	// drained (tasks blocked, or claimed by other workers); 0: no bound.
+	IdleWait time.Duration
 
 	Session *Session
 	Resume  *Replay // what a resumed session had in progress
@@ -83,7 +87,26 @@ type Result struct {
 	Limit     bool  // some limit stopped a task or the run
 	Err       error // the cause when State is Failed
 	Signal    bool  // the run was interrupted
+	// Idle: the run stopped waiting for a claimable task (Options.IdleWait)
+	// with tasks left in the queue; it ended without <POWERGLIDE_DONE>.
+	Idle     bool
+	IdleLeft string // what was left, for the message
 }
+
+// Waiter is a task source that can tell a queue with nothing claimable
+// right now from a drained one, and wait for a claimable task (the team
+// queue).
+type Waiter interface {
+	// Drained reports whether no task is left that could still run, and
+	// describes what is left.
+	Drained(ctx context.Context) (bool, string, error)
+	// WaitNext is Next waiting up to d for a claimable task.
+	WaitNext(ctx context.Context, d time.Duration) (*protocol.Task, error)
+}
+
+// idleSlice is one wait for a claimable task: the queue is asked whether
+// it drained between two waits.
+const idleSlice = 5 * time.Second
 
 // Checker decides whether a task is complete besides verify (pipeline
 // exit conditions). Sources may implement it.
@@ -117,7 +140,8 @@ type Runner struct {
 	wmu       sync.Mutex
 	worker    *protocol.Worker
 	lastWrite time.Time
-	curMu     sync.Mutex // guards cur for the heartbeat
+	curMu     sync.Mutex  // guards cur for the heartbeat
+	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
 }
 
 type taskRun struct {
@@ -210,7 +234,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 		})
 	}
 	switch {
-	case r.res.Signal:
+	case r.res.Signal, r.res.Idle:
 	case r.state == Done:
 		r.o.Events.Marker(MarkerDone)
 	default:
@@ -385,12 +409,18 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	if t == nil {
 		var err error
 		t, err = r.o.Source.Next(ctx)
+		if w, ok := r.o.Source.(Waiter); ok && t == nil && err == nil {
+			t, err = r.waitTask(ctx, w)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return Fatal, "interrupted"
 			}
 			return r.fatal(fmt.Errorf("pick a task: %w", err))
 		}
+	}
+	if t == nil && r.res.Idle {
+		return Empty, "no claimable task within the idle wait; left: " + r.res.IdleLeft
 	}
 	if t == nil {
 		return Empty, "no task left"
@@ -421,6 +451,45 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	}
 	r.o.Events.Emit(&protocol.LoopTaskEvent{Type: protocol.LoopTask, TS: r.now(), Task: t.ID, Title: t.Title, Status: "started", Usage: protocol.Usage{}})
 	return Picked, t.ID
+}
+
+// waitTask waits for a claimable task while the queue is not drained:
+// other workers may still finish the tasks that block the rest, or give
+// theirs back. <POWERGLIDE_DONE> means every task ended, so a worker of a
+// swarm does not print it (and pg-monitor does not retire it) while work
+// remains. It returns nil when the queue drained or IdleWait passed
+// (Result.Idle).
+func (r *Runner) waitTask(ctx context.Context, w Waiter) (*protocol.Task, error) {
+	r.waiting.Store(true)
+	defer r.waiting.Store(false)
+	var until time.Time
+	if r.o.IdleWait > 0 {
+		until = time.Now().Add(r.o.IdleWait)
+	}
+	logged := false
+	for {
+		drained, left, err := w.Drained(ctx)
+		if err != nil || drained {
+			return nil, err
+		}
+		d := idleSlice
+		if !until.IsZero() {
+			rem := time.Until(until)
+			if rem <= 0 {
+				r.res.Idle, r.res.IdleLeft = true, left
+				return nil, nil
+			}
+			d = min(d, rem)
+		}
+		if !logged {
+			logged = true
+			r.log("info", "no claimable task, the queue is not drained (%s): waiting", left)
+		}
+		t, err := w.WaitNext(ctx, d)
+		if err != nil || t != nil {
+			return t, err
+		}
+	}
 }
 
 func (r *Runner) userMessage(text string) protocol.Message {
@@ -1106,6 +1175,10 @@ func (r *Runner) writeWorker() {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.worker.HeartbeatAt = r.now()
+	if r.waiting.Load() {
+		// Waiting for work is what an idle worker should do, not a stall.
+		r.worker.ProgressAt = r.worker.HeartbeatAt
+	}
 	r.lastWrite = time.Now()
 	if err := r.o.Team.WriteWorker(r.worker); err != nil {
 		fmt.Fprintf(r.o.Stderr, "pg-loop: worker record: %v\n", err)

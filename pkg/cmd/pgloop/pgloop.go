@@ -20,7 +20,7 @@ import (
 )
 
 const description = `The Ralph loop: one worker taking tasks and working them with a model and tools until they pass their checks.
-pg-loop runs a state machine (idle → load_tasks → pick_task → thinking → tool_call → executing → observing → … → verify → commit → pick_task … → done | failed) and writes one JSON event per line on stdout: every state transition, the model's answers, tool calls and results, verify runs, commits, limits and tasks. On a terminal the events are shown readably; --json forces JSON Lines. The last stdout line is <POWERGLIDE_DONE> when every task has ended, or <POWERGLIDE_ERROR> when the run could not go on (a provider auth error included).
+pg-loop runs a state machine (idle → load_tasks → pick_task → thinking → tool_call → executing → observing → … → verify → commit → pick_task … → done | failed) and writes one JSON event per line on stdout: every state transition, the model's answers, tool calls and results, verify runs, commits, limits and tasks. On a terminal the events are shown readably; --json forces JSON Lines. The last stdout line is <POWERGLIDE_DONE> when every task has ended, or <POWERGLIDE_ERROR> when the run could not go on (a provider auth error included). In team mode every task means the queue's: a worker that finds nothing claimable while tasks are still blocked or claimed by other workers waits for one (pg-queue stats says when the queue is drained), so pg-monitor never retires a worker that work may still come to; --idle-wait bounds that wait (then exit 3, no marker).
 
 Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
 
@@ -68,6 +68,7 @@ type RunCmd struct {
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
 	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
 	Lease         string            `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
+	IdleWait      time.Duration     `help:"Team mode: when nothing is claimable but the queue is not drained (tasks blocked by dependencies or claimed by other workers), wait this long for a claimable task, then exit 3 without <POWERGLIDE_DONE> (0: wait until the queue drains, right under pg-monitor)." default:"0" placeholder:"DURATION" group:"Tasks"`
 	Pipeline      string            `help:"Run a stage pipeline (JSON): stages with prompts, exit conditions and iteration caps." placeholder:"FILE" group:"Tasks"`
 	PipelineState string            `help:"Where the pipeline's progress is kept (default under $POWERGLIDE_HOME/pipelines/); a killed pipeline resumes at its stage." placeholder:"FILE" group:"Tasks"`
 	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
@@ -278,6 +279,8 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		return cli.Limitf("a limit stopped %d of %d tasks", res.Failed, res.Failed+res.TasksDone)
 	case res.Failed > 0:
 		return cli.Failf("task", "%d of %d tasks failed", res.Failed, res.Failed+res.TasksDone)
+	case res.Idle:
+		return cli.Nothingf("no claimable task within --idle-wait %s; the queue is not drained: %s", c.IdleWait, res.IdleLeft)
 	}
 	return nil
 }
@@ -333,6 +336,7 @@ type savedOptions struct {
 	ToolsList       string            `json:"tools_list,omitempty"`
 	Queue           string            `json:"queue,omitempty"`
 	Lease           string            `json:"lease,omitempty"`
+	IdleWait        *time.Duration    `json:"idle_wait,omitempty"`
 	Model           string            `json:"model,omitempty"`
 	MaxTokens       *int              `json:"max_tokens,omitempty"`
 	System          string            `json:"system,omitempty"`
@@ -359,7 +363,7 @@ type savedOptions struct {
 }
 
 func (c *RunCmd) saved() savedOptions {
-	s := savedOptions{LLM: c.LLM, LLMServe: c.LLMServe, Tools: c.Tools, ToolsServe: c.ToolsServe, ToolsList: c.ToolsList, Queue: c.Queue, Lease: c.Lease,
+	s := savedOptions{LLM: c.LLM, LLMServe: c.LLMServe, Tools: c.Tools, ToolsServe: c.ToolsServe, ToolsList: c.ToolsList, Queue: c.Queue, Lease: c.Lease, IdleWait: &c.IdleWait,
 		Model: c.Model, MaxTokens: &c.MaxTokens, System: c.System, Verify: c.Verify, VerifyTimeout: &c.VerifyTimeout,
 		MaxVerify: &c.MaxVerify, MaxVerifySet: c.maxVerifySet, Commit: &c.Commit, Fresh: &c.Fresh, Promise: c.Promise,
 		MaxIterations: &c.MaxIterations, MaxSteps: &c.MaxSteps, BreakerRepeat: &c.BreakerRepeat, BreakerFailures: &c.BreakerFailures,
@@ -402,6 +406,7 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	str(&c.Promise, "promise", s.Promise)
 	str(&c.Velocity, "velocity", s.Velocity)
 	str(&c.VelocityFile, "velocity-file", s.VelocityFile)
+	pick(&c.IdleWait, given("idle-wait"), s.IdleWait)
 	pick(&c.MaxTokens, given("max-tokens"), s.MaxTokens)
 	pick(&c.VerifyTimeout, given("verify-timeout"), s.VerifyTimeout)
 	pick(&c.MaxVerify, given("max-verify"), s.MaxVerify)
@@ -527,7 +532,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if q == "" {
 			q = loop.SiblingCommand("pg-queue", "")
 		}
-		o.Team, o.Worker, o.Lease = &d, c.Worker, lease
+		o.Team, o.Worker, o.Lease, o.IdleWait = &d, c.Worker, lease, c.IdleWait
 		if o.VelocityFile == "" {
 			o.VelocityFile = d.Velocity(c.Worker)
 		}
