@@ -190,7 +190,6 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := c.check(&o); err != nil {
 		return err
 	}
-	c.model(rt, cfg, &o, workdir)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
 		if err != nil || v < 0 {
@@ -219,6 +218,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err != nil {
 		return err
 	}
+	c.model(rt, cfg, &o, workdir)
 	if sess == nil {
 		if sess, err = loop.CreateSession(home, workdir, now); err != nil {
 			return cli.Failf("session", "%v", err)
