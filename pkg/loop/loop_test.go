@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -326,6 +327,67 @@ func TestVerifyFeedbackAndPromise(t *testing.T) {
 	}
 }
 
+// With an iteration cap the default verify cap yields: a Ralph loop whose
+// check fails five times completes on its sixth iteration. A verify cap
+// asked for still applies.
+func TestIterationCapGovernsVerifyCap(t *testing.T) {
+	check := "n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; test $n -gt 5"
+	for _, c := range []struct {
+		name  string
+		set   bool
+		limit string
+	}{{"default verify cap", false, ""}, {"verify cap asked for", true, LimitVerify}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done <promise>DONE</promise>")}}, okTool("x"), "t")
+			h.opts.Fresh, h.opts.Promise, h.opts.MaxIterations = true, "DONE", 6
+			h.opts.Verify, h.opts.MaxVerify, h.opts.MaxVerifySet = check, 3, c.set
+			res := h.run(t)
+			if c.limit == "" {
+				if res.State != Done || res.TasksDone != 1 || res.Limit || h.count("verify") != 6 {
+					t.Fatalf("want done after 6 verify runs, got %+v, %d runs\n%s", res, h.count("verify"), h.out.String())
+				}
+				return
+			}
+			if !res.Limit || !strings.Contains(h.out.String(), `"limit":"`+c.limit+`"`) || h.count("verify") != 3 {
+				t.Fatalf("want the %s limit after 3 runs, got %+v, %d runs\n%s", c.limit, res, h.count("verify"), h.out.String())
+			}
+		})
+	}
+}
+
+// An answer cut off at max_tokens is not final: the model is asked to go
+// on, and the answer checked is the whole of it.
+func TestMaxTokensAnswerContinues(t *testing.T) {
+	dir := t.TempDir()
+	cut := func(*protocol.Request) (*protocol.EndEvent, error) {
+		end, _ := say("Creating f now, then I will say the w")(nil)
+		end.StopReason = "max_tokens"
+		return end, nil
+	}
+	rest := func(r *protocol.Request) (*protocol.EndEvent, error) {
+		os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+		return say("ord. <promise>OK</promise>")(r)
+	}
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){cut, rest}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	h.opts.Workdir, h.opts.Verify, h.opts.Promise = dir, "test -f f", "OK"
+	res := h.run(t)
+	if res.State != Done || res.TasksDone != 1 || h.count("verify") != 1 {
+		t.Fatalf("want done with one verify run, got %+v, %d runs\n%s", res, h.count("verify"), h.out.String())
+	}
+	if !strings.Contains(h.out.String(), `"from":"thinking","to":"thinking","reason":"max_tokens`) {
+		t.Errorf("no truncated transition:\n%s", h.out.String())
+	}
+	msgs := llm.reqs[1].Messages
+	if last := msgs[len(msgs)-1]; last.Role != protocol.RoleUser || !strings.Contains(last.Content.Text(), "cut off at the max_tokens limit") {
+		t.Errorf("the second request does not ask to go on: %+v", last)
+	}
+	ls := h.opts.Source.(*ListSource)
+	if !strings.Contains(string(ls.Tasks[0].Result), `"summary":"Creating f now, then I will say the word."`) {
+		t.Errorf("result %s", ls.Tasks[0].Result)
+	}
+}
+
 func TestWindowPrunesThenSummarizes(t *testing.T) {
 	big := strings.Repeat("x", 4000)
 	n := 0
@@ -460,6 +522,98 @@ func TestVelocityFilePauses(t *testing.T) {
 	}
 }
 
+// A velocity change shows during a long delay: at 0.001 steps per second
+// the delay is 1000 s, and a new velocity of 1000 ends it.
+func TestVelocityChangeDuringDelay(t *testing.T) {
+	vf := filepath.Join(t.TempDir(), "v")
+	os.WriteFile(vf, []byte("0.001\n"), 0o644)
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	d, _ := teamdir.New(t.TempDir(), "tm")
+	d.Ensure()
+	h.opts.Team, h.opts.Worker, h.opts.VelocityFile = &d, "1", vf
+	done := make(chan Result, 1)
+	go func() {
+		r, _ := NewRunner(h.opts)
+		done <- r.Run(context.Background())
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if w, err := d.ReadWorker("1"); err == nil && w.Velocity == 0.001 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delay never started")
+		}
+	}
+	os.WriteFile(vf, []byte("1000\n"), 0o644)
+	select {
+	case res := <-done:
+		if res.State != Done {
+			t.Fatalf("%+v", res)
+		}
+	case <-time.After(60 * time.Second): // far below the 1000 s delay
+		t.Fatal("the new velocity was not seen during the delay")
+	}
+}
+
+// waitSource has nothing claimable and is not drained until told.
+type waitSource struct {
+	ListSource
+	drained atomic.Bool
+	waits   atomic.Int32
+}
+
+func (s *waitSource) Drained(context.Context) (bool, string, error) {
+	return s.drained.Load(), "1 claimed by other workers", nil
+}
+
+func (s *waitSource) WaitNext(ctx context.Context, _ time.Duration) (*protocol.Task, error) {
+	s.waits.Add(1)
+	return nil, sleep(ctx, 5*time.Millisecond)
+}
+
+// A team worker with nothing claimable waits while the queue is not
+// drained, its progress refreshed by the heartbeat (a monitor must not
+// take it for stuck), and ends with <POWERGLIDE_DONE> once it drained.
+func TestWaitsUntilDrained(t *testing.T) {
+	src := &waitSource{}
+	h := newHarness(t, &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("x")}}, okTool("x"))
+	h.opts.Source = src
+	d, _ := teamdir.New(t.TempDir(), "tm")
+	d.Ensure()
+	h.opts.Team, h.opts.Worker, h.opts.Heartbeat = &d, "1", 20*time.Millisecond
+	done := make(chan Result, 1)
+	go func() {
+		r, _ := NewRunner(h.opts)
+		done <- r.Run(context.Background())
+	}()
+	var first time.Time
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the progress time was not refreshed while waiting")
+		}
+		w, err := d.ReadWorker("1")
+		if err != nil || src.waits.Load() == 0 || w.State != string(PickTask) {
+			continue
+		}
+		if first.IsZero() {
+			first = w.ProgressAt
+		} else if w.ProgressAt.Sub(first) > 100*time.Millisecond {
+			break
+		}
+	}
+	select {
+	case <-done:
+		t.Fatal("the run ended while the queue was not drained")
+	default:
+	}
+	src.drained.Store(true)
+	res := <-done
+	if res.State != Done || res.Idle || !strings.HasSuffix(strings.TrimSpace(h.out.String()), MarkerDone) {
+		t.Fatalf("%+v\n%s", res, h.out.String())
+	}
+}
+
 type leaseSource struct {
 	ListSource
 	failed, renewed int
@@ -495,6 +649,43 @@ func TestLeaseLostAbandonsTask(t *testing.T) {
 	}
 	if !strings.Contains(h.out.String(), "lease lost") {
 		t.Errorf("no lease lost reason:\n%s", h.out.String())
+	}
+}
+
+// A pipeline killed in a stage resumes its iteration count, also when its
+// iterations ended without reaching the exit condition (no promise).
+func TestPipelineKeepsIterationsEveryIteration(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "p.json")
+	writeFile(t, pf, `{"stages":[{"name":"s","prompt":"work","exit":{"promise":"SHIP"},"max_iterations":5}]}`)
+	p, err := ReadPipeline(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state.json")
+	ps, err := OpenPipeline(p, state, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("not yet"), say("still not"), func(*protocol.Request) (*protocol.EndEvent, error) {
+		cancel() // killed during the third iteration
+		return nil, context.Canceled
+	}}}
+	h := newHarness(t, llm, okTool("x"))
+	h.opts.Source = ps
+	r, _ := NewRunner(h.opts)
+	if res := r.Run(ctx); !res.Signal {
+		t.Fatalf("%+v\n%s", res, h.out.String())
+	}
+	ps2, err := OpenPipeline(p, state, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := ps2.Next(context.Background())
+	if n := ps2.Iterations(task); n != 2 {
+		t.Fatalf("resumed with %d iterations, want 2", n)
 	}
 }
 

@@ -46,6 +46,8 @@ func TestBreaker(t *testing.T) {
 	}
 }
 
+var sonnet = &ModelInfo{ID: "anthropic/claude-sonnet-4-5", ContextWindow: 200000, InputPerMTok: 3, OutputPerMTok: 15}
+
 func TestBudgetCheck(t *testing.T) {
 	cases := []struct {
 		b     Budget
@@ -62,6 +64,15 @@ func TestBudgetCheck(t *testing.T) {
 		{Budget{USD: 1}, protocol.Usage{CostUSD: 1}, 1, 1, LimitBudgetUSD},
 		{Budget{USD: 1}, protocol.Usage{InputTokens: 1000, CostUSD: 0.5}, 100, 100, ""}, // 0.05 + 0.25
 		{Budget{USD: 1}, protocol.Usage{InputTokens: 1000, CostUSD: 0.5}, 100, 1000, LimitBudgetUSD},
+		// Known prices ($3 in, $15 out per Mtok) price the very first call:
+		// 1000 in + 10000 max out = $0.153.
+		{Budget{USD: 0.15, Prices: sonnet}, protocol.Usage{}, 1000, 10000, LimitBudgetUSD},
+		{Budget{USD: 0.16, Prices: sonnet}, protocol.Usage{}, 1000, 10000, ""},
+		// a cache-write price dearer than input counts for the input
+		{Budget{USD: 0.1535, Prices: &ModelInfo{InputPerMTok: 3, OutputPerMTok: 15, CacheWritePerMTok: 3.75}}, protocol.Usage{}, 1000, 10000, LimitBudgetUSD},
+		// a component that reports no cost is priced from its tokens
+		{Budget{USD: 0.16, Prices: sonnet}, protocol.Usage{OutputTokens: 1000}, 1000, 10000, LimitBudgetUSD},
+		{Budget{USD: 1, Prices: &ModelInfo{}}, protocol.Usage{}, 1e6, 1e6, ""}, // unpriced model: the fallback
 	}
 	for i, c := range cases {
 		err := c.b.Check(c.spent, c.in, c.max)
@@ -73,6 +84,29 @@ func TestBudgetCheck(t *testing.T) {
 		if got != c.limit {
 			t.Errorf("case %d: got %q (%v), want %q", i, got, err, c.limit)
 		}
+	}
+}
+
+func TestModelTable(t *testing.T) {
+	table := []ModelInfo{*sonnet, {ID: "anthropic/claude-haiku-4-5", ContextWindow: 100000, InputPerMTok: 1, OutputPerMTok: 5}, {ID: "ollama/qwen3:8b", ContextWindow: 40960}}
+	if m, ok := FindModel(table, "anthropic/claude-sonnet-4-5-20250929"); !ok || m.ID != sonnet.ID {
+		t.Errorf("dated id: %+v %v", m, ok)
+	}
+	if _, ok := FindModel(table, "anthropic/claude-sonnet-4"); ok {
+		t.Errorf("a shorter id must not match a longer one")
+	}
+	m, ok := ChainModel(table, "anthropic/claude-haiku-4-5, anthropic/claude-sonnet-4-5")
+	if !ok || m.ContextWindow != 100000 || m.InputPerMTok != 3 || m.OutputPerMTok != 15 {
+		t.Errorf("chain: %+v", m)
+	}
+	if m, ok := ChainModel(table, "anthropic/claude-sonnet-4-5,ollama/qwen3:8b"); !ok || m.Priced() || m.ContextWindow != 40960 {
+		t.Errorf("a chain with an unpriced model is unpriced: %+v", m)
+	}
+	if m, ok := ChainModel(table, "anthropic/claude-sonnet-4-5,custom/x"); !ok || m.Priced() || m.ContextWindow != 200000 {
+		t.Errorf("a chain with an unknown model is unpriced: %+v", m)
+	}
+	if _, ok := ChainModel(table, "custom/x"); ok {
+		t.Errorf("unknown model found")
 	}
 }
 
@@ -379,6 +413,34 @@ func TestExamplePipeline(t *testing.T) {
 	task, _ := ps.Next(context.Background())
 	if got := ps.Prompt(task, 1); !strings.Contains(got, "describe the feature here") || strings.Contains(got, "{{") {
 		t.Errorf("architect prompt not expanded: %s", got)
+	}
+
+	// The verifier's exit needs its report, passing tests and its verdict.
+	work := t.TempDir()
+	p.Vars["test_cmd"] = "test -e tests-pass"
+	ps, err = OpenPipeline(p, filepath.Join(t.TempDir(), "s.json"), work, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier := &protocol.Task{ID: "stage-5-verifier"}
+	writeFile(t, filepath.Join(work, "docs", "plan", "VERIFIED.md"), "# Verified\n\n- tests: PASS\n")
+	for _, c := range []struct {
+		answer, file string
+		ok           bool
+	}{
+		{"All checked.\nVERDICT: PASS\n", "tests-pass", true},
+		{"The tests pass but the plan's step 3 is missing.\nVERDICT: FAIL", "tests-pass", false},
+		{"Looks fine.", "tests-pass", false},
+		{"VERDICT: PASS", "", false}, // the tests fail
+	} {
+		os.Remove(filepath.Join(work, "tests-pass"))
+		if c.file != "" {
+			writeFile(t, filepath.Join(work, c.file), "")
+		}
+		ok, detail, err := ps.Check(context.Background(), verifier, c.answer, 1)
+		if err != nil || ok != c.ok {
+			t.Errorf("verifier with answer %q, file %q: %v %s %v; want %v", c.answer, c.file, ok, detail, err, c.ok)
+		}
 	}
 }
 

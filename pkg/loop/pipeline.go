@@ -433,6 +433,17 @@ func (ps *PipelineSource) Release(context.Context, *protocol.Task) error { retur
 // Renew always succeeds.
 func (ps *PipelineSource) Renew(context.Context, *protocol.Task) error { return nil }
 
+// Iterated records that the stage's iteration ended, whether or not it
+// got as far as its exit condition, so a killed pipeline resumes its count.
+func (ps *PipelineSource) Iterated(t *protocol.Task, iteration int) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if i := ps.index(t); i >= 0 && ps.st.Stages[i].Iterations != iteration {
+		ps.st.Stages[i].Iterations = iteration
+		_ = ps.save()
+	}
+}
+
 // Iterations is how many iterations the stage has had (a killed pipeline
 // resumes its count).
 func (ps *PipelineSource) Iterations(t *protocol.Task) int {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/proc"
@@ -29,6 +30,9 @@ type Options struct {
 	System    string
 	Model     string
 	MaxTokens int
+	// ModelInfo is the model's row of pg-llm's table, when known (logged
+	// at load_tasks; Budget.Prices and ContextWindow come from it).
+	ModelInfo *ModelInfo
 
 	LLM    LLM
 	Tools  Tools
@@ -37,7 +41,11 @@ type Options struct {
 	Verify        string
 	VerifyTimeout time.Duration
 	MaxVerify     int
-	Commit        bool
+	// MaxVerifySet says MaxVerify was asked for. Without it the verify cap
+	// is a default that yields to an iteration cap: a task with one
+	// (MaxIterations, a stage's max_iterations) runs its iterations.
+	MaxVerifySet bool
+	Commit       bool
 
 	Fresh         bool
 	Promise       string
@@ -59,6 +67,9 @@ type Options struct {
 	Worker    string
 	Heartbeat time.Duration
 	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat
+	// IdleWait bounds the wait for a claimable task while the queue is not
+	// drained (tasks blocked, or claimed by other workers); 0: no bound.
+	IdleWait time.Duration
 
 	Session *Session
 	Resume  *Replay // what a resumed session had in progress
@@ -76,7 +87,26 @@ type Result struct {
 	Limit     bool  // some limit stopped a task or the run
 	Err       error // the cause when State is Failed
 	Signal    bool  // the run was interrupted
+	// Idle: the run stopped waiting for a claimable task (Options.IdleWait)
+	// with tasks left in the queue; it ended without <POWERGLIDE_DONE>.
+	Idle     bool
+	IdleLeft string // what was left, for the message
 }
+
+// Waiter is a task source that can tell a queue with nothing claimable
+// right now from a drained one, and wait for a claimable task (the team
+// queue).
+type Waiter interface {
+	// Drained reports whether no task is left that could still run, and
+	// describes what is left.
+	Drained(ctx context.Context) (bool, string, error)
+	// WaitNext is Next waiting up to d for a claimable task.
+	WaitNext(ctx context.Context, d time.Duration) (*protocol.Task, error)
+}
+
+// idleSlice is one wait for a claimable task: the queue is asked whether
+// it drained between two waits.
+const idleSlice = 5 * time.Second
 
 // Checker decides whether a task is complete besides verify (pipeline
 // exit conditions). Sources may implement it.
@@ -110,7 +140,8 @@ type Runner struct {
 	wmu       sync.Mutex
 	worker    *protocol.Worker
 	lastWrite time.Time
-	curMu     sync.Mutex // guards cur for the heartbeat
+	curMu     sync.Mutex  // guards cur for the heartbeat
+	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
 }
 
 type taskRun struct {
@@ -125,6 +156,7 @@ type taskRun struct {
 	calls       []protocol.ToolCall
 	results     []protocol.ToolResult
 	answer      string
+	partial     string // answers cut off at max_tokens, awaiting their end
 	lastVerify  string
 	usage       protocol.Usage
 	lastRenew   time.Time
@@ -202,7 +234,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 		})
 	}
 	switch {
-	case r.res.Signal:
+	case r.res.Signal, r.res.Idle:
 	case r.state == Done:
 		r.o.Events.Marker(MarkerDone)
 	default:
@@ -349,6 +381,13 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
+	if m := r.o.ModelInfo; m != nil {
+		prices := "prices unknown"
+		if m.Priced() {
+			prices = fmt.Sprintf("$%g in, $%g out per million tokens", m.InputPerMTok, m.OutputPerMTok)
+		}
+		r.log("info", "model %s: context window %d tokens, %s", m.ID, m.ContextWindow, prices)
+	}
 	return Loaded, fmt.Sprintf("%d tools", len(defs))
 }
 
@@ -370,12 +409,18 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	if t == nil {
 		var err error
 		t, err = r.o.Source.Next(ctx)
+		if w, ok := r.o.Source.(Waiter); ok && t == nil && err == nil {
+			t, err = r.waitTask(ctx, w)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return Fatal, "interrupted"
 			}
 			return r.fatal(fmt.Errorf("pick a task: %w", err))
 		}
+	}
+	if t == nil && r.res.Idle {
+		return Empty, "no claimable task within the idle wait; left: " + r.res.IdleLeft
 	}
 	if t == nil {
 		return Empty, "no task left"
@@ -406,6 +451,45 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	}
 	r.o.Events.Emit(&protocol.LoopTaskEvent{Type: protocol.LoopTask, TS: r.now(), Task: t.ID, Title: t.Title, Status: "started", Usage: protocol.Usage{}})
 	return Picked, t.ID
+}
+
+// waitTask waits for a claimable task while the queue is not drained:
+// other workers may still finish the tasks that block the rest, or give
+// theirs back. <POWERGLIDE_DONE> means every task ended, so a worker of a
+// swarm does not print it (and pg-monitor does not retire it) while work
+// remains. It returns nil when the queue drained or IdleWait passed
+// (Result.Idle).
+func (r *Runner) waitTask(ctx context.Context, w Waiter) (*protocol.Task, error) {
+	r.waiting.Store(true)
+	defer r.waiting.Store(false)
+	var until time.Time
+	if r.o.IdleWait > 0 {
+		until = time.Now().Add(r.o.IdleWait)
+	}
+	logged := false
+	for {
+		drained, left, err := w.Drained(ctx)
+		if err != nil || drained {
+			return nil, err
+		}
+		d := idleSlice
+		if !until.IsZero() {
+			rem := time.Until(until)
+			if rem <= 0 {
+				r.res.Idle, r.res.IdleLeft = true, left
+				return nil, nil
+			}
+			d = min(d, rem)
+		}
+		if !logged {
+			logged = true
+			r.log("info", "no claimable task, the queue is not drained (%s): waiting", left)
+		}
+		t, err := w.WaitNext(ctx, d)
+		if err != nil || t != nil {
+			return t, err
+		}
+	}
 }
 
 func (r *Runner) userMessage(text string) protocol.Message {
@@ -476,6 +560,15 @@ func (r *Runner) maxIterations(t *protocol.Task) int {
 	return r.o.MaxIterations
 }
 
+// verifyCap reports whether the verify cap applies to t: always when it
+// was asked for, otherwise only when no iteration cap governs the task.
+func (r *Runner) verifyCap(t *protocol.Task) bool {
+	if r.o.MaxVerify <= 0 {
+		return false
+	}
+	return r.o.MaxVerifySet || r.maxIterations(t) <= 0
+}
+
 func (r *Runner) remember(rec MemoryRecord) {
 	if r.o.Session == nil {
 		return
@@ -495,8 +588,15 @@ func (r *Runner) request(conv []protocol.Message) *protocol.Request {
 	return &protocol.Request{Model: r.o.Model, System: r.sys, Messages: conv, Tools: r.tools, MaxTokens: r.o.MaxTokens, Cache: true}
 }
 
-// pace applies the velocity: a delay before each step, or a pause while
-// it is 0. The worker record shows the pause.
+// paceSlice bounds one sleep of pace: the velocity file is read again
+// after each, so a change shows within a slice even in a long delay.
+const paceSlice = 200 * time.Millisecond
+
+// pace applies the velocity: a delay of 1000/velocity ms before each step,
+// or a pause while it is 0. The delay is slept in slices, re-reading the
+// velocity after each: a new velocity counts from the start of the delay
+// (a faster one may end it at once), 0 pauses it. The worker record shows
+// the pause.
 func (r *Runner) pace(ctx context.Context) error {
 	paused := false
 	defer func() {
@@ -505,6 +605,7 @@ func (r *Runner) pace(ctx context.Context) error {
 			r.updateWorker(func(w *protocol.Worker) { w.Paused = false })
 		}
 	}()
+	start := time.Now()
 	for {
 		v, set := r.o.Velocity, r.o.VelocitySet
 		if r.o.VelocityFile != "" {
@@ -521,14 +622,27 @@ func (r *Runner) pace(ctx context.Context) error {
 		}
 		if v > 0 {
 			r.updateWorker(func(w *protocol.Worker) { w.Velocity = v; w.Paused = false })
-			return sleep(ctx, VelocityDelay(v))
+			if paused {
+				// The delay counts from the end of the pause.
+				paused = false
+				start = time.Now()
+				r.log("info", "velocity > 0: resumed")
+			}
+			left := VelocityDelay(v) - time.Since(start)
+			if left <= 0 {
+				return ctx.Err()
+			}
+			if err := sleep(ctx, min(left, paceSlice)); err != nil {
+				return err
+			}
+			continue
 		}
 		if !paused {
 			paused = true
 			r.log("info", "velocity 0: paused")
 			r.updateWorker(func(w *protocol.Worker) { w.Velocity = 0; w.Paused = true })
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := sleep(ctx, paceSlice); err != nil {
 			return err
 		}
 	}
@@ -611,9 +725,22 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	if len(tr.calls) > 0 {
 		return ToolCalls, fmt.Sprintf("%d tool calls", len(tr.calls))
 	}
-	tr.answer = text
+	if end.StopReason == stopMaxTokens {
+		// Not a final answer: checking it would judge half a sentence
+		// (and miss a promise at its end).
+		tr.partial += text
+		r.addMessage(r.userMessage(continueText), nil)
+		return Truncated, "max_tokens: the answer was cut off, asking the model to go on"
+	}
+	tr.answer = tr.partial + text
+	tr.partial = ""
 	return Answer, end.StopReason
 }
+
+// stopMaxTokens is the stop reason of an answer cut off at max_tokens.
+const stopMaxTokens = "max_tokens"
+
+const continueText = "Your answer was cut off at the max_tokens limit. Continue exactly where it stopped, without repeating what you already wrote."
 
 // taskCtxErr turns a cancelled task context into its input: the run's
 // signal, or the task's lost lease.
@@ -749,9 +876,18 @@ func HasPromise(text, word string) bool {
 	return false
 }
 
+// Iterated is a source that keeps the count of a task's iterations
+// (pipeline stages).
+type Iterated interface {
+	Iterated(t *protocol.Task, iteration int)
+}
+
 func (r *Runner) verify() (Input, string) {
 	tr := r.cur
 	tr.iter++
+	if it, ok := r.o.Source.(Iterated); ok {
+		it.Iterated(tr.task, tr.iter)
+	}
 	var missing []string
 	feedback := ""
 	verified := true
@@ -800,7 +936,7 @@ func (r *Runner) verify() (Input, string) {
 	if len(missing) == 0 {
 		return VerifyPassed, fmt.Sprintf("complete after %d iterations", tr.iter)
 	}
-	if r.o.MaxVerify > 0 && tr.verifyFails >= r.o.MaxVerify && !verified {
+	if r.verifyCap(tr.task) && tr.verifyFails >= r.o.MaxVerify && !verified {
 		return r.limit(&LimitError{Limit: LimitVerify, Reason: fmt.Sprintf("verify failed %d times, the limit is %d", tr.verifyFails, r.o.MaxVerify)}, false)
 	}
 	if m := r.maxIterations(tr.task); m > 0 && tr.iter >= m {
@@ -1040,6 +1176,10 @@ func (r *Runner) writeWorker() {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.worker.HeartbeatAt = r.now()
+	if r.waiting.Load() {
+		// Waiting for work is what an idle worker should do, not a stall.
+		r.worker.ProgressAt = r.worker.HeartbeatAt
+	}
 	r.lastWrite = time.Now()
 	if err := r.o.Team.WriteWorker(r.worker); err != nil {
 		fmt.Fprintf(r.o.Stderr, "pg-loop: worker record: %v\n", err)

@@ -97,12 +97,17 @@ func (b *Breaker) Reset() { b.lastSig, b.same, b.fails = "", 0, nil }
 type Budget struct {
 	Tokens int     // 0: no cap
 	USD    float64 // 0: no cap
+	// Prices are the model's, when known: each call is then priced before
+	// it runs, the first one included.
+	Prices *ModelInfo
 }
 
 // Check reports whether a call estimated at in input tokens with maxOut
-// output tokens may run after spent. The dollar estimate uses the prices
-// seen so far (cost per token of spent); before any cost is known the
-// call may run while nothing has been spent past the cap.
+// output tokens may run after spent. With the model's prices the call is
+// priced at in input tokens (at the cache-write price when dearer) and
+// maxOut output tokens. Without them (a model pg-llm does not know, a
+// script component) the estimate uses the cost per token seen so far, so
+// the first call runs unpriced.
 func (b Budget) Check(spent protocol.Usage, in, maxOut int) error {
 	if b.Tokens > 0 {
 		need := spent.Tokens() + in + maxOut
@@ -110,19 +115,32 @@ func (b Budget) Check(spent protocol.Usage, in, maxOut int) error {
 			return &LimitError{Limit: LimitBudgetTokens, Reason: fmt.Sprintf("the next call could use %d tokens (%d estimated input + %d max_tokens) and %d are spent, past the budget of %d", in+maxOut, in, maxOut, spent.Tokens(), b.Tokens)}
 		}
 	}
-	if b.USD > 0 {
-		if spent.CostUSD >= b.USD {
-			return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("$%.4f spent, the budget is $%.4f", spent.CostUSD, b.USD)}
-		}
-		if t := spent.Tokens(); t > 0 && spent.CostUSD > 0 {
-			// Output tokens cost more than input; price the whole call at
-			// the dearer of the average rate and five times it for output.
-			rate := spent.CostUSD / float64(t)
-			next := rate*float64(in) + 5*rate*float64(maxOut)
-			if spent.CostUSD+next > b.USD {
-				return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("the next call could cost $%.4f with $%.4f spent, past the budget of $%.4f", next, spent.CostUSD, b.USD)}
-			}
-		}
+	if b.USD <= 0 {
+		return nil
+	}
+	cost := spent.CostUSD
+	priced := b.Prices != nil && b.Prices.Priced()
+	if priced {
+		// A component that reports no cost is priced here.
+		cost = max(cost, b.Prices.Cost(spent.InputTokens, spent.OutputTokens, spent.CacheReadTokens, spent.CacheWriteTokens))
+	}
+	if cost >= b.USD {
+		return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("$%.4f spent, the budget is $%.4f", cost, b.USD)}
+	}
+	var next float64
+	switch t := spent.Tokens(); {
+	case priced:
+		next = (float64(in)*b.Prices.inputPrice() + float64(maxOut)*b.Prices.OutputPerMTok) / 1e6
+	case t > 0 && cost > 0:
+		// Output tokens cost more than input; price the whole call at
+		// the dearer of the average rate and five times it for output.
+		rate := cost / float64(t)
+		next = rate*float64(in) + 5*rate*float64(maxOut)
+	default:
+		return nil
+	}
+	if cost+next > b.USD {
+		return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("the next call could cost $%.4f with $%.4f spent, past the budget of $%.4f", next, cost, b.USD)}
 	}
 	return nil
 }

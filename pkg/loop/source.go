@@ -218,7 +218,44 @@ func (s *QueueSource) run(ctx context.Context, args ...string) ([]byte, error) {
 
 // Next claims a task; exit 3 means there is none.
 func (s *QueueSource) Next(ctx context.Context) (*protocol.Task, error) {
-	out, err := s.run(ctx, "claim", "--worker", s.Worker, "--lease", s.Lease.String())
+	return s.claim(ctx, 0)
+}
+
+// WaitNext claims a task, waiting up to d for one to become claimable.
+func (s *QueueSource) WaitNext(ctx context.Context, d time.Duration) (*protocol.Task, error) {
+	return s.claim(ctx, d)
+}
+
+// Drained asks `stats` whether any task is left that could still run:
+// pending ones that are not stuck behind a failed dependency, or claimed
+// ones (by other workers: this one holds none when it asks).
+func (s *QueueSource) Drained(ctx context.Context) (bool, string, error) {
+	out, err := s.run(ctx, "stats")
+	if err != nil {
+		return false, "", err
+	}
+	var st struct {
+		Pending int   `json:"pending"`
+		Claimed int   `json:"claimed"`
+		Blocked int   `json:"blocked"`
+		Drained *bool `json:"drained"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &st); err != nil {
+		return false, "", fmt.Errorf("queue stats: expected a stats record: %w", err)
+	}
+	left := fmt.Sprintf("%d pending (%d blocked), %d claimed by other workers", st.Pending, st.Blocked, st.Claimed)
+	if st.Drained != nil {
+		return *st.Drained, left, nil
+	}
+	return st.Pending+st.Claimed == 0, left, nil
+}
+
+func (s *QueueSource) claim(ctx context.Context, wait time.Duration) (*protocol.Task, error) {
+	args := []string{"claim", "--worker", s.Worker, "--lease", s.Lease.String()}
+	if wait > 0 {
+		args = append(args, "--wait", wait.String())
+	}
+	out, err := s.run(ctx, args...)
 	var qe *QueueError
 	if errors.As(err, &qe) && qe.Code == 3 {
 		return nil, nil

@@ -38,6 +38,7 @@ const (
 	Empty        Input = "empty"         // pick_task: no task is left
 	ToolCalls    Input = "tool_calls"    // thinking: the model asked for tools
 	Answer       Input = "answer"        // thinking: the model answered without tool calls
+	Truncated    Input = "truncated"     // thinking: the answer was cut off at max_tokens; the model is asked to go on
 	Parsed       Input = "parsed"        // tool_call: the calls are checked and ready
 	Executed     Input = "executed"      // executing: every call has a result
 	Observed     Input = "observed"      // observing: the results are in memory
@@ -49,7 +50,7 @@ const (
 )
 
 // Inputs lists every input.
-var Inputs = []Input{Start, Loaded, Picked, Empty, ToolCalls, Answer, Parsed, Executed, Observed, VerifyFailed, VerifyPassed, Committed, TaskFailed, Fatal}
+var Inputs = []Input{Start, Loaded, Picked, Empty, ToolCalls, Answer, Truncated, Parsed, Executed, Observed, VerifyFailed, VerifyPassed, Committed, TaskFailed, Fatal}
 
 // inTask are the states in which a task is being worked on.
 var inTask = []State{Thinking, ToolCall, Executing, Observing, Verify, Commit}
@@ -60,7 +61,7 @@ var table = func() map[State]map[Input]State {
 		Idle:      {Start: LoadTasks},
 		LoadTasks: {Loaded: PickTask},
 		PickTask:  {Picked: Thinking, Empty: Done},
-		Thinking:  {ToolCalls: ToolCall, Answer: Verify},
+		Thinking:  {ToolCalls: ToolCall, Answer: Verify, Truncated: Thinking},
 		ToolCall:  {Parsed: Executing},
 		Executing: {Executed: Observing},
 		Observing: {Observed: Thinking},

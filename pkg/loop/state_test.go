@@ -18,6 +18,7 @@ var want = map[[2]string]State{
 
 	{"thinking", "tool_calls"}:  ToolCall,
 	{"thinking", "answer"}:      Verify,
+	{"thinking", "truncated"}:   Thinking,
 	{"thinking", "task_failed"}: PickTask,
 	{"thinking", "fatal"}:       Failed,
 

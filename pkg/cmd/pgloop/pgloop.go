@@ -11,14 +11,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 const description = `The Ralph loop: one worker taking tasks and working them with a model and tools until they pass their checks.
-pg-loop runs a state machine (idle → load_tasks → pick_task → thinking → tool_call → executing → observing → … → verify → commit → pick_task … → done | failed) and writes one JSON event per line on stdout: every state transition, the model's answers, tool calls and results, verify runs, commits, limits and tasks. On a terminal the events are shown readably; --json forces JSON Lines. The last stdout line is <POWERGLIDE_DONE> when every task has ended, or <POWERGLIDE_ERROR> when the run could not go on (a provider auth error included).
+pg-loop runs a state machine (idle → load_tasks → pick_task → thinking → tool_call → executing → observing → … → verify → commit → pick_task … → done | failed) and writes one JSON event per line on stdout: every state transition, the model's answers, tool calls and results, verify runs, commits, limits and tasks. On a terminal the events are shown readably; --json forces JSON Lines. The last stdout line is <POWERGLIDE_DONE> when every task has ended, or <POWERGLIDE_ERROR> when the run could not go on (a provider auth error included). In team mode every task means the queue's: a worker that finds nothing claimable while tasks are still blocked or claimed by other workers waits for one (pg-queue stats says when the queue is drained), so pg-monitor never retires a worker that work may still come to; --idle-wait bounds that wait (then exit 3, no marker).
 
 Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
 
@@ -66,24 +68,26 @@ type RunCmd struct {
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
 	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
 	Lease         string            `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
+	IdleWait      time.Duration     `help:"Team mode: when nothing is claimable but the queue is not drained (tasks blocked by dependencies or claimed by other workers), wait this long for a claimable task, then exit 3 without <POWERGLIDE_DONE> (0: wait until the queue drains, right under pg-monitor)." default:"0" placeholder:"DURATION" group:"Tasks"`
 	Pipeline      string            `help:"Run a stage pipeline (JSON): stages with prompts, exit conditions and iteration caps." placeholder:"FILE" group:"Tasks"`
 	PipelineState string            `help:"Where the pipeline's progress is kept (default under $POWERGLIDE_HOME/pipelines/); a killed pipeline resumes at its stage." placeholder:"FILE" group:"Tasks"`
 	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
 	Var           map[string]string `help:"Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable)." placeholder:"KEY=VALUE" group:"Tasks"`
 
-	LLMServe   string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
-	ToolsServe string `help:"Tools coprocess command line (default: 'pg-tool serve')." placeholder:"CMD" group:"Components"`
-	ToolsList  string `help:"Command printing the tool definitions for the coprocess (default: the serve command with 'list' for 'serve')." placeholder:"CMD" group:"Components"`
-	LLM        string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
-	Tools      string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
-	Model      string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
-	MaxTokens  int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
-	System     string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
-	Workdir    string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
+	LLMServe     string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
+	ToolsServe   string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
+	ToolParallel int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
+	ToolsList    string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
+	LLM          string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
+	Tools        string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
+	Model        string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
+	MaxTokens    int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
+	System       string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
+	Workdir      string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
 
 	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
 	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
-	MaxVerify     int           `help:"Failed verify runs before the task fails (0: no cap)." default:"3" group:"Verify"`
+	MaxVerify     int           `help:"Failed verify runs before the task fails (0: no cap). A task with an iteration cap (--max-iterations, a pipeline stage's max_iterations) runs its iterations: there this cap applies only when given." default:"3" group:"Verify"`
 	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed." group:"Verify"`
 
 	Fresh         bool   `help:"Ralph mode: every iteration starts a fresh conversation with the same prompt; the state lives in files and git." group:"Ralph"`
@@ -94,21 +98,24 @@ type RunCmd struct {
 	BreakerRepeat   int           `help:"Circuit breaker: the same tool with the same input this many times in a row (0: off)." default:"3" group:"Safety"`
 	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." default:"5" group:"Safety"`
 	BudgetTokens    int           `help:"Token budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_tokens" env:"POWERGLIDE_BUDGET_TOKENS" default:"0" group:"Safety"`
-	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
+	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run: halt before a call that could pass it (0: none). Each call, the first included, is priced at the model's prices from 'pg-llm models' (its estimated input and its max_tokens of output); for a model without prices there (a custom model, a script component without --model) the price per token seen so far is used, so the first call runs unpriced." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
 
-	ContextWindow int    `help:"The model's context window in tokens: older tool outputs are pruned, then older turns summarized, before a request would pass it less max_tokens and the reserve (0: off)." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" default:"200000" group:"Memory"`
+	ContextWindow int    `help:"The model's context window in tokens: older tool outputs are pruned, then older turns summarized, before a request would pass it less max_tokens and the reserve (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
 	Reserve       int    `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
 	Resume        string `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
 	Continue      bool   `help:"Resume the latest session of this workdir." group:"Memory"`
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
+
+	maxVerifySet     bool `kong:"-"` // --max-verify was given (now or in the resumed run)
+	contextWindowSet bool `kong:"-"` // the window was configured: else the model's
 }
 
 // Run builds the components and runs the loop.
-func (c *RunCmd) Run(rt *cli.Runtime) error {
+func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	cfg, err := rt.Config()
 	if err != nil {
 		return err
@@ -126,6 +133,9 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return err
 	}
+	given := flagsGiven(kctx, cfg)
+	c.resolve(cfg)
+	c.maxVerifySet = given("max-verify")
 	// A resumed session brings back its run's options, for the flags not
 	// given again.
 	var sess *loop.Session
@@ -151,27 +161,28 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 		if len(sess.Info.Options) > 0 {
 			var saved savedOptions
 			if err := json.Unmarshal(sess.Info.Options, &saved); err == nil {
-				c.restore(saved)
+				c.restore(saved, given)
 			}
 		}
 	}
 	o := loop.Options{
 		Workdir:         workdir,
 		Model:           c.Model,
-		MaxTokens:       cfg.Int("max_tokens"),
+		MaxTokens:       c.MaxTokens,
 		Verify:          c.Verify,
 		VerifyTimeout:   c.VerifyTimeout,
 		MaxVerify:       c.MaxVerify,
+		MaxVerifySet:    c.maxVerifySet,
 		Commit:          c.Commit,
 		Fresh:           c.Fresh,
 		Promise:         c.Promise,
 		MaxIterations:   c.MaxIterations,
-		MaxSteps:        cfg.Int("loop_max_steps"),
+		MaxSteps:        c.MaxSteps,
 		BreakerSame:     c.BreakerRepeat,
 		BreakerFailures: c.BreakerFailures,
-		Budget:          loop.Budget{Tokens: cfg.Int("loop_budget_tokens"), USD: cfg.Float("loop_budget_usd")},
+		Budget:          loop.Budget{Tokens: c.BudgetTokens, USD: c.BudgetUSD},
 		VelocityFile:    c.VelocityFile,
-		ContextWindow:   cfg.Int("loop_context_window"),
+		ContextWindow:   c.ContextWindow,
 		Reserve:         c.Reserve,
 		Heartbeat:       c.Heartbeat,
 		Stderr:          rt.IO.Err,
@@ -207,6 +218,7 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return err
 	}
+	c.model(rt, cfg, &o, workdir)
 	if sess == nil {
 		if sess, err = loop.CreateSession(home, workdir, now); err != nil {
 			return cli.Failf("session", "%v", err)
@@ -245,34 +257,77 @@ func (c *RunCmd) Run(rt *cli.Runtime) error {
 	if err := o.Events.Err(); err != nil {
 		return cli.Failf("output", "write events: %v", err)
 	}
+	// The events already tell what went wrong, and the end marker must stay
+	// the last stdout line: the error goes to stderr only, in the shared
+	// format.
+	rt.JSON = false
 	var le *loop.LimitError
 	var me *loop.ModelError
 	switch {
 	case res.State == loop.Failed && errors.As(res.Err, &le):
-		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %v\n", res.Err)
-		return cli.Silent(cli.ExitLimit)
+		return runError(cli.ExitLimit, "limit", res.Err.Error())
 	case res.State == loop.Failed:
-		msg := "unknown failure"
+		msg, kind := "unknown failure", ""
 		if res.Err != nil {
 			msg = res.Err.Error()
 		}
 		if errors.As(res.Err, &me) && me.Auth() {
-			msg = "unrecoverable: " + msg
+			msg, kind = "unrecoverable: "+msg, "auth"
 		}
-		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %s\n", msg)
-		return cli.Silent(cli.ExitFailure)
+		return runError(cli.ExitFailure, kind, msg)
 	case res.Limit:
-		fmt.Fprintf(rt.IO.Err, "pg-loop: error: a limit stopped %d of %d tasks\n", res.Failed, res.Failed+res.TasksDone)
-		return cli.Silent(cli.ExitLimit)
+		return cli.Limitf("a limit stopped %d of %d tasks", res.Failed, res.Failed+res.TasksDone)
 	case res.Failed > 0:
-		fmt.Fprintf(rt.IO.Err, "pg-loop: error: %d of %d tasks failed\n", res.Failed, res.Failed+res.TasksDone)
-		return cli.Silent(cli.ExitFailure)
+		return cli.Failf("task", "%d of %d tasks failed", res.Failed, res.Failed+res.TasksDone)
+	case res.Idle:
+		return cli.Nothingf("no claimable task within --idle-wait %s; the queue is not drained: %s", c.IdleWait, res.IdleLeft)
 	}
 	return nil
 }
 
+// runError is the run's failure for cli.Report, on one line: a model's or
+// a tool's message may hold several.
+func runError(code int, kind, msg string) error {
+	return &cli.Error{Code: code, Kind: kind, Err: errors.New(strings.Join(strings.Fields(msg), " "))}
+}
+
+// flagsGiven reports which flags the command line gave, by flag name. A
+// config-backed flag counts when its value came from the flag layer.
+func flagsGiven(kctx *kong.Context, cfg *config.Config) func(string) bool {
+	set := map[string]bool{}
+	if kctx != nil {
+		for _, p := range kctx.Path {
+			if p.Flag == nil {
+				continue
+			}
+			if key := p.Flag.Tag.Get("config"); key != "" {
+				set[p.Flag.Name] = cfg.Get(key).Source == config.SourceFlag
+				continue
+			}
+			set[p.Flag.Name] = true
+		}
+	}
+	return func(name string) bool { return set[name] }
+}
+
+// resolve puts the configuration's values (flag, environment, file or
+// default) in the config-backed fields.
+func (c *RunCmd) resolve(cfg *config.Config) {
+	c.MaxTokens = cfg.Int("max_tokens")
+	c.MaxSteps = cfg.Int("loop_max_steps")
+	c.BudgetTokens = cfg.Int("loop_budget_tokens")
+	c.BudgetUSD = cfg.Float("loop_budget_usd")
+	c.Lease = cfg.Duration("lease").String()
+	c.ContextWindow = 0 // the model's window
+	if cfg.Get("loop_context_window").Source != config.SourceDefault {
+		c.ContextWindow = cfg.Int("loop_context_window")
+		c.contextWindowSet = true
+	}
+}
+
 // savedOptions are the run options a session keeps, so `--resume ID`
-// alone continues the run as it was started.
+// alone continues the run as it was started. Pointers tell a value saved
+// from one a session of an older version did not keep.
 type savedOptions struct {
 	LLM             string            `json:"llm,omitempty"`
 	LLMServe        string            `json:"llm_serve,omitempty"`
@@ -280,74 +335,132 @@ type savedOptions struct {
 	ToolsServe      string            `json:"tools_serve,omitempty"`
 	ToolsList       string            `json:"tools_list,omitempty"`
 	Queue           string            `json:"queue,omitempty"`
+	Lease           string            `json:"lease,omitempty"`
+	IdleWait        *time.Duration    `json:"idle_wait,omitempty"`
 	Model           string            `json:"model,omitempty"`
+	MaxTokens       *int              `json:"max_tokens,omitempty"`
 	System          string            `json:"system,omitempty"`
 	Verify          string            `json:"verify,omitempty"`
-	VerifyTimeout   time.Duration     `json:"verify_timeout,omitempty"`
-	MaxVerify       int               `json:"max_verify"`
-	Commit          bool              `json:"commit,omitempty"`
-	Fresh           bool              `json:"fresh,omitempty"`
+	VerifyTimeout   *time.Duration    `json:"verify_timeout,omitempty"`
+	MaxVerify       *int              `json:"max_verify,omitempty"`
+	MaxVerifySet    bool              `json:"max_verify_set,omitempty"`
+	Commit          *bool             `json:"commit,omitempty"`
+	Fresh           *bool             `json:"fresh,omitempty"`
 	Promise         string            `json:"promise,omitempty"`
-	MaxIterations   int               `json:"max_iterations,omitempty"`
-	BreakerRepeat   int               `json:"breaker_repeat"`
-	BreakerFailures int               `json:"breaker_failures"`
+	MaxIterations   *int              `json:"max_iterations,omitempty"`
+	MaxSteps        *int              `json:"max_steps,omitempty"`
+	BreakerRepeat   *int              `json:"breaker_repeat,omitempty"`
+	BreakerFailures *int              `json:"breaker_failures,omitempty"`
+	BudgetTokens    *int              `json:"budget_tokens,omitempty"`
+	BudgetUSD       *float64          `json:"budget_usd,omitempty"`
 	Velocity        string            `json:"velocity,omitempty"`
 	VelocityFile    string            `json:"velocity_file,omitempty"`
-	Reserve         int               `json:"reserve"`
+	Heartbeat       *time.Duration    `json:"heartbeat,omitempty"`
+	ContextWindow   *int              `json:"context_window,omitempty"` // only when set: else the model's
+	Reserve         *int              `json:"reserve,omitempty"`
+	ToolParallel    *int              `json:"tool_parallel,omitempty"`
 	Var             map[string]string `json:"var,omitempty"`
 }
 
 func (c *RunCmd) saved() savedOptions {
-	return savedOptions{LLM: c.LLM, LLMServe: c.LLMServe, Tools: c.Tools, ToolsServe: c.ToolsServe, ToolsList: c.ToolsList, Queue: c.Queue,
-		Model: c.Model, System: c.System, Verify: c.Verify, VerifyTimeout: c.VerifyTimeout, MaxVerify: c.MaxVerify, Commit: c.Commit,
-		Fresh: c.Fresh, Promise: c.Promise, MaxIterations: c.MaxIterations, BreakerRepeat: c.BreakerRepeat, BreakerFailures: c.BreakerFailures,
-		Velocity: c.Velocity, VelocityFile: c.VelocityFile, Reserve: c.Reserve, Var: c.Var}
+	s := savedOptions{LLM: c.LLM, LLMServe: c.LLMServe, Tools: c.Tools, ToolsServe: c.ToolsServe, ToolsList: c.ToolsList, Queue: c.Queue, Lease: c.Lease, IdleWait: &c.IdleWait,
+		Model: c.Model, MaxTokens: &c.MaxTokens, System: c.System, Verify: c.Verify, VerifyTimeout: &c.VerifyTimeout,
+		MaxVerify: &c.MaxVerify, MaxVerifySet: c.maxVerifySet, Commit: &c.Commit, Fresh: &c.Fresh, Promise: c.Promise,
+		MaxIterations: &c.MaxIterations, MaxSteps: &c.MaxSteps, BreakerRepeat: &c.BreakerRepeat, BreakerFailures: &c.BreakerFailures,
+		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
+		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var}
+	if c.contextWindowSet {
+		s.ContextWindow = &c.ContextWindow
+	}
+	return s
 }
 
-// restore fills the options still at their defaults from a saved run.
-// Components given again replace the saved ones as a pair (--llm or
-// --llm-serve; --tools or --tools-serve).
-func (c *RunCmd) restore(s savedOptions) {
-	str := func(cur *string, v string) {
-		if *cur == "" {
+// pick takes a saved value for a flag not given on the command line.
+func pick[T any](cur *T, given bool, saved *T) {
+	if !given && saved != nil {
+		*cur = *saved
+	}
+}
+
+// restore takes the saved run's options for every flag the command line
+// did not give (given reports it by flag name): a flag given again wins,
+// whatever its value. Components given again replace the saved ones as a
+// pair (--llm or --llm-serve; --tools or --tools-serve).
+func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
+	str := func(cur *string, flag, v string) {
+		if !given(flag) && v != "" {
 			*cur = v
 		}
 	}
-	if c.LLM == "" && c.LLMServe == "" {
+	if !given("llm") && !given("llm-serve") {
 		c.LLM, c.LLMServe = s.LLM, s.LLMServe
 	}
-	if c.Tools == "" && c.ToolsServe == "" {
+	if !given("tools") && !given("tools-serve") && !given("tools-list") {
 		c.Tools, c.ToolsServe, c.ToolsList = s.Tools, s.ToolsServe, s.ToolsList
 	}
-	str(&c.Queue, s.Queue)
-	str(&c.Model, s.Model)
-	str(&c.System, s.System)
-	str(&c.Verify, s.Verify)
-	str(&c.Promise, s.Promise)
-	str(&c.Velocity, s.Velocity)
-	str(&c.VelocityFile, s.VelocityFile)
-	c.Commit = c.Commit || s.Commit
-	c.Fresh = c.Fresh || s.Fresh
-	if c.VerifyTimeout == 10*time.Minute && s.VerifyTimeout > 0 {
-		c.VerifyTimeout = s.VerifyTimeout
+	str(&c.Queue, "queue", s.Queue)
+	str(&c.Lease, "lease", s.Lease)
+	str(&c.Model, "model", s.Model)
+	str(&c.System, "system", s.System)
+	str(&c.Verify, "verify", s.Verify)
+	str(&c.Promise, "promise", s.Promise)
+	str(&c.Velocity, "velocity", s.Velocity)
+	str(&c.VelocityFile, "velocity-file", s.VelocityFile)
+	pick(&c.IdleWait, given("idle-wait"), s.IdleWait)
+	pick(&c.MaxTokens, given("max-tokens"), s.MaxTokens)
+	pick(&c.VerifyTimeout, given("verify-timeout"), s.VerifyTimeout)
+	pick(&c.MaxVerify, given("max-verify"), s.MaxVerify)
+	if !given("max-verify") {
+		c.maxVerifySet = s.MaxVerifySet
 	}
-	if c.MaxVerify == 3 {
-		c.MaxVerify = s.MaxVerify
+	pick(&c.Commit, given("commit"), s.Commit)
+	pick(&c.Fresh, given("fresh"), s.Fresh)
+	pick(&c.MaxIterations, given("max-iterations"), s.MaxIterations)
+	pick(&c.MaxSteps, given("max-steps"), s.MaxSteps)
+	pick(&c.BreakerRepeat, given("breaker-repeat"), s.BreakerRepeat)
+	pick(&c.BreakerFailures, given("breaker-failures"), s.BreakerFailures)
+	pick(&c.BudgetTokens, given("budget-tokens"), s.BudgetTokens)
+	pick(&c.BudgetUSD, given("budget-usd"), s.BudgetUSD)
+	pick(&c.Heartbeat, given("heartbeat"), s.Heartbeat)
+	pick(&c.Reserve, given("reserve"), s.Reserve)
+	pick(&c.ToolParallel, given("tool-parallel"), s.ToolParallel)
+	if !given("context-window") && s.ContextWindow != nil {
+		c.ContextWindow, c.contextWindowSet = *s.ContextWindow, true
 	}
-	if c.MaxIterations == 0 {
-		c.MaxIterations = s.MaxIterations
-	}
-	if c.BreakerRepeat == 3 {
-		c.BreakerRepeat = s.BreakerRepeat
-	}
-	if c.BreakerFailures == 5 {
-		c.BreakerFailures = s.BreakerFailures
-	}
-	if c.Reserve == 2048 {
-		c.Reserve = s.Reserve
-	}
-	if len(c.Var) == 0 {
+	if !given("var") && len(s.Var) > 0 {
 		c.Var = s.Var
+	}
+}
+
+// defaultContextWindow is the window of a model pg-llm does not know.
+const defaultContextWindow = 200000
+
+// model looks the model up in pg-llm's table (`pg-llm models --json`):
+// its context window is the default of --context-window, and its prices
+// let the dollar budget price every call before it runs. The model is
+// --model, else, with the default model component, pg-llm's configured
+// model; with a component of your own and no --model it is unknown.
+func (c *RunCmd) model(rt *cli.Runtime, cfg *config.Config, o *loop.Options, workdir string) {
+	id := c.Model
+	if id == "" && c.LLM == "" && c.LLMServe == "" {
+		id = cfg.String("model")
+	}
+	if id != "" && (o.Budget.USD > 0 || !c.contextWindowSet) {
+		table, err := loop.ReadModels(rt.Ctx, loop.SiblingCommand("pg-llm", "models --json"), workdir)
+		if err != nil {
+			fmt.Fprintf(rt.IO.Err, "pg-loop: warning: %v\n", err)
+		} else if m, ok := loop.ChainModel(table, id); ok {
+			o.ModelInfo = &m
+		}
+	}
+	if !c.contextWindowSet {
+		o.ContextWindow = defaultContextWindow
+		if o.ModelInfo != nil && o.ModelInfo.ContextWindow > 0 {
+			o.ContextWindow = o.ModelInfo.ContextWindow
+		}
+	}
+	if o.ModelInfo != nil && o.ModelInfo.Priced() {
+		o.Budget.Prices = o.ModelInfo
 	}
 }
 
@@ -382,7 +495,7 @@ func (c *RunCmd) check(o *loop.Options) error {
 		}
 	}
 	for name, v := range map[string]int{"--max-steps": o.MaxSteps, "--max-verify": o.MaxVerify, "--max-iterations": o.MaxIterations, "--budget-tokens": o.Budget.Tokens,
-		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens} {
+		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens, "--tool-parallel": c.ToolParallel} {
 		if v < 0 {
 			return cli.Usagef("%s must not be negative", name)
 		}
@@ -399,7 +512,6 @@ func (c *RunCmd) check(o *loop.Options) error {
 }
 
 func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, sess *loop.Session, replay *loop.Replay) (loop.Source, error) {
-	cfg, _ := rt.Config()
 	switch {
 	case c.Team != "" || (sess != nil && sess.Info.Team != "" && len(c.Task) == 0 && c.Tasks == ""):
 		if c.Team == "" {
@@ -412,15 +524,15 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if err := d.Ensure(); err != nil {
 			return nil, cli.Failf("team", "%v", err)
 		}
-		lease := cfg.Duration("lease")
-		if lease <= 0 {
-			return nil, cli.Usagef("--lease must be positive")
+		lease, err := time.ParseDuration(c.Lease)
+		if err != nil || lease <= 0 {
+			return nil, cli.Usagef("--lease must be a positive duration, got %q", c.Lease)
 		}
 		q := c.Queue
 		if q == "" {
 			q = loop.SiblingCommand("pg-queue", "")
 		}
-		o.Team, o.Worker, o.Lease = &d, c.Worker, lease
+		o.Team, o.Worker, o.Lease, o.IdleWait = &d, c.Worker, lease, c.IdleWait
 		if o.VelocityFile == "" {
 			o.VelocityFile = d.Velocity(c.Worker)
 		}
@@ -504,15 +616,17 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 	if c.Tools != "" {
 		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Stderr: rt.IO.Err}
 	} else {
-		cmd := c.ToolsServe
+		cmd, list := c.ToolsServe, c.ToolsList
 		if cmd == "" {
-			cmd = loop.SiblingCommand("pg-tool", "serve")
-		}
-		list := c.ToolsList
-		if list == "" {
-			if strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
-				list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
+			// pg-tool serves one call at a time unless told otherwise; a
+			// turn's parallel calls should run together.
+			cmd = loop.SiblingCommand("pg-tool", fmt.Sprintf("serve --parallel %d", max(c.ToolParallel, 1)))
+			if list == "" {
+				list = loop.SiblingCommand("pg-tool", "list")
 			}
+		}
+		if list == "" && strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
+			list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
 		}
 		tools = loop.NewServeTools(cmd, list, workdir, rt.IO.Err)
 	}

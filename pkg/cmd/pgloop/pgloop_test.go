@@ -3,6 +3,9 @@ package pgloop
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,16 +58,89 @@ func TestConfigKeys(t *testing.T) {
 	}
 }
 
-// A resume takes the saved options for the flags left at their defaults;
-// flags given again win, components as a pair.
+func ptr[T any](v T) *T { return &v }
+
+// A resume takes the saved options for every flag not given again; a flag
+// given again wins whatever its value (an explicit --max-verify 3, the
+// default, or --fresh=false), components as a pair. The safety limits come
+// back too.
 func TestRestoreOptions(t *testing.T) {
-	saved := savedOptions{LLMServe: "m serve", Tools: "t", Verify: "make test", MaxVerify: 7, Commit: true, BreakerRepeat: 0, BreakerFailures: 5, Reserve: 100, Promise: "OK"}
-	c := &RunCmd{LLM: "mine", Verify: "go test", MaxVerify: 3, BreakerRepeat: 3, BreakerFailures: 5, Reserve: 2048, VerifyTimeout: 10 * time.Minute}
-	c.restore(saved)
+	saved := savedOptions{LLMServe: "m serve", Tools: "t", Verify: "make test", MaxVerify: ptr(7), MaxVerifySet: true, Commit: ptr(true), Fresh: ptr(true),
+		BreakerRepeat: ptr(0), BreakerFailures: ptr(5), Reserve: ptr(100), Promise: "OK",
+		MaxSteps: ptr(9), BudgetTokens: ptr(5000), BudgetUSD: ptr(0.5), MaxTokens: ptr(1000), ContextWindow: ptr(32000), Heartbeat: ptr(time.Second)}
+	given := map[string]bool{"llm": true, "verify": true, "max-verify": true, "fresh": true}
+	c := &RunCmd{LLM: "mine", Verify: "go test", MaxVerify: 3, BreakerRepeat: 3, BreakerFailures: 5, Reserve: 2048, VerifyTimeout: 10 * time.Minute,
+		MaxSteps: 200, MaxTokens: 8192, Heartbeat: 5 * time.Second}
+	c.maxVerifySet = true
+	c.restore(saved, func(f string) bool { return given[f] })
 	if c.LLM != "mine" || c.LLMServe != "" {
 		t.Errorf("model component: %q %q", c.LLM, c.LLMServe)
 	}
-	if c.Tools != "t" || c.Verify != "go test" || c.MaxVerify != 7 || !c.Commit || c.BreakerRepeat != 0 || c.Reserve != 100 || c.Promise != "OK" {
+	if c.Tools != "t" || c.Verify != "go test" || c.MaxVerify != 3 || !c.maxVerifySet || !c.Commit || c.Fresh || c.BreakerRepeat != 0 || c.Reserve != 100 || c.Promise != "OK" {
 		t.Errorf("restored %+v", c)
+	}
+	if c.MaxSteps != 9 || c.BudgetTokens != 5000 || c.BudgetUSD != 0.5 || c.MaxTokens != 1000 || c.ContextWindow != 32000 || !c.contextWindowSet || c.Heartbeat != time.Second {
+		t.Errorf("limits not restored: %+v", c)
+	}
+
+	// Nothing given: everything saved comes back.
+	c = &RunCmd{MaxVerify: 3}
+	c.restore(saved, func(string) bool { return false })
+	if c.MaxVerify != 7 || !c.maxVerifySet || !c.Fresh || c.LLMServe != "m serve" || c.Verify != "make test" {
+		t.Errorf("restored %+v", c)
+	}
+
+	// What a run saves comes back the same.
+	c.MaxSteps, c.BudgetUSD = 17, 1.25
+	b, err := json.Marshal(c.saved())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back savedOptions
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	d := &RunCmd{}
+	d.restore(back, func(string) bool { return false })
+	if d.MaxSteps != 17 || d.BudgetUSD != 1.25 || d.MaxVerify != 7 || !d.maxVerifySet || !d.Fresh || d.ContextWindow != 32000 || !d.contextWindowSet {
+		t.Errorf("round trip: %s -> %+v", b, d)
+	}
+	// A window left to the model is not saved: the resumed run asks again.
+	if b, _ := json.Marshal((&RunCmd{ContextWindow: 200000}).saved()); strings.Contains(string(b), "context_window") {
+		t.Errorf("saved a default window: %s", b)
+	}
+}
+
+// A run's failure is reported like every other error: one line, lower
+// case, no final period, on stderr only (the end marker stays the last
+// stdout line), with its exit code.
+func TestRunFailureFormat(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model")
+	os.WriteFile(model, []byte(`#!/bin/sh
+cat > /dev/null
+echo '{"type":"error","kind":"auth","message":"Invalid API key.\\nSet ANTHROPIC_API_KEY.","retryable":false}'
+`), 0o755)
+	tools := filepath.Join(dir, "tools")
+	os.WriteFile(tools, []byte("#!/bin/sh\necho '[]'\n"), 0o755)
+	var out, errb bytes.Buffer
+	env := []string{"HOME=" + home, "POWERGLIDE_HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	code := cli.Run(context.Background(), Spec(), []string{"--task", "x", "--llm", model, "--tools", tools, "--json"}, cli.Test(nil, &out, &errb, env...))
+	if code != cli.ExitFailure {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		if strings.HasPrefix(l, "pg-loop: error:") {
+			lines = append(lines, l)
+		}
+	}
+	want := "pg-loop: error: unrecoverable: model auth error: Invalid API key. Set ANTHROPIC_API_KEY"
+	if len(lines) != 1 || lines[0] != want {
+		t.Errorf("stderr %q, want the one line %q", errb.String(), want)
+	}
+	if o := strings.TrimSpace(out.String()); !strings.HasSuffix(o, "\n<POWERGLIDE_ERROR>") {
+		t.Errorf("stdout does not end with the marker:\n%s", o)
 	}
 }

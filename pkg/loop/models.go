@@ -1,0 +1,113 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ModelInfo is what the loop needs of a model: its context window and its
+// prices in USD per million tokens, as `pg-llm models --json` prints them.
+// pg-loop asks pg-llm rather than linking its table, so it carries no
+// provider SDK.
+type ModelInfo struct {
+	ID                string  `json:"id"`
+	ContextWindow     int     `json:"context_window"`
+	InputPerMTok      float64 `json:"input_per_mtok"`
+	OutputPerMTok     float64 `json:"output_per_mtok"`
+	CacheReadPerMTok  float64 `json:"cache_read_per_mtok,omitempty"`
+	CacheWritePerMTok float64 `json:"cache_write_per_mtok,omitempty"`
+}
+
+// Priced reports whether the model's prices are known.
+func (m ModelInfo) Priced() bool { return m.InputPerMTok > 0 || m.OutputPerMTok > 0 }
+
+// inputPrice is the dearest price an input token may have: a request with
+// caching on may write its prompt to the cache.
+func (m ModelInfo) inputPrice() float64 { return max(m.InputPerMTok, m.CacheWritePerMTok) }
+
+// Cost prices a usage at the model's prices (cached tokens at the input
+// price when the cache has none of its own).
+func (m ModelInfo) Cost(in, out, cacheRead, cacheWrite int) float64 {
+	read, write := m.CacheReadPerMTok, m.CacheWritePerMTok
+	if read == 0 {
+		read = m.InputPerMTok
+	}
+	if write == 0 {
+		write = m.InputPerMTok
+	}
+	return (float64(in)*m.InputPerMTok + float64(out)*m.OutputPerMTok + float64(cacheRead)*read + float64(cacheWrite)*write) / 1e6
+}
+
+// ReadModels runs a `pg-llm models --json`-like command and decodes its
+// lines.
+func ReadModels(ctx context.Context, cmdline, dir string) ([]ModelInfo, error) {
+	cmd := shellCommand(ctx, cmdline)
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("model table from %q: %w: %s", cmdline, err, oneLine(errb.String(), 200))
+	}
+	var table []ModelInfo
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var m ModelInfo
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("model table from %q: %w", cmdline, err)
+		}
+		table = append(table, m)
+	}
+	return table, nil
+}
+
+// FindModel finds a model in the table as pg-llm does: exactly, or by the
+// longest known id that the name extends with a dash.
+func FindModel(table []ModelInfo, id string) (ModelInfo, bool) {
+	best := -1
+	for i, m := range table {
+		if m.ID == id {
+			return m, true
+		}
+		if strings.HasPrefix(id, m.ID+"-") && (best < 0 || len(m.ID) > len(table[best].ID)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ModelInfo{}, false
+	}
+	return table[best], true
+}
+
+// ChainModel describes a model or a fallback chain a,b,c on the safe side:
+// the smallest context window and the dearest prices of its models. The
+// prices count only when every model of the chain has them.
+func ChainModel(table []ModelInfo, chain string) (ModelInfo, bool) {
+	out := ModelInfo{ID: chain}
+	found, priced := false, true
+	for _, id := range strings.Split(chain, ",") {
+		m, ok := FindModel(table, strings.TrimSpace(id))
+		if !ok {
+			priced = false
+			continue
+		}
+		found = true
+		if m.ContextWindow > 0 && (out.ContextWindow == 0 || m.ContextWindow < out.ContextWindow) {
+			out.ContextWindow = m.ContextWindow
+		}
+		if !m.Priced() {
+			priced = false
+		}
+		out.InputPerMTok = max(out.InputPerMTok, m.InputPerMTok)
+		out.OutputPerMTok = max(out.OutputPerMTok, m.OutputPerMTok)
+		out.CacheReadPerMTok = max(out.CacheReadPerMTok, m.CacheReadPerMTok)
+		out.CacheWritePerMTok = max(out.CacheWritePerMTok, m.CacheWritePerMTok)
+	}
+	if !priced {
+		out.InputPerMTok, out.OutputPerMTok, out.CacheReadPerMTok, out.CacheWritePerMTok = 0, 0, 0, 0
+	}
+	return out, found
+}
