@@ -404,8 +404,12 @@ func anthropicError(err error) error {
 		if ae.Response != nil {
 			h = ae.Response.Header
 		}
+		inStream := status == http.StatusOK // an error event after HTTP 200
+		if inStream {
+			status = 0
+		}
 		e := classifyHTTP(status, string(ae.Type()), raw, h)
-		if status == http.StatusOK {
+		if inStream {
 			if e.Kind == protocol.KindBadRequest && ae.Type() != "invalid_request_error" {
 				e.Kind, e.Retryable = protocol.KindServer, true
 			}

@@ -235,6 +235,55 @@ func TestClassifyOverflowWordings(t *testing.T) {
 	if e := classifyHTTP(403, "permission_error", "", nil); e.Kind != protocol.KindAuth || e.Retryable {
 		t.Errorf("403: %+v", e)
 	}
+	// More overflow wordings, as an error document and inside a stream.
+	for _, c := range []struct {
+		status   int
+		typ, msg string
+	}{
+		{400, "invalid_request_error", "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"},
+		{400, "invalid_request_error", "Your input exceeds the context window of this model. Please adjust your input and try again."},
+		{400, "BadRequestError", "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion)."},
+		{413, "request_too_large", "Request exceeds the maximum allowed number of bytes."},
+		{0, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"},
+	} {
+		if e := classifyHTTP(c.status, c.typ, c.msg, nil); e.Kind != protocol.KindContextOverflow || e.Retryable {
+			t.Errorf("%d %q: kind %s retryable %v", c.status, c.msg, e.Kind, e.Retryable)
+		}
+	}
+	// Rate limits and server errors whose text mentions tokens or the
+	// context window are retried, not reported as an overflow.
+	for _, c := range []struct {
+		status   int
+		typ, msg string
+		kind     string
+	}{
+		{429, "", `{"error":{"message":"Too many tokens, please wait before trying again.","type":"tokens"}}`, protocol.KindRateLimit},
+		{429, "rate_limit_error", "This request would exceed the rate limit for your organization of 30,000 input tokens per minute; the prompt is too long to fit under it, retry later", protocol.KindRateLimit},
+		{500, "api_error", "Internal error while computing the context window", protocol.KindServer},
+		{500, "", `{"error":{"message":"maximum context length lookup failed","type":"server_error"}}`, protocol.KindServer},
+		{0, "rate_limit_error", "Too many tokens, please wait before trying again.", protocol.KindRateLimit},
+		{0, "overloaded_error", "Overloaded: prompt too long queue", protocol.KindOverloaded},
+	} {
+		if e := classifyHTTP(c.status, c.typ, c.msg, nil); e.Kind != c.kind || !e.Retryable {
+			t.Errorf("%d %q: kind %s retryable %v, want retryable %s", c.status, c.msg, e.Kind, e.Retryable, c.kind)
+		}
+	}
+}
+
+// TestNeverRetry400401403: the status wins over an error type that would
+// otherwise be retried.
+func TestNeverRetry400401403(t *testing.T) {
+	for _, status := range []int{400, 401, 403} {
+		for _, typ := range []string{"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "engine_overloaded_error"} {
+			h := http.Header{"X-Should-Retry": {"true"}, "Retry-After": {"1"}}
+			if e := classifyHTTP(status, typ, `{"error":{"type":"`+typ+`","message":"x"}}`, h); e.Retryable {
+				t.Errorf("%d %s: kind %s is retryable", status, typ, e.Kind)
+			}
+		}
+	}
+	if e := classifyHTTP(400, "authentication_error", "", nil); e.Kind != protocol.KindAuth {
+		t.Errorf("400 authentication_error: %+v", e)
+	}
 }
 
 func TestFallback(t *testing.T) {
