@@ -92,6 +92,11 @@ var scenarios = []struct {
 	{"thinking", []string{"thinking"}, []string{"start", gcdThinking, gcdText, "usage", "end:end_turn"}, "", 1},
 	{"midstream_error", []string{"midstream_error"}, []string{"start", "text:Hello", "error:overloaded"}, protocol.KindOverloaded, 1},
 	{"truncated", []string{"truncated"}, []string{"start", "text:Hello", "error:network"}, protocol.KindNetwork, 1},
+	// The server closes the stream cleanly after the finish (OpenAI: the
+	// finish_reason chunk, without the usage chunk and [DONE]; Anthropic:
+	// message_delta without message_stop): cut off, not a success with no
+	// usage.
+	{"truncated_after_finish", []string{"truncated_after_finish"}, []string{"start", helloText, "error:network"}, protocol.KindNetwork, 1},
 	{"rate_limit_then_ok", []string{"rate_limit", "text"}, []string{"retry:1 rate_limit", "start", helloText, "usage", "end:end_turn"}, "", 2},
 	{"overloaded_then_ok", []string{"overloaded", "text"}, []string{"retry:1 overloaded", "start", helloText, "usage", "end:end_turn"}, "", 2},
 	{"server_error_then_ok", []string{"server_error", "text"}, []string{"retry:1 server", "start", helloText, "usage", "end:end_turn"}, "", 2},

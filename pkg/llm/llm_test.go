@@ -476,3 +476,121 @@ func TestSSEFraming(t *testing.T) {
 		t.Fatalf("cut-off event: %v", err)
 	}
 }
+
+// TestOpenAIDoneRequired: provider openai needs [DONE]; openai-compatible
+// accepts a stream closed without it only when the finish_reason and the
+// usage both arrived.
+func TestOpenAIDoneRequired(t *testing.T) {
+	finish := `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}` + "\n\n"
+	usage := `data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}` + "\n\n"
+	done := "data: [DONE]\n\n"
+	cases := []struct {
+		body      string
+		lenient   bool
+		wantUsage int // output tokens; -1: the stream counts as cut off
+	}{
+		{finish + usage + done, false, 2},
+		{finish + usage + done, true, 2},
+		{finish + usage, false, -1},
+		{finish + usage, true, 2},
+		{finish, false, -1},
+		{finish, true, -1},
+		{usage, true, -1},
+	}
+	for i, c := range cases {
+		end, err := decodeOpenAI(strings.NewReader(c.body), NewEmitter("", nil), c.lenient)
+		if c.wantUsage < 0 {
+			if err == nil || !errors.Is(err, ErrTruncated) || classifyTransport(err).Kind != protocol.KindNetwork {
+				t.Errorf("case %d: want a cut-off stream, got %v %+v", i, err, end)
+			}
+			continue
+		}
+		if err != nil || end.Usage.OutputTokens != c.wantUsage {
+			t.Errorf("case %d: %v %+v", i, err, end)
+		}
+	}
+}
+
+// TestOpenAIToolFragments: names repeated in every fragment are kept once,
+// and fragments without an index are keyed by id, or continue the last
+// call.
+func TestOpenAIToolFragments(t *testing.T) {
+	cases := []struct{ name, chunks, want string }{
+		{"name repeated", `{"index":0,"id":"call_a","type":"function","function":{"name":"bash","arguments":""}}
+{"index":0,"function":{"name":"bash","arguments":"{\"cmd\":"}}
+{"index":0,"function":{"name":"bash","arguments":"\"ls\"}"}}`, `call_a bash {"cmd":"ls"}`},
+		{"no index, whole calls with ids", `{"id":"call_a","type":"function","function":{"name":"bash","arguments":"{\"cmd\":\"ls\"}"}}
+{"id":"call_b","type":"function","function":{"name":"read","arguments":"{\"path\":\"a.go\"}"}}`, `call_a bash {"cmd":"ls"}|call_b read {"path":"a.go"}`},
+		{"no index, continuation without id", `{"id":"call_a","type":"function","function":{"name":"bash","arguments":"{\"cmd\""}}
+{"function":{"arguments":":\"ls\"}"}}
+{"id":"call_b","type":"function","function":{"name":"read","arguments":"{}"}}`, `call_a bash {"cmd":"ls"}|call_b read {}`},
+		{"interleaved by index", `{"index":1,"id":"call_b","type":"function","function":{"name":"read","arguments":"{\"pa"}}
+{"index":0,"id":"call_a","type":"function","function":{"name":"bash","arguments":"{}"}}
+{"index":1,"function":{"arguments":"th\":\"x\"}"}}`, `call_a bash {}|call_b read {"path":"x"}`},
+	}
+	for _, c := range cases {
+		var body strings.Builder
+		for _, frag := range strings.Split(c.chunks, "\n") {
+			body.WriteString(`data: {"choices":[{"index":0,"delta":{"tool_calls":[` + frag + `]}}]}` + "\n\n")
+		}
+		body.WriteString(`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n")
+		end, err := decodeOpenAI(strings.NewReader(body.String()), NewEmitter("", nil), false)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var got []string
+		for _, tc := range end.Message.Content.ToolCalls() {
+			got = append(got, tc.ID+" "+tc.Name+" "+string(tc.Input))
+		}
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, strings.Join(got, "|"), c.want)
+		}
+	}
+}
+
+// TestAnthropicToolUseNeedsIDAndName: a tool_use block without an id or a
+// name cannot be answered, so the stream fails (kind server) instead of
+// ending with a message that Request.Validate rejects.
+func TestAnthropicToolUseNeedsIDAndName(t *testing.T) {
+	for _, cb := range []string{`{"type":"tool_use","id":"","name":"bash","input":{}}`, `{"type":"tool_use","id":"toolu_1","input":{}}`} {
+		body := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":5}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":" + cb + "}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":3}}\n\n" +
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+		var events []any
+		end, err := decodeAnthropic(strings.NewReader(body), NewEmitter("", func(ev any) { events = append(events, ev) }))
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != protocol.KindServer || end != nil {
+			t.Fatalf("%s: err %v end %+v", cb, err, end)
+		}
+		if len(events) != 0 {
+			t.Fatalf("%s: events %v", cb, summary(events))
+		}
+	}
+}
+
+// TestAnthropicSkipsUnsignedThinking: thinking without a signature (from an
+// OpenAI-compatible model, before a fallback) is not sent; signed thinking
+// and redacted thinking are.
+func TestAnthropicSkipsUnsignedThinking(t *testing.T) {
+	req := &protocol.Request{MaxTokens: 100, Messages: []protocol.Message{
+		{Role: "user", Content: protocol.Content{{Type: "text", Text: "q1"}}},
+		{Role: "assistant", Content: protocol.Content{{Type: "thinking", Thinking: "local reasoning"}, {Type: "text", Text: "a1"}}},
+		{Role: "user", Content: protocol.Content{{Type: "text", Text: "q2"}}},
+		{Role: "assistant", Content: protocol.Content{{Type: "thinking", Thinking: "signed", Signature: "sig"}, {Type: "redacted_thinking", Data: "EmwK"}, {Type: "text", Text: "a2"}}},
+		{Role: "user", Content: protocol.Content{{Type: "text", Text: "q3"}}},
+	}}
+	p, _ := anthropicParams("claude-sonnet-4-5", req)
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := string(b)
+	if strings.Contains(js, "local reasoning") || strings.Count(js, `"type":"thinking"`) != 1 ||
+		!strings.Contains(js, `"signature":"sig"`) || !strings.Contains(js, `{"data":"EmwK","type":"redacted_thinking"}`) || !strings.Contains(js, `"a1"`) {
+		t.Fatalf("body: %s", js)
+	}
+}
