@@ -151,6 +151,8 @@ func (a *Anthropic) Stream(ctx context.Context, model string, req *protocol.Requ
 	params, tools := anthropicParams(model, req)
 	var resp *http.Response
 	tap := &bodyTap{}
+	ctx, cancel := context.WithCancel(ctx) // finishBody's way to give up on a stalled body
+	defer cancel()
 	opts := []option.RequestOption{option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware)}
 	if len(tools) > 0 {
 		opts = append(opts, option.WithJSONSet("tools", tools))
@@ -173,7 +175,11 @@ func (a *Anthropic) Stream(ctx context.Context, model string, req *protocol.Requ
 		reqID = resp.Header.Get("request-id")
 	}
 	em.Start(a.name, em.Model, reqID)
-	return decodeAnthropic(body, em)
+	end, err := decodeAnthropic(body, em)
+	if err == nil {
+		finishBody(body, cancel)
+	}
+	return end, err
 }
 
 // anthropicEvent holds the fields of every Messages stream event that

@@ -218,7 +218,7 @@ func TestRetryAfterParsing(t *testing.T) {
 }
 
 func TestClassifyOverflowWordings(t *testing.T) {
-	for _, f := range []string{"anthropic/context_overflow", "openai/context_overflow", "openai/llamacpp_context_overflow"} {
+	for _, f := range []string{"anthropic/context_overflow", "openai/context_overflow", "llamacpp/context_overflow"} {
 		rs := fixtures(t, filepath.Dir(f), filepath.Base(f))
 		e := classifyHTTP(rs[0].Status, "", string(rs[0].Body), rs[0].Header)
 		if e.Kind != protocol.KindContextOverflow || e.Retryable {

@@ -139,6 +139,8 @@ func (o *OpenAI) Stream(ctx context.Context, model string, req *protocol.Request
 	}
 	var resp *http.Response
 	tap := &bodyTap{}
+	ctx, cancel := context.WithCancel(ctx) // finishBody's way to give up on a stalled body
+	defer cancel()
 	stream := o.chat.NewStreaming(ctx, params, option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware))
 	body := tap.take()
 	if body != nil {
@@ -157,7 +159,11 @@ func (o *OpenAI) Stream(ctx context.Context, model string, req *protocol.Request
 		reqID = resp.Header.Get("x-request-id")
 	}
 	em.Start(o.name, em.Model, reqID)
-	return decodeOpenAI(body, em, o.compatible)
+	end, err := decodeOpenAI(body, em, o.compatible)
+	if err == nil {
+		finishBody(body, cancel)
+	}
+	return end, err
 }
 
 // openaiChunk holds the fields of a chat.completion.chunk that matter here,
