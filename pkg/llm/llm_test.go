@@ -594,3 +594,47 @@ func TestAnthropicSkipsUnsignedThinking(t *testing.T) {
 		t.Fatalf("body: %s", js)
 	}
 }
+
+// TestSDKTestStreams replays streams taken from the official SDKs' own
+// tests (see testdata/llm/README.md): a cassette the Anthropic SDK
+// recorded from the live API, and the OpenAI SDK's accumulator stream.
+func TestSDKTestStreams(t *testing.T) {
+	cases := []struct {
+		pc        providerCase
+		fixture   string
+		want      []string
+		in, out   int
+		requestID string
+	}{
+		{providerCases[0], "sdk_tool_runner_stream", []string{"start",
+			"text:I'd be happy to check the weather in San Francisco for you. Let me get that information for you right away.",
+			`tool_call:get_weather {"city":"San Francisco"}`, "usage", "end:tool_use"}, 394, 79, "req_011CUdgeEggCMUt3Y8mNfvTP"},
+		{providerCases[1], "sdk_accumulator_stream", nil, 0, 100, ""},
+	}
+	for _, c := range cases {
+		srv := llmtest.NewServer(fixtures(t, c.pc.families[0], c.fixture)...)
+		r := testRouter(t, c.pc.opts(srv.URL))
+		events, end, err := collect(r, testRequest(c.pc.model))
+		srv.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.fixture, err)
+		}
+		got := summary(events)
+		if c.want != nil && strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s: events\n%s\nwant\n%s", c.fixture, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		}
+		if c.want == nil {
+			// 118 text deltas of a Santorini travelogue, then one call.
+			if len(got) != 5 || !strings.HasPrefix(got[1], "text:Let's take a journey to the beautiful island of Santorini in Greece.") ||
+				got[2] != `tool_call:get_weather {"location":"Santorini, Greece"}` || got[4] != "end:tool_use" {
+				t.Errorf("%s: events %q", c.fixture, got)
+			}
+		}
+		if end.Usage.InputTokens != c.in || end.Usage.OutputTokens != c.out {
+			t.Errorf("%s: usage %+v", c.fixture, end.Usage)
+		}
+		if st := events[0].(*protocol.StartEvent); st.RequestID != c.requestID {
+			t.Errorf("%s: request id %q", c.fixture, st.RequestID)
+		}
+	}
+}

@@ -324,7 +324,7 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 			return nil, e
 		}
 		if u := ch.Usage; u != nil && u.PromptTokens+u.CompletionTokens > 0 {
-			cached := u.PromptTokensDetails.CachedTokens
+			cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens) // prompt_tokens includes the cached ones
 			end.Usage = protocol.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}
 			gotUsage = true
 		}
