@@ -20,6 +20,7 @@ func TestPgLLM(t *testing.T) {
 	p := Params(scriptDir("pg-llm"))
 	p.Cmds["fakellm"] = cmdFakeLLM
 	p.Cmds["fakellm-requests"] = cmdFakeLLMRequests
+	p.Cmds["fakellm-conns"] = cmdFakeLLMConns
 	testscript.Run(t, p)
 }
 
@@ -109,4 +110,19 @@ func cmdFakeLLMRequests(ts *testscript.TestScript, neg bool, args []string) {
 	for i, r := range srv.Requests() {
 		fmt.Fprintf(ts.Stdout(), "%d %s %s\n%s\n", i+1, r.Method, r.Path, r.Body)
 	}
+}
+
+// cmdFakeLLMConns prints how many TCP connections the server of VAR
+// accepted.
+func cmdFakeLLMConns(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: fakellm-conns VAR")
+	}
+	fakeMu.Lock()
+	srv := fakeServers[ts.Getenv("WORK")+"/"+args[0]]
+	fakeMu.Unlock()
+	if srv == nil {
+		ts.Fatalf("no fakellm server for %s", args[0])
+	}
+	fmt.Fprintf(ts.Stdout(), "%d\n", srv.Conns())
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -73,6 +72,12 @@ func anthropicParams(model string, req *protocol.Request) (anthropic.MessageNewP
 			case protocol.BlockToolResult:
 				blocks = append(blocks, anthropic.NewToolResultBlock(b.ID, b.Output, b.IsError))
 			case protocol.BlockThinking:
+				// Thinking without Anthropic's signature came from another
+				// provider (reasoning_content of an OpenAI-compatible model
+				// before a fallback): the API would reject it with a 400.
+				if b.Signature == "" {
+					continue
+				}
 				blocks = append(blocks, anthropic.NewThinkingBlock(b.Signature, b.Thinking))
 			case protocol.BlockRedactedThinking:
 				blocks = append(blocks, anthropic.NewRedactedThinkingBlock(b.Data))
@@ -146,6 +151,8 @@ func (a *Anthropic) Stream(ctx context.Context, model string, req *protocol.Requ
 	params, tools := anthropicParams(model, req)
 	var resp *http.Response
 	tap := &bodyTap{}
+	ctx, cancel := context.WithCancel(ctx) // finishBody's way to give up on a stalled body
+	defer cancel()
 	opts := []option.RequestOption{option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware)}
 	if len(tools) > 0 {
 		opts = append(opts, option.WithJSONSet("tools", tools))
@@ -168,7 +175,11 @@ func (a *Anthropic) Stream(ctx context.Context, model string, req *protocol.Requ
 		reqID = resp.Header.Get("request-id")
 	}
 	em.Start(a.name, em.Model, reqID)
-	return decodeAnthropic(body, em)
+	end, err := decodeAnthropic(body, em)
+	if err == nil {
+		finishBody(body, cancel)
+	}
+	return end, err
 }
 
 // anthropicEvent holds the fields of every Messages stream event that
@@ -240,7 +251,7 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 	}
 	at := func(i int) (*anthropicBlock, error) {
 		if i < 0 || i >= len(blocks) {
-			return nil, fmt.Errorf("anthropic stream: event for unknown content block %d", i)
+			return nil, badStream("anthropic stream: event for unknown content block %d", i)
 		}
 		return blocks[i], nil
 	}
@@ -268,7 +279,7 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 		}
 		var ev anthropicEvent
 		if err := json.Unmarshal(data, &ev); err != nil {
-			return nil, fmt.Errorf("anthropic stream: event %q: %w", name, err)
+			return nil, badStream("anthropic stream: event %q: %v", name, err)
 		}
 		if string(name) == "error" || ev.Type == "error" {
 			return nil, streamError("anthropic", ev.errorType(), string(data))
@@ -283,10 +294,10 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 		case "content_block_start":
 			cb := ev.ContentBlock
 			if cb == nil {
-				return nil, errors.New("anthropic stream: content_block_start without a content_block")
+				return nil, badStream("anthropic stream: content_block_start without a content_block")
 			}
 			if ev.Index != len(blocks) {
-				return nil, fmt.Errorf("anthropic stream: content block %d started out of order", ev.Index)
+				return nil, badStream("anthropic stream: content block %d started out of order", ev.Index)
 			}
 			b := &anthropicBlock{}
 			switch cb.Type {
@@ -301,6 +312,11 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 			case "redacted_thinking":
 				b.b = protocol.Block{Type: protocol.BlockRedactedThinking, Data: cb.Data}
 			case "tool_use":
+				// Without both the call could not be answered: the tool
+				// result must name the id, and a caller runs tools by name.
+				if cb.ID == "" || cb.Name == "" {
+					return nil, badStream("anthropic stream: tool_use block %d without an id or a name", ev.Index)
+				}
 				b.b = protocol.Block{Type: protocol.BlockToolCall, ID: cb.ID, Name: cb.Name}
 			default: // server tool blocks and future types are not ours to replay
 				b.b = protocol.Block{Type: cb.Type}
@@ -322,7 +338,7 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 			if b.b.Type == protocol.BlockToolCall && b.b.Input == nil {
 				in, err := parseInput(b.text.String())
 				if err != nil {
-					return nil, fmt.Errorf("anthropic stream: tool call %s: %w", b.b.Name, err)
+					return nil, badStream("anthropic stream: tool call %s: %v", b.b.Name, err)
 				}
 				b.b.Input = in
 				em.ToolCall(protocol.ToolCall{ID: b.b.ID, Name: b.b.Name, Input: in})
@@ -353,7 +369,7 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 					b.b.Thinking = b.text.String()
 				case protocol.BlockToolCall:
 					if b.b.Input == nil {
-						return nil, fmt.Errorf("anthropic stream: tool call %s never stopped", b.b.Name)
+						return nil, badStream("anthropic stream: tool call %s never stopped", b.b.Name)
 					}
 				case protocol.BlockRedactedThinking:
 				default:
@@ -404,8 +420,12 @@ func anthropicError(err error) error {
 		if ae.Response != nil {
 			h = ae.Response.Header
 		}
+		inStream := status == http.StatusOK // an error event after HTTP 200
+		if inStream {
+			status = 0
+		}
 		e := classifyHTTP(status, string(ae.Type()), raw, h)
-		if status == http.StatusOK {
+		if inStream {
 			if e.Kind == protocol.KindBadRequest && ae.Type() != "invalid_request_error" {
 				e.Kind, e.Retryable = protocol.KindServer, true
 			}

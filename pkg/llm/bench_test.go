@@ -63,7 +63,7 @@ func BenchmarkSSEDecode(b *testing.B) {
 			return err
 		}},
 		{"openai", bigOpenAI(5000), func(body []byte, em *Emitter) error {
-			_, err := decodeOpenAI(openaiStreamOf(body), em)
+			_, err := decodeOpenAI(openaiStreamOf(body), em, false)
 			return err
 		}},
 	} {
@@ -124,7 +124,7 @@ func TestBigStreamsDecode(t *testing.T) {
 	if err != nil || len(end.Message.Content) != 2 || len(end.Message.Content[1].Input) != 10*10+len(`{"text":""}`) {
 		t.Fatalf("%v %+v", err, end)
 	}
-	end, err = decodeOpenAI(openaiStreamOf(bigOpenAI(100)), em)
+	end, err = decodeOpenAI(openaiStreamOf(bigOpenAI(100)), em, false)
 	if err != nil || len(end.Message.Content) != 2 {
 		t.Fatalf("%v %+v", err, end)
 	}

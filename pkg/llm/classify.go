@@ -20,9 +20,12 @@ import (
 // context window. Anthropic: "prompt is too long: 208310 tokens > 200000
 // maximum", "input length and `max_tokens` exceed context limit"; OpenAI
 // and vLLM: code context_length_exceeded, "This model's maximum context
-// length is 128000 tokens"; llama.cpp server: type exceed_context_size_error,
-// "the request exceeds the available context size"; Ollama: "prompt too
-// long"; OpenRouter: "maximum context length".
+// length is 128000 tokens", "Your input exceeds the context window of this
+// model"; llama.cpp server: type exceed_context_size_error, "the request
+// exceeds the available context size"; Ollama: "prompt too long";
+// OpenRouter: "maximum context length". Each phrase is specific to context
+// length: a rate limit worded "too many tokens" must not match, because
+// overflow is never retried.
 var overflowPhrases = []string{
 	"prompt is too long",
 	"exceed context limit",
@@ -31,9 +34,8 @@ var overflowPhrases = []string{
 	"exceed_context_size",
 	"exceeds the available context size",
 	"context size has been exceeded",
-	"context window",
+	"exceeds the context window",
 	"prompt too long",
-	"too many tokens",
 	"request_too_large",
 }
 
@@ -47,28 +49,45 @@ func isOverflow(text string) bool {
 	return false
 }
 
-// classifyHTTP classifies an API error from its status, the provider's
-// error type (e.g. overloaded_error) and the body text.
+// classifyHTTP classifies an API error from its status (0 for an error
+// event inside a 200 stream), the provider's error type (e.g.
+// overloaded_error) and the body text.
+//
+// The status decides first: 400, 401 and 403 are never retried whatever
+// the body says, and the overflow wordings count only where an overflow
+// can be reported (400, 413, or in the stream), so a 429 or 500 whose text
+// happens to mention tokens is still retried.
 func classifyHTTP(status int, errType, body string, header http.Header) *Error {
 	e := &Error{Status: status}
 	t := strings.ToLower(errType)
 	switch {
-	case isOverflow(body) || isOverflow(errType):
-		e.Kind = protocol.KindContextOverflow
+	case status == 401 || status == 403:
+		e.Kind = protocol.KindAuth
+	case status == 400 || status == 413:
+		switch {
+		case status == 413 || isOverflow(body) || isOverflow(errType):
+			e.Kind = protocol.KindContextOverflow
+		case t == "authentication_error" || t == "permission_error":
+			e.Kind = protocol.KindAuth
+		default:
+			e.Kind = protocol.KindBadRequest
+		}
+		// Never retryable: the same request gets the same answer.
+		return e
 	case strings.Contains(t, "insufficient_quota"):
 		e.Kind = protocol.KindRateLimit // out of credit: waiting does not help
 	case strings.Contains(t, "overloaded") || status == 529 || status == 503:
 		e.Kind, e.Retryable = protocol.KindOverloaded, true
-	case t == "rate_limit_error" || status == 429:
+	case strings.Contains(t, "rate_limit") || status == 429:
 		e.Kind, e.Retryable = protocol.KindRateLimit, true
-	case t == "authentication_error" || t == "permission_error" || status == 401 || status == 403:
+	case status == 0 && (isOverflow(body) || isOverflow(errType)):
+		e.Kind = protocol.KindContextOverflow
+	case t == "authentication_error" || t == "permission_error":
 		e.Kind = protocol.KindAuth
 	case t == "timeout_error" || status == 408 || status == 504:
 		e.Kind, e.Retryable = protocol.KindTimeout, true
 	case t == "api_error" || status >= 500 || status == 409:
 		e.Kind, e.Retryable = protocol.KindServer, true
-	case status == 413:
-		e.Kind = protocol.KindContextOverflow
 	default:
 		e.Kind = protocol.KindBadRequest
 	}

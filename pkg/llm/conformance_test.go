@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,23 @@ func fixtures(t testing.TB, family string, names ...string) []*llmtest.Response 
 		t.Fatal(err)
 	}
 	return rs
+}
+
+// fixturesIn loads each named fixture from the first family directory
+// that has it: a compatible server's own streams, and OpenAI's error
+// documents for the rest.
+func fixturesIn(t testing.TB, families []string, names ...string) []*llmtest.Response {
+	t.Helper()
+	var out []*llmtest.Response
+	for _, n := range names {
+		for i, fam := range families {
+			if _, err := os.Stat(filepath.Join(fixtureDir, fam, n+".http")); err == nil || i == len(families)-1 {
+				out = append(out, fixtures(t, fam, n)...)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // summary renders events in a provider-neutral form: adjacent text or
@@ -92,6 +110,11 @@ var scenarios = []struct {
 	{"thinking", []string{"thinking"}, []string{"start", gcdThinking, gcdText, "usage", "end:end_turn"}, "", 1},
 	{"midstream_error", []string{"midstream_error"}, []string{"start", "text:Hello", "error:overloaded"}, protocol.KindOverloaded, 1},
 	{"truncated", []string{"truncated"}, []string{"start", "text:Hello", "error:network"}, protocol.KindNetwork, 1},
+	// The server closes the stream cleanly after the finish (OpenAI: the
+	// finish_reason chunk, without the usage chunk and [DONE]; Anthropic:
+	// message_delta without message_stop): cut off, not a success with no
+	// usage.
+	{"truncated_after_finish", []string{"truncated_after_finish"}, []string{"start", helloText, "error:network"}, protocol.KindNetwork, 1},
 	{"rate_limit_then_ok", []string{"rate_limit", "text"}, []string{"retry:1 rate_limit", "start", helloText, "usage", "end:end_turn"}, "", 2},
 	{"overloaded_then_ok", []string{"overloaded", "text"}, []string{"retry:1 overloaded", "start", helloText, "usage", "end:end_turn"}, "", 2},
 	{"server_error_then_ok", []string{"server_error", "text"}, []string{"retry:1 server", "start", helloText, "usage", "end:end_turn"}, "", 2},
@@ -104,20 +127,35 @@ var scenarios = []struct {
 // provider under test: the fixture family and how to point a router at a
 // server.
 type providerCase struct {
-	name, family, model string
-	opts                func(url string) Options
+	name, model string
+	families    []string // fixture directories, searched in order
+	opts        func(url string) Options
+}
+
+// compatible points the provider name, as an openai-compatible provider,
+// at url.
+func compatible(name string) func(url string) Options {
+	return func(url string) Options {
+		return Options{Providers: json.RawMessage(`{"` + name + `":{"kind":"openai-compatible","base_url":"` + url + `/v1"}}`)}
+	}
 }
 
 var providerCases = []providerCase{
-	{"anthropic", "anthropic", "anthropic/claude-sonnet-4-5", func(url string) Options {
+	{"anthropic", "anthropic/claude-sonnet-4-5", []string{"anthropic"}, func(url string) Options {
 		return Options{AnthropicKey: "sk-ant-test", AnthropicBaseURL: url}
 	}},
-	{"openai", "openai", "openai/gpt-4o", func(url string) Options {
+	{"openai", "openai/gpt-4o", []string{"openai"}, func(url string) Options {
 		return Options{OpenAIKey: "sk-test", OpenAIBaseURL: url + "/v1"}
 	}},
-	{"openai-compatible", "openai", "local/qwen3:8b", func(url string) Options {
-		return Options{Providers: json.RawMessage(`{"local":{"kind":"openai-compatible","base_url":"` + url + `/v1"}}`)}
-	}},
+	// OpenAI's own streams through the compatible provider.
+	{"openai-compatible", "local/qwen3:8b", []string{"openai"}, compatible("local")},
+	// The streams of the servers themselves: Ollama (reasoning, whole tool
+	// calls in one chunk, no logprobs or service_tier) and llama.cpp server
+	// (sorted keys, content null in the role chunk, reasoning_content,
+	// timings, its own overflow error); their error documents otherwise
+	// follow OpenAI's.
+	{"ollama", "ollama/qwen3:8b", []string{"ollama", "openai"}, compatible("ollama")},
+	{"llamacpp", "llamacpp/qwen3-8b", []string{"llamacpp", "openai"}, compatible("llamacpp")},
 }
 
 func testRouter(t testing.TB, o Options) *Router {
@@ -173,7 +211,7 @@ func TestConformance(t *testing.T) {
 	for _, pc := range providerCases {
 		for _, sc := range scenarios {
 			t.Run(pc.name+"/"+sc.name, func(t *testing.T) {
-				srv := llmtest.NewServer(fixtures(t, pc.family, sc.fixtures...)...)
+				srv := llmtest.NewServer(fixturesIn(t, pc.families, sc.fixtures...)...)
 				defer srv.Close()
 				r := testRouter(t, pc.opts(srv.URL))
 				req := testRequest(pc.model)

@@ -15,12 +15,14 @@ func anthropicStreamOf(body []byte) io.Reader { return bytes.NewReader(body) }
 
 func openaiStreamOf(body []byte) io.Reader { return bytes.NewReader(body) }
 
-func seedBodies(f *testing.F, family string) {
+func seedBodies(f *testing.F, family string) [][]byte {
 	paths, _ := filepath.Glob(filepath.Join(fixtureDir, family, "*.http"))
+	var out [][]byte
 	for _, p := range paths {
 		rs := fixtures(f, family, stripExt(filepath.Base(p)))
-		f.Add(rs[0].Body)
+		out = append(out, rs[0].Body)
 	}
+	return out
 }
 
 func stripExt(s string) string { return s[:len(s)-len(filepath.Ext(s))] }
@@ -61,7 +63,9 @@ func checkDecoded(t *testing.T, end *protocol.EndEvent, err error, events []any)
 }
 
 func FuzzAnthropicStream(f *testing.F) {
-	seedBodies(f, "anthropic")
+	for _, b := range seedBodies(f, "anthropic") {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var events []any
 		em := NewEmitter("", func(ev any) { events = append(events, ev) })
@@ -71,11 +75,14 @@ func FuzzAnthropicStream(f *testing.F) {
 }
 
 func FuzzOpenAIStream(f *testing.F) {
-	seedBodies(f, "openai")
-	f.Fuzz(func(t *testing.T, body []byte) {
+	for _, b := range seedBodies(f, "openai") {
+		f.Add(b, false)
+		f.Add(b, true)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, lenient bool) {
 		var events []any
 		em := NewEmitter("", func(ev any) { events = append(events, ev) })
-		end, err := decodeOpenAI(openaiStreamOf(body), em)
+		end, err := decodeOpenAI(openaiStreamOf(body), em, lenient)
 		checkDecoded(t, end, err, events)
 	})
 }

@@ -106,6 +106,16 @@ func (e *Error) Event(id string) *protocol.ErrorEvent {
 		Message: e.Message, Retryable: e.Retryable, Status: e.Status, Model: e.Model}
 }
 
+// badStream reports a stream that breaks its provider's protocol: an event
+// that is not JSON, blocks out of order, a tool call without an id or a
+// name. It is the server's fault (kind server), and retryable: another
+// attempt, or the next model of the chain, may well answer properly, and
+// the router retries only while no content has gone out, so the consumer
+// never sees a message twice.
+func badStream(format string, args ...any) *Error {
+	return &Error{Kind: protocol.KindServer, Retryable: true, Message: fmt.Sprintf(format, args...)}
+}
+
 // ErrTruncated is the cause of a stream that ended before its last event.
 var ErrTruncated = fmt.Errorf("stream ended before the end of the message")
 

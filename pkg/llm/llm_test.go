@@ -218,7 +218,7 @@ func TestRetryAfterParsing(t *testing.T) {
 }
 
 func TestClassifyOverflowWordings(t *testing.T) {
-	for _, f := range []string{"anthropic/context_overflow", "openai/context_overflow", "openai/llamacpp_context_overflow"} {
+	for _, f := range []string{"anthropic/context_overflow", "openai/context_overflow", "llamacpp/context_overflow"} {
 		rs := fixtures(t, filepath.Dir(f), filepath.Base(f))
 		e := classifyHTTP(rs[0].Status, "", string(rs[0].Body), rs[0].Header)
 		if e.Kind != protocol.KindContextOverflow || e.Retryable {
@@ -234,6 +234,55 @@ func TestClassifyOverflowWordings(t *testing.T) {
 	}
 	if e := classifyHTTP(403, "permission_error", "", nil); e.Kind != protocol.KindAuth || e.Retryable {
 		t.Errorf("403: %+v", e)
+	}
+	// More overflow wordings, as an error document and inside a stream.
+	for _, c := range []struct {
+		status   int
+		typ, msg string
+	}{
+		{400, "invalid_request_error", "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"},
+		{400, "invalid_request_error", "Your input exceeds the context window of this model. Please adjust your input and try again."},
+		{400, "BadRequestError", "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion)."},
+		{413, "request_too_large", "Request exceeds the maximum allowed number of bytes."},
+		{0, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"},
+	} {
+		if e := classifyHTTP(c.status, c.typ, c.msg, nil); e.Kind != protocol.KindContextOverflow || e.Retryable {
+			t.Errorf("%d %q: kind %s retryable %v", c.status, c.msg, e.Kind, e.Retryable)
+		}
+	}
+	// Rate limits and server errors whose text mentions tokens or the
+	// context window are retried, not reported as an overflow.
+	for _, c := range []struct {
+		status   int
+		typ, msg string
+		kind     string
+	}{
+		{429, "", `{"error":{"message":"Too many tokens, please wait before trying again.","type":"tokens"}}`, protocol.KindRateLimit},
+		{429, "rate_limit_error", "This request would exceed the rate limit for your organization of 30,000 input tokens per minute; the prompt is too long to fit under it, retry later", protocol.KindRateLimit},
+		{500, "api_error", "Internal error while computing the context window", protocol.KindServer},
+		{500, "", `{"error":{"message":"maximum context length lookup failed","type":"server_error"}}`, protocol.KindServer},
+		{0, "rate_limit_error", "Too many tokens, please wait before trying again.", protocol.KindRateLimit},
+		{0, "overloaded_error", "Overloaded: prompt too long queue", protocol.KindOverloaded},
+	} {
+		if e := classifyHTTP(c.status, c.typ, c.msg, nil); e.Kind != c.kind || !e.Retryable {
+			t.Errorf("%d %q: kind %s retryable %v, want retryable %s", c.status, c.msg, e.Kind, e.Retryable, c.kind)
+		}
+	}
+}
+
+// TestNeverRetry400401403: the status wins over an error type that would
+// otherwise be retried.
+func TestNeverRetry400401403(t *testing.T) {
+	for _, status := range []int{400, 401, 403} {
+		for _, typ := range []string{"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "engine_overloaded_error"} {
+			h := http.Header{"X-Should-Retry": {"true"}, "Retry-After": {"1"}}
+			if e := classifyHTTP(status, typ, `{"error":{"type":"`+typ+`","message":"x"}}`, h); e.Retryable {
+				t.Errorf("%d %s: kind %s is retryable", status, typ, e.Kind)
+			}
+		}
+	}
+	if e := classifyHTTP(400, "authentication_error", "", nil); e.Kind != protocol.KindAuth {
+		t.Errorf("400 authentication_error: %+v", e)
 	}
 }
 
@@ -425,5 +474,163 @@ func TestSSEFraming(t *testing.T) {
 	}
 	if _, _, err = s.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("cut-off event: %v", err)
+	}
+}
+
+// TestOpenAIDoneRequired: provider openai needs [DONE]; openai-compatible
+// accepts a stream closed without it only when the finish_reason and the
+// usage both arrived.
+func TestOpenAIDoneRequired(t *testing.T) {
+	finish := `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}` + "\n\n"
+	usage := `data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}` + "\n\n"
+	done := "data: [DONE]\n\n"
+	cases := []struct {
+		body      string
+		lenient   bool
+		wantUsage int // output tokens; -1: the stream counts as cut off
+	}{
+		{finish + usage + done, false, 2},
+		{finish + usage + done, true, 2},
+		{finish + usage, false, -1},
+		{finish + usage, true, 2},
+		{finish, false, -1},
+		{finish, true, -1},
+		{usage, true, -1},
+	}
+	for i, c := range cases {
+		end, err := decodeOpenAI(strings.NewReader(c.body), NewEmitter("", nil), c.lenient)
+		if c.wantUsage < 0 {
+			if err == nil || !errors.Is(err, ErrTruncated) || classifyTransport(err).Kind != protocol.KindNetwork {
+				t.Errorf("case %d: want a cut-off stream, got %v %+v", i, err, end)
+			}
+			continue
+		}
+		if err != nil || end.Usage.OutputTokens != c.wantUsage {
+			t.Errorf("case %d: %v %+v", i, err, end)
+		}
+	}
+}
+
+// TestOpenAIToolFragments: names repeated in every fragment are kept once,
+// and fragments without an index are keyed by id, or continue the last
+// call.
+func TestOpenAIToolFragments(t *testing.T) {
+	cases := []struct{ name, chunks, want string }{
+		{"name repeated", `{"index":0,"id":"call_a","type":"function","function":{"name":"bash","arguments":""}}
+{"index":0,"function":{"name":"bash","arguments":"{\"cmd\":"}}
+{"index":0,"function":{"name":"bash","arguments":"\"ls\"}"}}`, `call_a bash {"cmd":"ls"}`},
+		{"no index, whole calls with ids", `{"id":"call_a","type":"function","function":{"name":"bash","arguments":"{\"cmd\":\"ls\"}"}}
+{"id":"call_b","type":"function","function":{"name":"read","arguments":"{\"path\":\"a.go\"}"}}`, `call_a bash {"cmd":"ls"}|call_b read {"path":"a.go"}`},
+		{"no index, continuation without id", `{"id":"call_a","type":"function","function":{"name":"bash","arguments":"{\"cmd\""}}
+{"function":{"arguments":":\"ls\"}"}}
+{"id":"call_b","type":"function","function":{"name":"read","arguments":"{}"}}`, `call_a bash {"cmd":"ls"}|call_b read {}`},
+		{"interleaved by index", `{"index":1,"id":"call_b","type":"function","function":{"name":"read","arguments":"{\"pa"}}
+{"index":0,"id":"call_a","type":"function","function":{"name":"bash","arguments":"{}"}}
+{"index":1,"function":{"arguments":"th\":\"x\"}"}}`, `call_a bash {}|call_b read {"path":"x"}`},
+	}
+	for _, c := range cases {
+		var body strings.Builder
+		for _, frag := range strings.Split(c.chunks, "\n") {
+			body.WriteString(`data: {"choices":[{"index":0,"delta":{"tool_calls":[` + frag + `]}}]}` + "\n\n")
+		}
+		body.WriteString(`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n")
+		end, err := decodeOpenAI(strings.NewReader(body.String()), NewEmitter("", nil), false)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var got []string
+		for _, tc := range end.Message.Content.ToolCalls() {
+			got = append(got, tc.ID+" "+tc.Name+" "+string(tc.Input))
+		}
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, strings.Join(got, "|"), c.want)
+		}
+	}
+}
+
+// TestAnthropicToolUseNeedsIDAndName: a tool_use block without an id or a
+// name cannot be answered, so the stream fails (kind server) instead of
+// ending with a message that Request.Validate rejects.
+func TestAnthropicToolUseNeedsIDAndName(t *testing.T) {
+	for _, cb := range []string{`{"type":"tool_use","id":"","name":"bash","input":{}}`, `{"type":"tool_use","id":"toolu_1","input":{}}`} {
+		body := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":5}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":" + cb + "}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":3}}\n\n" +
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+		var events []any
+		end, err := decodeAnthropic(strings.NewReader(body), NewEmitter("", func(ev any) { events = append(events, ev) }))
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != protocol.KindServer || end != nil {
+			t.Fatalf("%s: err %v end %+v", cb, err, end)
+		}
+		if len(events) != 0 {
+			t.Fatalf("%s: events %v", cb, summary(events))
+		}
+	}
+}
+
+// TestAnthropicSkipsUnsignedThinking: thinking without a signature (from an
+// OpenAI-compatible model, before a fallback) is not sent; signed thinking
+// and redacted thinking are.
+func TestAnthropicSkipsUnsignedThinking(t *testing.T) {
+	req := &protocol.Request{MaxTokens: 100, Messages: []protocol.Message{
+		{Role: "user", Content: protocol.Content{{Type: "text", Text: "q1"}}},
+		{Role: "assistant", Content: protocol.Content{{Type: "thinking", Thinking: "local reasoning"}, {Type: "text", Text: "a1"}}},
+		{Role: "user", Content: protocol.Content{{Type: "text", Text: "q2"}}},
+		{Role: "assistant", Content: protocol.Content{{Type: "thinking", Thinking: "signed", Signature: "sig"}, {Type: "redacted_thinking", Data: "EmwK"}, {Type: "text", Text: "a2"}}},
+		{Role: "user", Content: protocol.Content{{Type: "text", Text: "q3"}}},
+	}}
+	p, _ := anthropicParams("claude-sonnet-4-5", req)
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := string(b)
+	if strings.Contains(js, "local reasoning") || strings.Count(js, `"type":"thinking"`) != 1 ||
+		!strings.Contains(js, `"signature":"sig"`) || !strings.Contains(js, `{"data":"EmwK","type":"redacted_thinking"}`) || !strings.Contains(js, `"a1"`) {
+		t.Fatalf("body: %s", js)
+	}
+}
+
+// TestSDKTestStreams replays streams taken from the official SDKs' own
+// tests (see testdata/llm/README.md): a cassette the Anthropic SDK
+// recorded from the live API, and the OpenAI SDK's accumulator stream.
+func TestSDKTestStreams(t *testing.T) {
+	cases := []struct {
+		pc        providerCase
+		fixture   string
+		want      []string
+		in, out   int
+		requestID string
+	}{
+		{providerCases[0], "sdk_tool_runner_stream", []string{"start",
+			"text:I'd be happy to check the weather in San Francisco for you. Let me get that information for you right away.",
+			`tool_call:get_weather {"city":"San Francisco"}`, "usage", "end:tool_use"}, 394, 79, "req_011CUdgeEggCMUt3Y8mNfvTP"},
+		{providerCases[1], "sdk_accumulator_stream", []string{"start",
+			"text:Let's take a journey to the beautiful island of Santorini in Greece.\n\n",
+			`tool_call:get_weather {"location":"Santorini, Greece"}`, "usage", "end:tool_use"}, 0, 100, ""},
+	}
+	for _, c := range cases {
+		srv := llmtest.NewServer(fixtures(t, c.pc.families[0], c.fixture)...)
+		r := testRouter(t, c.pc.opts(srv.URL))
+		events, end, err := collect(r, testRequest(c.pc.model))
+		srv.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.fixture, err)
+		}
+		if got := summary(events); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s: events\n%s\nwant\n%s", c.fixture, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		}
+		// The OpenAI stream says cached_tokens 20 of prompt_tokens 10 (made
+		// up by hand): input counts 0, not -10.
+		if end.Usage.InputTokens != c.in || end.Usage.OutputTokens != c.out {
+			t.Errorf("%s: usage %+v", c.fixture, end.Usage)
+		}
+		if st := events[0].(*protocol.StartEvent); st.RequestID != c.requestID {
+			t.Errorf("%s: request id %q", c.fixture, st.RequestID)
+		}
 	}
 }

@@ -139,6 +139,8 @@ func (o *OpenAI) Stream(ctx context.Context, model string, req *protocol.Request
 	}
 	var resp *http.Response
 	tap := &bodyTap{}
+	ctx, cancel := context.WithCancel(ctx) // finishBody's way to give up on a stalled body
+	defer cancel()
 	stream := o.chat.NewStreaming(ctx, params, option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware))
 	body := tap.take()
 	if body != nil {
@@ -157,7 +159,11 @@ func (o *OpenAI) Stream(ctx context.Context, model string, req *protocol.Request
 		reqID = resp.Header.Get("x-request-id")
 	}
 	em.Start(o.name, em.Model, reqID)
-	return decodeOpenAI(body, em)
+	end, err := decodeOpenAI(body, em, o.compatible)
+	if err == nil {
+		finishBody(body, cancel)
+	}
+	return end, err
 }
 
 // openaiChunk holds the fields of a chat.completion.chunk that matter here,
@@ -171,7 +177,7 @@ type openaiChunk struct {
 			ReasoningContent string `json:"reasoning_content"`
 			Reasoning        string `json:"reasoning"`
 			ToolCalls        []struct {
-				Index    int    `json:"index"`
+				Index    *int   `json:"index"` // nil: the server left it out
 				ID       string `json:"id"`
 				Function struct {
 					Name      string `json:"name"`
@@ -201,22 +207,81 @@ var finishReasons = map[string]string{
 	"content_filter": "refusal",
 }
 
-// decodeOpenAI reads a Chat Completions event stream. Text and reasoning
-// deltas go out at once; tool calls arrive as fragments keyed by index
-// (several in parallel, interleaved) and go out complete, in index order,
-// when the stream ends. The stream must have finished its choice and said
-// [DONE]; anything shorter was cut off. An error object inside the stream
-// is a failure even after HTTP 200.
-func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
-	type call struct {
-		id, name string
-		args     strings.Builder
+// openaiCall is a tool call being assembled from fragments.
+type openaiCall struct {
+	key      int // the fragments' index, or past all indexes for calls without one
+	id, name string
+	args     strings.Builder
+}
+
+// openaiCalls assembles tool calls from delta fragments. OpenAI keys the
+// fragments of parallel calls by index and sends id and name once, in the
+// first fragment. Some compatible servers differ: Gemini's endpoint leaves
+// out index and sends each call whole with its id; others repeat the name
+// in every fragment. So a fragment without an index belongs to the call
+// with its id, or, with no id either, continues the last call; and the
+// first name a call gets is kept (names are never split across fragments).
+type openaiCalls struct {
+	byIndex map[int]*openaiCall
+	byID    map[string]*openaiCall
+	order   []*openaiCall
+}
+
+func (cs *openaiCalls) add(index *int, id, name, args string) {
+	var c *openaiCall
+	switch {
+	case index != nil:
+		c = cs.byIndex[*index]
+		if c == nil {
+			c = &openaiCall{key: *index}
+			if cs.byIndex == nil {
+				cs.byIndex = map[int]*openaiCall{}
+			}
+			cs.byIndex[*index] = c
+			cs.order = append(cs.order, c)
+		}
+	case id != "" && cs.byID[id] != nil:
+		c = cs.byID[id]
+	case id == "" && len(cs.order) > 0:
+		c = cs.order[len(cs.order)-1]
+	default:
+		c = &openaiCall{key: 1<<30 + len(cs.order)}
+		cs.order = append(cs.order, c)
 	}
+	if c.id == "" && id != "" {
+		c.id = id
+		if cs.byID == nil {
+			cs.byID = map[string]*openaiCall{}
+		}
+		cs.byID[id] = c
+	}
+	if c.name == "" {
+		c.name = name
+	}
+	c.args.WriteString(args)
+}
+
+// decodeOpenAI reads a Chat Completions event stream. Text and reasoning
+// deltas go out at once; tool calls arrive as fragments (several in
+// parallel, interleaved) and go out complete, in index order, when the
+// stream ends. An error object inside the stream is a failure even after
+// HTTP 200.
+//
+// The stream must finish its choice and then say [DONE]; anything shorter
+// was cut off, and a cut after the finish_reason chunk would lose the usage
+// chunk that follows it (usage 0, cost 0). OpenAI always sends [DONE], and
+// so do Ollama, llama.cpp server, vLLM and OpenRouter; with lenient set (the
+// openai-compatible provider) a stream that ends without [DONE] still
+// counts as complete once both the finish_reason and the usage have
+// arrived, because then nothing was lost, for servers or proxies that
+// close the stream early.
+func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent, error) {
 	var (
 		text     strings.Builder
 		thinking strings.Builder
-		calls    = map[int]*call{}
+		calls    openaiCalls
 		finish   string
+		gotUsage bool
 		end      = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
 		sse      = newSSEReader(body)
 	)
@@ -224,10 +289,14 @@ func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 		_, data, err := sse.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				if finish != "" {
-					break // some compatible servers omit [DONE]
+				if lenient && finish != "" && gotUsage {
+					break
 				}
-				err = ErrTruncated
+				if finish != "" {
+					err = fmt.Errorf("stream ended after the finish_reason but before [DONE]: %w", ErrTruncated)
+				} else {
+					err = ErrTruncated
+				}
 			}
 			return nil, err
 		}
@@ -242,7 +311,7 @@ func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 		}
 		var ch openaiChunk
 		if err := json.Unmarshal(data, &ch); err != nil {
-			return nil, fmt.Errorf("openai stream: %w", err)
+			return nil, badStream("openai stream: %v", err)
 		}
 		if len(ch.Error) > 0 && string(ch.Error) != "null" {
 			e := streamError("openai", "", string(data))
@@ -255,8 +324,9 @@ func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 			return nil, e
 		}
 		if u := ch.Usage; u != nil && u.PromptTokens+u.CompletionTokens > 0 {
-			cached := u.PromptTokensDetails.CachedTokens
+			cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens) // prompt_tokens includes the cached ones
 			end.Usage = protocol.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}
+			gotUsage = true
 		}
 		for i := range ch.Choices {
 			c := &ch.Choices[i]
@@ -273,16 +343,7 @@ func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 				em.Text(d.Content)
 			}
 			for _, tc := range d.ToolCalls {
-				cl, ok := calls[tc.Index]
-				if !ok {
-					cl = &call{}
-					calls[tc.Index] = cl
-				}
-				if tc.ID != "" {
-					cl.id = tc.ID
-				}
-				cl.name += tc.Function.Name
-				cl.args.WriteString(tc.Function.Arguments)
+				calls.add(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
 			}
 			if c.FinishReason != "" {
 				finish = c.FinishReason
@@ -295,23 +356,21 @@ func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 	if text.Len() > 0 {
 		end.Message.Content = append(end.Message.Content, protocol.Block{Type: protocol.BlockText, Text: text.String()})
 	}
-	idx := make([]int, 0, len(calls))
-	for i := range calls {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for n, i := range idx {
-		cl := calls[i]
+	order := calls.order
+	sort.SliceStable(order, func(i, j int) bool { return order[i].key < order[j].key })
+	seen := map[string]bool{}
+	for n, cl := range order {
 		if cl.name == "" {
-			return nil, fmt.Errorf("openai stream: tool call %d has no name", i)
+			return nil, badStream("openai stream: tool call %d has no name", n)
 		}
 		in, err := parseInput(cl.args.String())
 		if err != nil {
-			return nil, fmt.Errorf("openai stream: tool call %s: %w", cl.name, err)
+			return nil, badStream("openai stream: tool call %s: %v", cl.name, err)
 		}
-		if cl.id == "" {
+		if cl.id == "" || seen[cl.id] {
 			cl.id = fmt.Sprintf("call_%d", n)
 		}
+		seen[cl.id] = true
 		tc := protocol.ToolCall{ID: cl.id, Name: cl.name, Input: in}
 		em.ToolCall(tc)
 		end.Message.Content = append(end.Message.Content, protocol.Block{Type: protocol.BlockToolCall, ID: tc.ID, Name: tc.Name, Input: in})
@@ -320,7 +379,7 @@ func decodeOpenAI(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 	if r, ok := finishReasons[finish]; ok {
 		end.StopReason = r
 	}
-	if len(calls) > 0 && end.StopReason == "end_turn" {
+	if len(order) > 0 && end.StopReason == "end_turn" {
 		end.StopReason = "tool_use" // some compatible servers say stop
 	}
 	return end, nil

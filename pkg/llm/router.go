@@ -188,12 +188,52 @@ func (r *Router) ProviderNames() []string {
 	return out
 }
 
+func notProviderModel(id string) *Error {
+	return &Error{Kind: protocol.KindBadRequest, Model: id,
+		Message: fmt.Sprintf("model %q is not provider/model (e.g. anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b, replay/session.jsonl)", id)}
+}
+
+func (r *Router) unknownProvider(name, id string) *Error {
+	return &Error{Kind: protocol.KindBadRequest, Model: id,
+		Message: fmt.Sprintf("unknown provider %q in model %q (known: %s; add others under the config key providers)", name, id, strings.Join(r.ProviderNames(), ", "))}
+}
+
+// errNoModel is the failure of a call with an empty model chain.
+var errNoModel = &Error{Kind: protocol.KindBadRequest, Message: "no model: set --model, the request's model or the config key model"}
+
+// CheckChain checks a model chain before any call is made: it is not
+// empty, every id is provider/model with a known provider, and every replay
+// file opens. Such mistakes are bad input, for the caller to report before
+// it starts (pg-llm exits 2), not failures of a call. A missing API key is
+// not checked here: that is the call's auth failure.
+func (r *Router) CheckChain(chain string) error {
+	ids := Chain(chain)
+	if len(ids) == 0 {
+		return errNoModel
+	}
+	for _, id := range ids {
+		name, _, ok := SplitModel(id)
+		switch {
+		case !ok:
+			return notProviderModel(id)
+		case name == "replay":
+			if _, _, err := r.Resolve(id); err != nil { // opens the file once; calls reuse it
+				return err
+			}
+		default:
+			if _, ok := r.specs[name]; !ok {
+				return r.unknownProvider(name, id)
+			}
+		}
+	}
+	return nil
+}
+
 // Resolve returns the provider of a model id and the model name it takes.
 func (r *Router) Resolve(id string) (Provider, string, error) {
 	name, model, ok := SplitModel(id)
 	if !ok {
-		return nil, "", &Error{Kind: protocol.KindBadRequest, Model: id,
-			Message: fmt.Sprintf("model %q is not provider/model (e.g. anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b, replay/session.jsonl)", id)}
+		return nil, "", notProviderModel(id)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -214,8 +254,7 @@ func (r *Router) Resolve(id string) (Provider, string, error) {
 	} else {
 		spec, ok := r.specs[name]
 		if !ok {
-			return nil, "", &Error{Kind: protocol.KindBadRequest, Model: id,
-				Message: fmt.Sprintf("unknown provider %q in model %q (known: %s; add others under the config key providers)", name, id, strings.Join(r.ProviderNames(), ", "))}
+			return nil, "", r.unknownProvider(name, id)
 		}
 		var err error
 		if p, err = r.build(name, spec); err != nil {
@@ -277,9 +316,9 @@ func (r *Router) Call(ctx context.Context, req *protocol.Request, sink func(any)
 	chain := Chain(req.Model)
 	em := NewEmitter(req.ID, sink)
 	if len(chain) == 0 {
-		e := &Error{Kind: protocol.KindBadRequest, Message: "no model: set --model, the request's model or the config key model"}
+		e := *errNoModel
 		em.Emit(e.Event(req.ID))
-		return nil, e
+		return nil, &e
 	}
 	if r.opts.Timeout > 0 {
 		var cancel context.CancelFunc

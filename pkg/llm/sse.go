@@ -3,10 +3,12 @@ package llm
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // The SDKs build, sign and send requests and turn error statuses into
@@ -40,6 +42,27 @@ func (t *bodyTap) take() io.ReadCloser {
 	b := t.body
 	t.body = nil
 	return b
+}
+
+// A stream's last event is normally followed only by the end of the
+// chunked encoding; finishBody reads up to drainMax bytes of whatever
+// follows, for at most drainWait.
+const (
+	drainMax  = 64 << 10
+	drainWait = time.Second
+)
+
+// finishBody drains what is left of a response body after the stream's
+// last event, then closes it. Go's transport reuses a connection only when
+// its body was read to the end: closed earlier, the connection is closed,
+// and serve mode would open a new one for every request. A server that
+// keeps the stream open is cut off after drainWait by cancel, which ends
+// the request (and that connection).
+func finishBody(body io.ReadCloser, cancel context.CancelFunc) {
+	t := time.AfterFunc(drainWait, cancel)
+	_, _ = io.CopyN(io.Discard, body, drainMax)
+	t.Stop()
+	body.Close()
 }
 
 // sseReader splits a text/event-stream into events.

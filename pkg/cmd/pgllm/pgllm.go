@@ -134,6 +134,32 @@ func chooseModel(c *CLI, cfg *config.Config, req *protocol.Request) string {
 	return req.Model
 }
 
+// checkModel reports a malformed model chain (empty, not provider/model,
+// an unknown provider, a replay file that does not open) as bad input,
+// exit 2, naming where the chain came from, before any call is made.
+// reqModel is the request's own model, before chooseModel.
+func checkModel(router *llm.Router, c *CLI, cfg *config.Config, chain, reqModel string) error {
+	err := router.CheckChain(chain)
+	if err == nil {
+		return nil
+	}
+	v := cfg.Get("model")
+	var from string
+	switch {
+	case c.Replay != "":
+		from = "--replay"
+	case v.Source == config.SourceFlag:
+		from = "--model"
+	case reqModel != "":
+		from = "request: field model"
+	case v.Source == config.SourceEnv && v.Origin != "":
+		from = v.Origin
+	default:
+		from = "config key model"
+	}
+	return cli.Usagef("%s: %v", from, err)
+}
+
 // readRequest reads the call's input: a JSON request, or prompt text.
 func (cmd *CallCmd) readRequest(rt *cli.Runtime) (*protocol.Request, error) {
 	var text string
@@ -182,7 +208,11 @@ func (cmd *CallCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if err != nil {
 		return err
 	}
+	reqModel := req.Model
 	req.Model = chooseModel(c, cfg, req)
+	if err := checkModel(router, c, cfg, req.Model, reqModel); err != nil {
+		return err
+	}
 
 	var (
 		events  []any

@@ -97,3 +97,43 @@ func TestServeConcurrent(t *testing.T) {
 		t.Fatalf("%d requests reached the server", len(srv.Requests()))
 	}
 }
+
+// TestServeReusesConnection: sequential requests in serve mode go over one
+// warm connection, for every provider family.
+func TestServeReusesConnection(t *testing.T) {
+	for _, c := range []struct{ fixture, model, env string }{
+		{"anthropic/text.http", "anthropic/claude-sonnet-4-5", "ANTHROPIC_BASE_URL="},
+		{"anthropic/tool_use.http", "anthropic/claude-sonnet-4-5", "ANTHROPIC_BASE_URL="},
+		{"openai/text.http", "openai/gpt-4o", "OPENAI_BASE_URL="},
+		{"openai/tool_use.http", "openai/gpt-4o", "OPENAI_BASE_URL="},
+	} {
+		rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", c.fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := llmtest.NewServer(rs...)
+		srv.SetRepeat(true)
+		var in, out, errb bytes.Buffer
+		const n = 4
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&in, `{"id":"q%d","messages":[{"role":"user","content":"hi"}]}`+"\n", i)
+		}
+		home := t.TempDir()
+		url := srv.URL
+		if strings.HasPrefix(c.model, "openai/") {
+			url += "/v1"
+		}
+		io := cli.Test(&in, &out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "OPENAI_API_KEY=k", c.env+url)
+		code := cli.Run(context.Background(), Spec(), []string{"serve", "--model", c.model, "--concurrency", "1"}, io)
+		srv.Close()
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.fixture, code, errb.String())
+		}
+		if got := strings.Count(out.String(), `{"type":"end"`); got != n {
+			t.Fatalf("%s: %d ends:\n%s", c.fixture, got, out.String())
+		}
+		if len(srv.Requests()) != n || srv.Conns() != 1 {
+			t.Errorf("%s: %d requests over %d connections, want %d over 1", c.fixture, len(srv.Requests()), srv.Conns(), n)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/itchyny/gojq"
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/llm"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -42,6 +43,13 @@ func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	router, cfg, err := setup(rt, c)
 	if err != nil {
 		return err
+	}
+	if c.Replay != "" || cfg.Get("model").Source == config.SourceFlag {
+		// The chain given on the command line serves every request: a
+		// mistake in it is a usage error now, not one error per request.
+		if err := checkModel(router, c, cfg, chooseModel(c, cfg, &protocol.Request{}), ""); err != nil {
+			return err
+		}
 	}
 	out := &lockedEncoder{enc: jsonl.NewEncoder(rt.IO.Out)}
 	var rec *llm.Recorder
@@ -107,6 +115,16 @@ loop:
 			bad(l.n, "", protocol.FieldError{Field: "id", Msg: "is required in serve mode"})
 			continue
 		}
+		reqModel := req.Model
+		req.Model = chooseModel(c, cfg, req)
+		if err := checkModel(router, c, cfg, req.Model, reqModel); err != nil {
+			var ce *cli.Error
+			if errors.As(err, &ce) {
+				err = ce.Err
+			}
+			bad(l.n, req.ID, err)
+			continue
+		}
 		mu.Lock()
 		dup := inflight[req.ID]
 		if !dup {
@@ -117,7 +135,6 @@ loop:
 			bad(l.n, req.ID, protocol.FieldError{Field: "id", Msg: fmt.Sprintf("%q is already in flight", req.ID)})
 			continue
 		}
-		req.Model = chooseModel(c, cfg, req)
 		select {
 		case sem <- struct{}{}:
 		case <-rt.Ctx.Done():

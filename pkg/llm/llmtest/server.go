@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,6 +85,7 @@ type Server struct {
 	responses []*Response
 	n         int
 	requests  []Request
+	conns     int
 }
 
 // Request is what the server received.
@@ -96,8 +98,24 @@ type Request struct {
 // NewServer starts a server over responses.
 func NewServer(responses ...*Response) *Server {
 	s := &Server{responses: responses}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Server.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
+	s.Start()
 	return s
+}
+
+// Conns is the number of TCP connections the server accepted: a client
+// that keeps its connections warm makes one for sequential requests.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // SetRepeat makes the server answer every request beyond the list with
