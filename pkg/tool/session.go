@@ -201,12 +201,14 @@ func (s *Session) pathErr(p string, err error) error {
 func display(rel string) string { return filepath.ToSlash(rel) }
 
 // capOutput keeps head and tail of a long output and saves the whole text.
-func (s *Session) capOutput(call protocol.ToolCall, out string) (string, bool, string) {
+// what names the text in the marker: "output", or "error" for error text
+// (a verifier's or an external tool's), which can be as long.
+func (s *Session) capOutput(call protocol.ToolCall, out, what string) (string, bool, string) {
 	limit := s.opts.MaxOutput
 	if limit < 0 || utf8.RuneCountInString(out) <= limit {
 		return out, false, ""
 	}
-	file, err := s.saveFull(call, out)
+	file, err := s.saveFull(call, out, what)
 	total := utf8.RuneCountInString(out)
 	// The marker takes about 300 characters of the budget.
 	budget := max(limit-300, limit/2)
@@ -215,10 +217,10 @@ func (s *Session) capOutput(call protocol.ToolCall, out string) (string, bool, s
 	omitted := total - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
 	var marker string
 	if err != nil {
-		marker = fmt.Sprintf("\n\n[... %d characters omitted (output had %d); saving the full output failed: %v ...]\n\n", omitted, total, err)
+		marker = fmt.Sprintf("\n\n[... %d characters omitted (%s had %d); saving the full %s failed: %v ...]\n\n", omitted, what, total, what, err)
 		file = ""
 	} else {
-		marker = fmt.Sprintf("\n\n[... %d characters omitted (output had %d); the full output is in %s; read it with offset/limit ...]\n\n", omitted, total, file)
+		marker = fmt.Sprintf("\n\n[... %d characters omitted (%s had %d); the full %s is in %s; read it with offset/limit ...]\n\n", omitted, what, total, what, file)
 	}
 	return head + marker + tail, true, file
 }
@@ -255,7 +257,7 @@ func cutRunes(s string, n int, head bool) string {
 	return out
 }
 
-func (s *Session) saveFull(call protocol.ToolCall, out string) (string, error) {
+func (s *Session) saveFull(call protocol.ToolCall, out, what string) (string, error) {
 	dir := s.opts.OutputDir
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "pg-tool-output")
@@ -265,7 +267,11 @@ func (s *Session) saveFull(call protocol.ToolCall, out string) (string, error) {
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	name := fmt.Sprintf("%s-%s-%s.txt", time.Now().UTC().Format("20060102T150405"), safeName(call.Name), hex.EncodeToString(b[:]))
+	kind := ""
+	if what != "output" {
+		kind = "-" + what
+	}
+	name := fmt.Sprintf("%s-%s%s-%s.txt", time.Now().UTC().Format("20060102T150405"), safeName(call.Name), kind, hex.EncodeToString(b[:]))
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(out), 0o600); err != nil {
 		return "", err

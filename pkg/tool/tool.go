@@ -84,9 +84,18 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	start := time.Now()
 	out := Outcome{ToolResult: protocol.ToolResult{Type: "result", ID: call.ID, Name: call.Name}}
 	finish := func(output string, err error, kind string) Outcome {
-		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, output)
+		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, output, "output")
 		if err != nil {
-			msg := err.Error()
+			// Error text (a verifier's output, an external tool's stderr, an
+			// MCP server's message) gets the same cap. Its marker names the
+			// file; full_output names it too when the output was not cut.
+			msg, cut, file := s.capOutput(call, err.Error(), "error")
+			if cut {
+				out.Truncated = true
+				if out.FullOutput == "" {
+					out.FullOutput = file
+				}
+			}
 			out.Error = &msg
 			out.Kind = kind
 		} else {

@@ -101,7 +101,7 @@ func TestCapOutput(t *testing.T) {
 		b.WriteString("\n")
 	}
 	full := b.String()
-	out, trunc, file := s.capOutput(protocol.ToolCall{Name: "bash"}, full)
+	out, trunc, file := s.capOutput(protocol.ToolCall{Name: "bash"}, full, "output")
 	if !trunc || file == "" {
 		t.Fatalf("not truncated: %v %q", trunc, file)
 	}
