@@ -33,7 +33,7 @@ type holderSpec struct {
 
 // request and response travel as one JSON line each over the socket.
 type request struct {
-	Op   string   `json:"op"` // send, resize, screen, wait
+	Op   string   `json:"op"` // send, resize, screen, wait, ping
 	Data []byte   `json:"data,omitempty"`
 	Keys []string `json:"keys,omitempty"`
 	Cols int      `json:"cols,omitempty"`
@@ -267,6 +267,8 @@ func (h *holder) do(req *request, resp *response) error {
 		return nil
 	case "wait":
 		<-h.exited
+		return nil
+	case "ping":
 		return nil
 	}
 	return fmt.Errorf("unknown op %q", req.Op)

@@ -184,6 +184,12 @@ func (s *Session) pathErr(p string, err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "path escapes from parent"):
+		if link, target, rest, ok := s.absLink(p); ok {
+			if r := relTo(s.rootPath, target); r != ".." && !strings.HasPrefix(r, "../") {
+				// os.Root never follows an absolute target, even one inside.
+				return fmt.Errorf("path %s goes through the symlink %s with an absolute target (%s): absolute symlink targets are not followed; use the path %s", p, display(link), target, display(filepath.Join(r, rest)))
+			}
+		}
 		return fmt.Errorf("path %s resolves %w %s (through a symlink or ..): refused", p, errOutside, s.rootPath)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: no such file or directory", p)
@@ -195,6 +201,35 @@ func (s *Session) pathErr(p string, err error) error {
 		return fmt.Errorf("%s: %s %v", p, pe.Op, pe.Err)
 	}
 	return fmt.Errorf("%s: %w", p, err)
+}
+
+// absLink finds the first symlink with an absolute target on the way to
+// path argument p, and the part of the path after it.
+func (s *Session) absLink(p string) (link, target, rest string, ok bool) {
+	r, err := s.rel(p)
+	if err != nil || r == "." {
+		return "", "", "", false
+	}
+	parts := strings.Split(r, string(filepath.Separator))
+	prefix := ""
+	for i, part := range parts {
+		prefix = filepath.Join(prefix, part)
+		fi, err := s.root.Lstat(prefix)
+		if err != nil {
+			return "", "", "", false
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		t, err := s.root.Readlink(prefix)
+		if err != nil {
+			return "", "", "", false
+		}
+		if filepath.IsAbs(t) {
+			return prefix, filepath.Clean(t), filepath.Join(parts[i+1:]...), true
+		}
+	}
+	return "", "", "", false
 }
 
 // display is how a path relative to the root appears in outputs.

@@ -119,8 +119,21 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	if err != nil && ctx.Err() != nil && !errors.Is(err, errTimeout) {
 		err = fmt.Errorf("%s: cancelled: %w", call.Name, context.Cause(ctx))
 	}
+	var bad *inputError
+	if errors.As(err, &bad) {
+		return finish(output, err, KindBadInput)
+	}
 	return finish(output, err, "")
 }
+
+// inputError marks input that passed the schema but that a tool found
+// malformed (a glob or regexp that does not compile): bad input, exit 2.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+func badInput(err error) error { return &inputError{err} }
 
 // validate checks input against the tool's schema; errors name the field.
 // (github.com/google/jsonschema-go, which the MCP SDK uses too: its package

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -74,6 +75,16 @@ func mapErr(err error) error {
 		return cli.Failf("not_found", "%v", err)
 	}
 	return err
+}
+
+// probe asks the holders of running sessions whether they answer, all at
+// once, so a stopped holder shows as unresponsive rather than running.
+func probe(ctx context.Context, s pty.Store, list ...*protocol.PtySession) {
+	var wg sync.WaitGroup
+	for _, st := range list {
+		wg.Go(func() { s.Probe(ctx, st) })
+	}
+	wg.Wait()
 }
 
 func store(rt *cli.Runtime) (pty.Store, error) {
@@ -453,6 +464,7 @@ func (c *ListCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return err
 	}
+	probe(rt.Ctx, s, list...)
 	if rt.IO.JSON(c.JSON) {
 		rt.JSON = true
 		for _, st := range list {
@@ -477,7 +489,8 @@ func (c *ListCmd) Run(rt *cli.Runtime) error {
 // StatusCmd shows one session.
 //
 // A session whose holder process died without recording the program's end
-// shows as dead.
+// shows as dead; one whose holder lives but does not answer (stopped,
+// hung), as unresponsive.
 //
 // Examples:
 //
@@ -498,6 +511,7 @@ func (c *StatusCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return mapErr(err)
 	}
+	probe(rt.Ctx, s, st)
 	if rt.IO.JSON(c.JSON) {
 		rt.JSON = true
 		return encode(rt, st)
