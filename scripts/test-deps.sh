@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 mcp_deps() {
 	local dir=testdata/mcp
 	if ! command -v npm >/dev/null 2>&1; then
-		echo "test-deps: npm not found: the pg-tool MCP tests will be SKIPPED (install nodejs and npm)" >&2
+		echo "test-deps: npm not found: the pg-tool MCP tests will FAIL (install nodejs and npm, or set POWERGLIDE_TEST_NO_NPM=1 to skip them)" >&2
 		return 0
 	fi
 	if [ -e "$dir/node_modules/@modelcontextprotocol/server-everything/package.json" ] &&
