@@ -94,6 +94,9 @@ func NewSession(opts Options) (*Session, error) {
 	if opts.VerifyTimeout <= 0 {
 		opts.VerifyTimeout = 5 * time.Minute
 	}
+	if opts.MCPTimeout <= 0 {
+		opts.MCPTimeout = DefaultMCPTimeout
+	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}

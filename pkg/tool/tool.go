@@ -54,6 +54,9 @@ type Options struct {
 	ToolsDir string   // external tools directory ("" for none)
 	MCP      []string // MCP servers as "name=command args"
 	Verify   string   // edit veto command, run with bash -c in the root
+	// MCPTimeout bounds one MCP tool call (default DefaultMCPTimeout); a
+	// server that does not answer in time is stopped and restarted later.
+	MCPTimeout time.Duration
 	// VerifyTimeout bounds one run of the verify command (default 5m).
 	VerifyTimeout time.Duration
 	MaxOutput     int    // output cap in characters (default 30000; <0 disables)
@@ -71,6 +74,9 @@ const DefaultMaxOutput = 30000
 const (
 	KindUnknownTool = "unknown_tool"
 	KindBadInput    = "bad_input"
+	// KindUnavailable: the tool exists but its MCP server could not start,
+	// a runtime failure (exit 1), not a usage error.
+	KindUnavailable = "unavailable"
 )
 
 // Outcome is a result with the kind of its error, if any.
@@ -106,6 +112,10 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	}
 	t, err := s.Lookup(ctx, call.Name)
 	if err != nil {
+		var down *unavailableError
+		if errors.As(err, &down) {
+			return finish("", err, KindUnavailable)
+		}
 		return finish("", err, KindUnknownTool)
 	}
 	input := call.Input
@@ -134,6 +144,12 @@ func (e *inputError) Error() string { return e.err.Error() }
 func (e *inputError) Unwrap() error { return e.err }
 
 func badInput(err error) error { return &inputError{err} }
+
+// unavailableError marks a tool whose MCP server could not start.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
 
 // validate checks input against the tool's schema; errors name the field.
 // (github.com/google/jsonschema-go, which the MCP SDK uses too: its package
@@ -358,7 +374,7 @@ func (s *Session) Lookup(ctx context.Context, name string) (*Tool, error) {
 	if _, builtin := s.builtins[name]; !builtin {
 		if strings.HasPrefix(name, "mcp__") {
 			if t, err := s.mcp.lookup(ctx, name); err != nil {
-				return nil, err
+				return nil, &unavailableError{err}
 			} else if t != nil && s.allowed(t) {
 				return t, nil
 			}
