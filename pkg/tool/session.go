@@ -1,12 +1,11 @@
 package tool
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -303,18 +302,28 @@ func (s *Session) saveFull(call protocol.ToolCall, out, what string) (string, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	kind := ""
 	if what != "output" {
 		kind = "-" + what
 	}
-	name := fmt.Sprintf("%s-%s%s-%s.txt", time.Now().UTC().Format("20060102T150405"), safeName(call.Name), kind, hex.EncodeToString(b[:]))
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(out), 0o600); err != nil {
-		return "", err
+	// O_EXCL: a name taken (or a symlink planted there) is never written
+	// through; another name is tried.
+	for try := 0; ; try++ {
+		name := fmt.Sprintf("%s-%s%s-%08x.txt", time.Now().UTC().Format("20060102T150405"), safeName(call.Name), kind, rand.Uint32())
+		p := filepath.Join(dir, name)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && try < 10 {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.WriteString(out)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return p, err
 	}
-	return p, nil
 }
 
 func safeName(s string) string {
