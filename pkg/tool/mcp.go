@@ -162,14 +162,13 @@ func (srv *mcpServer) startLocked(ctx context.Context) error {
 		c.close(true)
 		return fmt.Errorf(format, srv.name, srv.cmdline, err)
 	}
-	var init struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
+	// The server's answer (protocol version, capabilities) changes nothing
+	// pg-tool does; it only has to come.
 	err = c.call(cctx, "initialize", map[string]any{
 		"protocolVersion": mcpProtocolVersion,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]string{"name": "pg-tool", "version": "1"},
-	}, &init)
+	}, nil)
 	if err == nil {
 		err = c.notify("notifications/initialized", map[string]any{}, time.Now().Add(mcpStartTimeout))
 	}
