@@ -162,13 +162,14 @@ func (srv *mcpServer) startLocked(ctx context.Context) error {
 		c.close(true)
 		return fmt.Errorf(format, srv.name, srv.cmdline, err)
 	}
-	// The server's answer (protocol version, capabilities) changes nothing
-	// pg-tool does; it only has to come.
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
 	err = c.call(cctx, "initialize", map[string]any{
 		"protocolVersion": mcpProtocolVersion,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]string{"name": "pg-tool", "version": "1"},
-	}, nil)
+	}, &init)
 	if err == nil {
 		err = c.notify("notifications/initialized", map[string]any{}, time.Now().Add(mcpStartTimeout))
 	}
