@@ -132,9 +132,7 @@ func (c *mcpConn) handle(line []byte) {
 			// pg-tool declares no client capabilities (roots, sampling, ...).
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "pg-tool does not serve " + m.Method}
 		}
-		// Not from this goroutine: a call blocked writing to a server that
-		// is itself blocked writing to us would stall the reader.
-		go func() { _ = c.send(resp, time.Now().Add(10*time.Second)) }()
+		_ = c.send(resp, time.Now().Add(10*time.Second))
 	}
 }
 

@@ -2,9 +2,7 @@
 """A minimal MCP server over stdio for pg-tool's tests: tools "echo" (answers
 with its pid) and "hang" (never answers). With PIDFILE set it appends its own
 pid and that of a child it starts (sleep 300) to that file, so a test can
-check that stopping the server kills its whole process group. It also does
-what clients must put up with: a line that is not JSON-RPC on stdout, and
-(for echo of "ping me") a ping request of its own before it answers."""
+check that stopping the server kills its whole process group."""
 import json
 import os
 import subprocess
@@ -20,8 +18,6 @@ def send(msg):
     sys.stdout.write(json.dumps(msg) + "\n")
     sys.stdout.flush()
 
-
-print("hang_server: starting (not a JSON-RPC message)", flush=True)
 
 TOOLS = [
     {"name": "echo", "description": "Echoes the message with the server's pid.",
@@ -43,13 +39,7 @@ for line in sys.stdin:
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
     elif method == "tools/call" and params.get("name") == "echo":
-        message = params.get("arguments", {}).get("message", "")
-        if message == "ping me":
-            send({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
-            reply = json.loads(sys.stdin.readline())
-            if reply.get("id") == "srv-1" and reply.get("result") == {}:
-                message = "ping answered"
-        text = "pid %d: %s" % (os.getpid(), message)
+        text = "pid %d: %s" % (os.getpid(), params.get("arguments", {}).get("message", ""))
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
     elif method == "tools/call":
         pass  # hang: never answer
