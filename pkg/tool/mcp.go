@@ -3,23 +3,25 @@ package tool
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // MCP servers: each "name=command args" spec is a server started (once, on
-// first use) as a child over stdio (see mcpconn.go). Its tools appear as
-// mcp__<name>__<tool>. A server that dies is reported in the failing call's
-// result and started again on the next call.
+// first use) as a child over stdio with the official Go SDK. Its tools
+// appear as mcp__<name>__<tool>. A server that dies is reported in the
+// failing call's result and started again on the next call.
 
 const mcpStartTimeout = 30 * time.Second
 
@@ -40,8 +42,9 @@ type mcpServer struct {
 	s       *Session
 
 	mu    sync.Mutex
-	conn  *mcpConn
-	dead  chan struct{} // the connection's: closed when it ends
+	cs    *mcp.ClientSession
+	cmd   *exec.Cmd
+	dead  chan struct{} // closed when the connection ends
 	tools []*Tool
 }
 
@@ -129,7 +132,7 @@ func (m *mcpManager) close() error {
 func (srv *mcpServer) ensure(ctx context.Context) ([]*Tool, error) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.conn != nil {
+	if srv.cs != nil {
 		select {
 		case <-srv.dead:
 			srv.closeLocked(true)
@@ -147,68 +150,67 @@ func (srv *mcpServer) startLocked(ctx context.Context) error {
 	cmd := exec.Command("bash", "-c", "exec "+srv.cmdline)
 	cmd.Dir = srv.s.rootPath
 	cmd.Env = srv.s.opts.Env
-	log := &prefixWriter{w: srv.s.opts.Log, prefix: "mcp " + srv.name + ": "}
-	cmd.Stderr = log
-	c, err := startMCPConn(cmd, log)
-	if err != nil {
-		return fmt.Errorf("mcp server %s (%s) did not start: %w", srv.name, srv.cmdline, err)
-	}
+	cmd.Stderr = &prefixWriter{w: srv.s.opts.Log, prefix: "mcp " + srv.name + ": "}
+	// Its own process group: stopping the server kills what it started
+	// too (npx runs the real server as a child).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A child that keeps stderr open must not hold up Wait.
+	cmd.WaitDelay = time.Second
+	client := mcp.NewClient(&mcp.Implementation{Name: "pg-tool", Version: "1"}, nil)
 	cctx, cancel := context.WithTimeout(ctx, mcpStartTimeout)
 	defer cancel()
-	fail := func(format string, err error) error {
-		if errors.Is(err, errServerGone) {
-			err = errors.New(c.gone())
-		}
-		c.close(true)
-		return fmt.Errorf(format, srv.name, srv.cmdline, err)
-	}
-	var init struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
-	err = c.call(cctx, "initialize", map[string]any{
-		"protocolVersion": mcpProtocolVersion,
-		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]string{"name": "pg-tool", "version": "1"},
-	}, &init)
-	if err == nil {
-		err = c.notify("notifications/initialized", map[string]any{}, time.Now().Add(mcpStartTimeout))
-	}
+	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
 	if err != nil {
-		return fail("mcp server %s (%s) did not start: %w", err)
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		}
+		return fmt.Errorf("mcp server %s (%s) did not start: %w", srv.name, srv.cmdline, err)
 	}
+	dead := make(chan struct{})
+	go func() { _ = cs.Wait(); close(dead) }()
 	var tools []*Tool
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
+	for t, err := range cs.Tools(cctx, nil) {
+		if err != nil {
+			_ = cs.Close()
+			return fmt.Errorf("mcp server %s: list tools: %w", srv.name, err)
 		}
-		var res struct {
-			Tools      []mcpToolDef `json:"tools"`
-			NextCursor string       `json:"nextCursor"`
-		}
-		if err := c.call(cctx, "tools/list", params, &res); err != nil {
-			return fail("mcp server %s (%s): list tools: %w", err)
-		}
-		for _, t := range res.Tools {
-			tools = append(tools, srv.wrap(t))
-		}
-		if cursor = res.NextCursor; cursor == "" {
-			break
-		}
+		tools = append(tools, srv.wrap(t))
 	}
-	srv.conn, srv.dead, srv.tools = c, c.dead, tools
+	srv.cs, srv.cmd, srv.dead, srv.tools = cs, cmd, dead, tools
 	return nil
 }
 
-// closeLocked stops the server (see mcpConn.close); kill skips the grace.
+// closeLocked shuts the server down: stdin closed, then SIGTERM and SIGKILL
+// after a grace (the SDK's transport), then whatever is left of its
+// process group is killed. With kill, the group is killed first: a server
+// that hangs gets no grace.
 func (srv *mcpServer) closeLocked(kill bool) error {
-	if srv.conn == nil {
+	if srv.cs == nil {
 		return nil
 	}
-	srv.conn.close(kill)
-	srv.conn, srv.tools = nil, nil
+	pgid := srv.cmd.Process.Pid
+	if kill {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	err := srv.cs.Close()
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	srv.cs, srv.cmd, srv.tools = nil, nil, nil
+	if kill {
+		return nil
+	}
+	if err != nil && !isClosedErr(err) {
+		return fmt.Errorf("mcp server %s: shutdown: %w", srv.name, err)
+	}
 	return nil
+}
+
+func isClosedErr(err error) bool {
+	var ee *exec.ExitError
+	// A child that kept the server's pipes open after it exited (ErrWaitDelay,
+	// ErrProcessDone) is killed with the process group: no shutdown error.
+	return errors.As(err, &ee) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, exec.ErrWaitDelay) || errors.Is(err, os.ErrProcessDone)
 }
 
 func (srv *mcpServer) stop(kill bool) error {
@@ -221,33 +223,22 @@ func (srv *mcpServer) stop(kill bool) error {
 func (srv *mcpServer) pid() int {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.conn == nil {
+	if srv.cmd == nil || srv.cmd.Process == nil {
 		return 0
 	}
-	return srv.conn.cmd.Process.Pid
+	return srv.cmd.Process.Pid
 }
 
-// mcpToolDef is a tool as tools/list describes it.
-type mcpToolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations *struct {
-		ReadOnlyHint bool `json:"readOnlyHint"`
-	} `json:"annotations"`
-}
-
-func (srv *mcpServer) wrap(t mcpToolDef) *Tool {
-	var schema bytes.Buffer
-	if json.Compact(&schema, t.InputSchema) != nil || schema.Len() == 0 || schema.Bytes()[0] != '{' {
-		schema.Reset()
-		schema.WriteString(`{"type":"object"}`)
+func (srv *mcpServer) wrap(t *mcp.Tool) *Tool {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil || len(schema) == 0 || schema[0] != '{' {
+		schema = json.RawMessage(`{"type":"object"}`)
 	}
 	remote := t.Name
 	return &Tool{
 		Name:        "mcp__" + srv.name + "__" + t.Name,
 		Description: t.Description,
-		Schema:      schema.Bytes(),
+		Schema:      schema,
 		ReadOnly:    t.Annotations != nil && t.Annotations.ReadOnlyHint,
 		Run: func(ctx context.Context, s *Session, input json.RawMessage) (string, error) {
 			return srv.call(ctx, remote, input)
@@ -260,36 +251,40 @@ func (srv *mcpServer) call(ctx context.Context, name string, input json.RawMessa
 		return "", err
 	}
 	srv.mu.Lock()
-	c := srv.conn
+	cs, dead := srv.cs, srv.dead
 	srv.mu.Unlock()
-	if c == nil {
-		return "", fmt.Errorf("mcp server %s was stopped; it will be restarted on the next call", srv.name)
-	}
 	limit := srv.s.opts.MCPTimeout
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	var res mcpCallResult
-	err := c.call(cctx, "tools/call", map[string]any{"name": name, "arguments": input}, &res)
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: input})
 	if err != nil {
 		var rpcErr *jsonrpc.Error
-		switch {
-		case errors.As(err, &rpcErr):
+		if errors.As(err, &rpcErr) {
 			return "", fmt.Errorf("mcp server %s: %s: %s", srv.name, name, rpcErr.Message)
-		case ctx.Err() != nil:
+		}
+		if ctx.Err() != nil {
 			return "", err
-		case cctx.Err() != nil:
+		}
+		if cctx.Err() != nil {
 			// A server that does not answer may never answer: stop it
 			// (process group and all) and start afresh next time.
-			_ = srv.stopConn(c, true)
+			_ = srv.stop(true)
 			return "", fmt.Errorf("mcp server %s: %s timed out after %s (--mcp-timeout); the server was stopped and will be restarted on the next call", srv.name, name, limit)
-		case errors.Is(err, errServerGone):
-			why := c.gone()
-			_ = srv.stopConn(c, true)
-			return "", fmt.Errorf("mcp server %s died during the call (%s); it will be restarted on the next call", srv.name, why)
+		}
+		// Give the connection watcher a moment to notice a dead server.
+		select {
+		case <-dead:
+		case <-time.After(200 * time.Millisecond):
+		}
+		select {
+		case <-dead:
+			_ = srv.stop(true)
+			return "", fmt.Errorf("mcp server %s died during the call (%v); it will be restarted on the next call", srv.name, err)
+		default:
 		}
 		return "", fmt.Errorf("mcp server %s: %s: %w", srv.name, name, err)
 	}
-	out := mcpText(&res)
+	out := mcpText(res)
 	if res.IsError {
 		msg := strings.TrimSpace(out)
 		if msg == "" {
@@ -300,68 +295,22 @@ func (srv *mcpServer) call(ctx context.Context, name string, input json.RawMessa
 	return out, nil
 }
 
-// stopConn stops c if it is still the server's connection (a parallel call
-// may have restarted the server meanwhile).
-func (srv *mcpServer) stopConn(c *mcpConn, kill bool) error {
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if srv.conn != c {
-		return nil
-	}
-	return srv.closeLocked(kill)
-}
-
-// mcpCallResult is what tools/call returns.
-type mcpCallResult struct {
-	Content           []json.RawMessage `json:"content"`
-	StructuredContent json.RawMessage   `json:"structuredContent"`
-	IsError           bool              `json:"isError"`
-}
-
-// mcpContent is one content block of a result.
-type mcpContent struct {
-	Type        string `json:"type"`
-	Text        string `json:"text"`
-	Data        string `json:"data"` // base64: image, audio
-	MIMEType    string `json:"mimeType"`
-	URI         string `json:"uri"`
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Resource    *struct {
-		URI      string `json:"uri"`
-		MIMEType string `json:"mimeType"`
-		Text     string `json:"text"`
-		Blob     string `json:"blob"` // base64
-	} `json:"resource"`
-}
-
-// decodedLen is the size of base64 data, for a description.
-func decodedLen(b64 string) int {
-	b, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return len(b64) * 3 / 4
-	}
-	return len(b)
-}
-
 // mcpText renders a tool result's content for a model: text as is, other
 // content as a short description, structured content as JSON.
-func mcpText(res *mcpCallResult) string {
+func mcpText(res *mcp.CallToolResult) string {
 	var b strings.Builder
-	for _, raw := range res.Content {
-		var c mcpContent
-		if json.Unmarshal(raw, &c) != nil {
-			continue
-		}
+	for _, c := range res.Content {
 		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 			b.WriteByte('\n')
 		}
-		switch c.Type {
-		case "text":
+		switch c := c.(type) {
+		case *mcp.TextContent:
 			b.WriteString(c.Text)
-		case "image", "audio":
-			fmt.Fprintf(&b, "[%s: %s, %d bytes]", c.Type, c.MIMEType, decodedLen(c.Data))
-		case "resource_link":
+		case *mcp.ImageContent:
+			fmt.Fprintf(&b, "[image: %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(&b, "[audio: %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *mcp.ResourceLink:
 			fmt.Fprintf(&b, "[resource link: %s", c.URI)
 			if c.Name != "" {
 				fmt.Fprintf(&b, " (%s)", c.Name)
@@ -370,32 +319,30 @@ func mcpText(res *mcpCallResult) string {
 				fmt.Fprintf(&b, ": %s", c.Description)
 			}
 			b.WriteString("]")
-		case "resource":
+		case *mcp.EmbeddedResource:
 			if c.Resource == nil {
 				continue
 			}
 			if c.Resource.Text != "" {
 				fmt.Fprintf(&b, "[resource %s]\n%s", c.Resource.URI, c.Resource.Text)
 			} else {
-				fmt.Fprintf(&b, "[resource %s: %s, %d bytes]", c.Resource.URI, c.Resource.MIMEType, decodedLen(c.Resource.Blob))
+				fmt.Fprintf(&b, "[resource %s: %s, %d bytes]", c.Resource.URI, c.Resource.MIMEType, len(c.Resource.Blob))
 			}
 		default:
-			var compact bytes.Buffer
-			if json.Compact(&compact, raw) == nil {
-				b.Write(compact.Bytes())
-			}
+			raw, _ := json.Marshal(c)
+			b.Write(raw)
 		}
 	}
-	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && string(sc) != "null" {
-		var raw bytes.Buffer
-		if json.Compact(&raw, sc) == nil && !sameJSON(raw.Bytes(), b.String()) {
+	if res.StructuredContent != nil {
+		raw, err := json.Marshal(res.StructuredContent)
+		if err == nil && !sameJSON(raw, b.String()) {
 			if b.Len() > 0 {
 				if !strings.HasSuffix(b.String(), "\n") {
 					b.WriteByte('\n')
 				}
 				b.WriteString("[structured content]\n")
 			}
-			b.Write(raw.Bytes())
+			b.Write(raw)
 		}
 	}
 	return b.String()
