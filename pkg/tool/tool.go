@@ -13,11 +13,13 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -33,7 +35,9 @@ type Tool struct {
 	Run func(ctx context.Context, s *Session, input json.RawMessage) (string, error)
 
 	once     sync.Once
-	compiled *schema
+	compiled *jsonschema.Resolved
+	cerr     error
+	top      topLevel
 }
 
 // Def is the definition `pg-tool list` prints.
@@ -148,48 +152,187 @@ func (e *unavailableError) Error() string { return e.err.Error() }
 func (e *unavailableError) Unwrap() error { return e.err }
 
 // validate checks input against the tool's schema; errors name the field.
+// (github.com/google/jsonschema-go, which the MCP SDK uses too: its package
+// init is cheap, which keeps a cold `pg-tool call` fast.)
 func (t *Tool) validate(input json.RawMessage) error {
 	t.once.Do(func() {
-		if len(t.Schema) > 0 {
-			t.compiled, _ = parseSchema(t.Schema)
+		if len(t.Schema) == 0 {
+			return
 		}
+		var sch jsonschema.Schema
+		if err := json.Unmarshal(t.Schema, &sch); err != nil {
+			t.cerr = err
+			return
+		}
+		t.compiled, t.cerr = sch.Resolve(nil)
+		_ = json.Unmarshal(t.Schema, &t.top)
 	})
-	v, err := decodeNumbers(input)
-	if err != nil {
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
 		return fmt.Errorf("input of %s is not valid JSON: %v", t.Name, err)
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return fmt.Errorf("input of %s must be a JSON object", t.Name)
 	}
 	if t.compiled == nil {
-		return nil // no schema, or one we cannot read: the tool judges
+		return nil // no schema, or one we cannot compile (an MCP server's): the tool judges
 	}
-	if msgs := t.compiled.check(v); len(msgs) > 0 {
-		return fmt.Errorf("invalid input for %s: %s", t.Name, strings.Join(msgs, "; "))
+	err := t.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	// The validator stops at the first problem; a model fixes its call in
+	// one go when it hears about every unknown and missing field at once.
+	var msgs []string
+	obj := v.(map[string]any)
+	if t.top.Additional != nil && !*t.top.Additional {
+		var unknown []string
+		for k := range obj {
+			if _, ok := t.top.Properties[k]; !ok {
+				unknown = append(unknown, strconv.Quote(k))
+			}
+		}
+		sort.Strings(unknown)
+		if len(unknown) > 0 {
+			msgs = append(msgs, "unknown field "+strings.Join(unknown, ", "))
+		}
+	}
+	var missing []string
+	for _, k := range t.top.Required {
+		if _, ok := obj[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		msgs = append([]string{"missing required field " + strings.Join(missing, ", ")}, msgs...)
+	}
+	if m := fieldError(err.Error()); !strings.HasPrefix(m, "unknown field ") && !strings.HasPrefix(m, "missing required field ") || len(msgs) == 0 {
+		msgs = append(msgs, m)
+	}
+	if len(t.top.Properties) > 0 && len(msgs) > 0 && strings.HasPrefix(msgs[len(msgs)-1], "unknown field") {
+		var known []string
+		for k := range t.top.Properties {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		msgs[len(msgs)-1] += " (fields: " + strings.Join(known, ", ") + ")"
+	}
+	return fmt.Errorf("invalid input for %s: %s", t.Name, strings.Join(msgs, "; "))
+}
+
+// topLevel is what validate reads of a schema itself.
+type topLevel struct {
+	Properties map[string]json.RawMessage `json:"properties"`
+	Required   []string                   `json:"required"`
+	Additional *bool                      `json:"-"`
+}
+
+func (t *topLevel) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+		Additional json.RawMessage            `json:"additionalProperties"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	t.Properties, t.Required = raw.Properties, raw.Required
+	if string(raw.Additional) == "false" {
+		f := false
+		t.Additional = &f
 	}
 	return nil
 }
 
-// decodeNumbers is json.Unmarshal into an any, with numbers kept as
-// written (json.Number): 1.5 is no integer, 2^64 no float.
-func decodeNumbers(b []byte) (any, error) {
-	if !json.Valid(b) {
-		var v any
-		return nil, json.Unmarshal(b, &v) // the error says where
+var (
+	propPathRe   = lazyRegexp(`^validating (/[^:]*): `)
+	additionalRe = lazyRegexp(`unexpected additional properties \[(.*)\]`)
+	requiredRe   = lazyRegexp(`required: missing properties: \[(.*)\]`)
+)
+
+var (
+	typeRe   = lazyRegexp(`^type: .* has type "(\w+)", want (.*)$`)
+	boundRe  = lazyRegexp(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum): (\S+) is (?:less|greater) than (?:or equal to )?(\S+)$`)
+	lengthRe = lazyRegexp(`^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
+)
+
+// valueError words the validator's complaint about a value plainly.
+func valueError(msg string) string {
+	if m := typeRe().FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("got %s, want %s", m[1], strings.ReplaceAll(m[2], `"`, ""))
 	}
-	var v any
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	err := d.Decode(&v)
-	return v, err
+	if m := boundRe().FindStringSubmatch(msg); m != nil {
+		words := map[string]string{"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}
+		return fmt.Sprintf("got %s, must be %s %s", number(m[2]), words[m[1]], number(m[3]))
+	}
+	if m := lengthRe().FindStringSubmatch(msg); m != nil {
+		if m[1] == "minLength" {
+			if m[3] == "1" {
+				return "must not be empty"
+			}
+			return fmt.Sprintf("has %s characters, must have at least %s", m[2], m[3])
+		}
+		return fmt.Sprintf("has %s characters, must have at most %s", m[2], m[3])
+	}
+	return msg
 }
 
-// number turns "1.000000" into "1"; other numbers stay as written.
+// number turns the validator's "600001/1" or "1.000000" into "600001", "1".
 func number(s string) string {
-	if f, err := strconv.ParseFloat(s, 64); err == nil && strings.ContainsAny(s, ".eE") {
+	if n, d, ok := strings.Cut(s, "/"); ok && d == "1" {
+		return n
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return s
+}
+
+// fieldError rewrites the validator's message so it names the field the
+// way a model wrote it: "field offset: ...", "missing required field path".
+func fieldError(msg string) string {
+	for strings.HasPrefix(msg, "validating root: ") {
+		msg = strings.TrimPrefix(msg, "validating root: ")
+	}
+	field := ""
+	for {
+		m := propPathRe().FindStringSubmatch(msg)
+		if m == nil {
+			break
+		}
+		msg = msg[len(m[0]):]
+		// /properties/a/properties/b or /items/3 -> a.b, a[3]
+		parts := strings.Split(strings.Trim(m[1], "/"), "/")
+		for i := 0; i+1 < len(parts); i += 2 {
+			switch parts[i] {
+			case "properties":
+				if field != "" {
+					field += "."
+				}
+				field += parts[i+1]
+			case "items", "prefixItems":
+				field += "[" + parts[i+1] + "]"
+			}
+		}
+	}
+	if m := requiredRe().FindStringSubmatch(msg); m != nil {
+		names := strings.ReplaceAll(m[1], `"`, "")
+		if field != "" {
+			return fmt.Sprintf("field %s: missing required field %s", field, names)
+		}
+		return "missing required field " + names
+	}
+	if m := additionalRe().FindStringSubmatch(msg); m != nil {
+		if field != "" {
+			return fmt.Sprintf("field %s: unknown field %s", field, m[1])
+		}
+		return "unknown field " + m[1]
+	}
+	msg = valueError(msg)
+	if field == "" {
+		return msg
+	}
+	return fmt.Sprintf("field %s: %s", field, msg)
 }
 
 // allowed applies the preset and the allow/deny globs to a tool.
