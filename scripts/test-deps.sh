@@ -45,8 +45,8 @@ fi
 # are there.
 mcp_dir=testdata/mcp
 if ! command -v npm >/dev/null 2>&1; then
-	echo "test-deps: WARNING: npm not found: pg-tool's MCP tests need it (install nodejs and npm)," >&2
-	echo "test-deps: or set POWERGLIDE_TEST_NO_NPM=1 to run without them." >&2
+	echo "test-deps: WARNING: npm not found: pg-tool's MCP tests will FAIL (install nodejs and npm)," >&2
+	echo "test-deps: or set POWERGLIDE_TEST_NO_NPM=1 to skip them." >&2
 elif ! [ -e "$mcp_dir/node_modules/@modelcontextprotocol/server-everything/package.json" ] ||
 	! [ -e "$mcp_dir/node_modules/@modelcontextprotocol/server-filesystem/package.json" ]; then
 	echo "test-deps: npm install MCP test servers into $mcp_dir" >&2

@@ -10,5 +10,8 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == pgpty.HolderArg {
+		os.Exit(pgpty.Holder(os.Args[2], os.Stdin, os.Stderr)) // the fast way in for start's holder
+	}
 	os.Exit(cli.Main(pgpty.Spec(), os.Args[1:], cli.Std(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
 }

@@ -48,6 +48,9 @@ const (
 	PtyRunning = "running"
 	PtyExited  = "exited"
 	PtyDead    = "dead" // the holder process is gone without recording an exit
+	// PtyUnresponsive: the holder lives but does not answer (stopped or
+	// hung). Only status and list report it; session.json never holds it.
+	PtyUnresponsive = "unresponsive"
 )
 
 // PtySession is a session's state: session.json, and what `pg-pty status`
@@ -55,7 +58,7 @@ const (
 type PtySession struct {
 	Type        string   `json:"type" jsonschema:"enum=session"`
 	Name        string   `json:"name"`
-	Status      string   `json:"status" jsonschema:"enum=running,enum=exited,enum=dead"`
+	Status      string   `json:"status" jsonschema:"enum=running,enum=exited,enum=dead,enum=unresponsive"`
 	Command     []string `json:"command"`
 	Dir         string   `json:"dir" jsonschema:"description=the program's working directory"`
 	PID         int      `json:"pid"`

@@ -25,6 +25,6 @@ type ToolResult struct {
 	Output     string  `json:"output"`
 	Error      *string `json:"error"`
 	Truncated  bool    `json:"truncated"`
-	FullOutput string  `json:"full_output,omitempty" jsonschema:"description=file holding the whole output when it was truncated"`
+	FullOutput string  `json:"full_output,omitempty" jsonschema:"description=file holding the whole output when it was truncated (the whole error when only the error was)"`
 	DurationMS int64   `json:"duration_ms"`
 }

@@ -149,23 +149,41 @@ func describeEnd(st *protocol.PtySession) string {
 	return st.Status
 }
 
+// callTimeout bounds a request to a holder, all but wait: a holder that is
+// stopped (SIGSTOP) or hung must not hang the caller.
+var callTimeout = 10 * time.Second
+
 // call sends one request to a session's holder and reads the answer.
-func call(ctx context.Context, dir string, req request) (*response, error) {
-	c, err := dial(dir, 5*time.Second)
+func call(ctx context.Context, dir string, st *protocol.PtySession, req request) (*response, error) {
+	return callWithin(ctx, dir, st, req, callTimeout)
+}
+
+func callWithin(ctx context.Context, dir string, st *protocol.PtySession, req request, timeout time.Duration) (*response, error) {
+	c, err := dial(dir, min(timeout, 5*time.Second))
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errorf(ErrUnresponsive, "holder pid %d not responding", st.HolderPID)
+		}
 		return nil, err
 	}
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	b, _ := json.Marshal(req)
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return nil, err
+	if req.Op != "wait" {
+		c.SetDeadline(time.Now().Add(timeout))
 	}
-	line, err := bufio.NewReader(c).ReadBytes('\n')
+	b, _ := json.Marshal(req)
+	_, err = c.Write(append(b, '\n'))
+	var line []byte
+	if err == nil {
+		line, err = bufio.NewReader(c).ReadBytes('\n')
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errorf(ErrUnresponsive, "holder pid %d not responding", st.HolderPID)
 		}
 		return nil, fmt.Errorf("holder closed the connection: %w", err)
 	}
@@ -179,6 +197,22 @@ func call(ctx context.Context, dir string, req request) (*response, error) {
 	return &resp, nil
 }
 
+// probeTimeout is how long Probe gives a holder to answer.
+var probeTimeout = 3 * time.Second
+
+// Probe asks a running session's holder whether it is alive and marks the
+// session unresponsive when it does not answer in time (stopped, hung).
+// Any answer counts, also an error from a holder that knows no "ping".
+func (s Store) Probe(ctx context.Context, st *protocol.PtySession) {
+	if st.Status != protocol.PtyRunning {
+		return
+	}
+	_, err := callWithin(ctx, s.Dir(st.Name), st, request{Op: "ping"}, probeTimeout)
+	if errors.Is(err, ErrUnresponsive) {
+		st.Status = protocol.PtyUnresponsive
+	}
+}
+
 // Send types text and then keys (names as for EncodeKey) into a session.
 func (s Store) Send(ctx context.Context, name string, text []byte, keys []string) error {
 	if _, err := EncodeKeys(keys, false); err != nil {
@@ -187,10 +221,11 @@ func (s Store) Send(ctx context.Context, name string, text []byte, keys []string
 	if len(text) == 0 && len(keys) == 0 {
 		return errorf(ErrBadInput, "nothing to send: give TEXT or --keys")
 	}
-	if _, err := s.running(name); err != nil {
+	st, err := s.running(name)
+	if err != nil {
 		return err
 	}
-	_, err := call(ctx, s.Dir(name), request{Op: "send", Data: text, Keys: keys})
+	_, err = call(ctx, s.Dir(name), st, request{Op: "send", Data: text, Keys: keys})
 	if err != nil {
 		return s.afterCall(name, "send to", err)
 	}
@@ -210,10 +245,11 @@ func (s Store) Resize(ctx context.Context, name string, cols, rows int) (*protoc
 	if cols <= 0 || rows <= 0 || cols > 10000 || rows > 10000 {
 		return nil, errorf(ErrBadInput, "invalid terminal size %dx%d", cols, rows)
 	}
-	if _, err := s.running(name); err != nil {
+	st, err := s.running(name)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := call(ctx, s.Dir(name), request{Op: "resize", Cols: cols, Rows: rows}); err != nil {
+	if _, err := call(ctx, s.Dir(name), st, request{Op: "resize", Cols: cols, Rows: rows}); err != nil {
 		return nil, s.afterCall(name, "resize", err)
 	}
 	return s.Load(name)
@@ -229,8 +265,12 @@ func (s Store) Screen(ctx context.Context, name string) (*protocol.PtyScreen, er
 	}
 	dir := s.Dir(name)
 	if st.Status == protocol.PtyRunning {
-		if resp, err := call(ctx, dir, request{Op: "screen"}); err == nil && resp.Screen != nil {
+		resp, err := call(ctx, dir, st, request{Op: "screen"})
+		if err == nil && resp.Screen != nil {
 			return resp.Screen, nil
+		}
+		if errors.Is(err, ErrUnresponsive) {
+			return nil, fmt.Errorf("screen of session %s: %w", name, err)
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, ScreenFile)); err == nil {
@@ -330,6 +370,9 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 		}
 		if !running {
 			out.Data, out.NextOffset = string(buf), since+int64(len(buf))
+			if st.Status == protocol.PtyDead {
+				return out, errorf(ErrNoMatch, "session %s died before /%s/ appeared: its holder process is gone", name, o.Wait)
+			}
 			return out, errorf(ErrNoMatch, "session %s %s before /%s/ appeared", name, describeEnd(st), o.Wait)
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
@@ -387,7 +430,7 @@ func (s Store) Wait(ctx context.Context, name string) (*protocol.PtySession, err
 		if st.Status != protocol.PtyRunning {
 			return st, nil
 		}
-		if _, err := call(ctx, s.Dir(name), request{Op: "wait"}); err != nil {
+		if _, err := call(ctx, s.Dir(name), st, request{Op: "wait"}); err != nil {
 			if ctx.Err() != nil {
 				return st, ctx.Err()
 			}

@@ -33,7 +33,7 @@ type holderSpec struct {
 
 // request and response travel as one JSON line each over the socket.
 type request struct {
-	Op   string   `json:"op"` // send, resize, screen, wait
+	Op   string   `json:"op"` // send, resize, screen, wait, ping
 	Data []byte   `json:"data,omitempty"`
 	Keys []string `json:"keys,omitempty"`
 	Cols int      `json:"cols,omitempty"`
@@ -72,9 +72,6 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 			ready.Close()
 		}
 	}()
-	// A holder may live for days next to many others: keep its heap small.
-	// What it allocates per chunk of output is garbage at once.
-	debug.SetGCPercent(25)
 	var sp holderSpec
 	if err := json.NewDecoder(spec).Decode(&sp); err != nil {
 		return fmt.Errorf("read session spec: %w", err)
@@ -112,7 +109,6 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	}
 	defer master.Close()
 	h := &holder{dir: dir, master: master, pgid: cmd.Process.Pid, log: logw, exited: make(chan struct{})}
-	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited))
 	hpid, hstart, _ := proc.Self()
 	cstart, _ := proc.StartTime(cmd.Process.Pid)
 	h.state = protocol.PtySession{
@@ -125,13 +121,19 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 		cmd.Wait()
 		return err
 	}
+	// start waits for this "ok": what is not needed to report the program
+	// running comes after it. (Output waits in the terminal meanwhile.)
+	fmt.Fprintln(ready, "ok")
+	ready.Close()
+	ready = nil
+	// A holder may live for days next to many others: keep its heap small.
+	// What it allocates per chunk of output is garbage at once.
+	debug.SetGCPercent(25)
+	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited))
 	p := newPump(master, 32<<10, func(b []byte) {
 		logf.Write(b) // one write per chunk: readers never see half a chunk
 		h.emu.Write(b)
 	})
-	fmt.Fprintln(ready, "ok")
-	ready.Close()
-	ready = nil
 
 	go h.serve(ln)
 	go h.watchDir(dirInfo)
@@ -267,6 +269,8 @@ func (h *holder) do(req *request, resp *response) error {
 		return nil
 	case "wait":
 		<-h.exited
+		return nil
+	case "ping":
 		return nil
 	}
 	return fmt.Errorf("unknown op %q", req.Op)

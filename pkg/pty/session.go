@@ -35,6 +35,8 @@ var (
 	ErrNotRunning = errors.New("session is not running")
 	ErrBadInput   = errors.New("bad input")
 	ErrNoMatch    = errors.New("no match")
+	// ErrUnresponsive: the holder is alive but does not answer (stopped, hung).
+	ErrUnresponsive = errors.New("holder not responding")
 )
 
 // Store is the directory of all sessions, $POWERGLIDE_HOME/pty.

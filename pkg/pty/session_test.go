@@ -256,6 +256,10 @@ func TestDeadHolder(t *testing.T) {
 	if err := s.Send(context.Background(), "d", []byte("x"), nil); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("send: %v", err)
 	}
+	_, err = s.Read(context.Background(), "d", ReadOptions{Wait: regexp.MustCompile("never"), Timeout: time.Minute})
+	if !errors.Is(err, ErrNoMatch) || err.Error() != "session d died before /never/ appeared: its holder process is gone" {
+		t.Fatalf("read --wait: %v", err)
+	}
 	// The orphaned program ignored the hangup; kill still ends it.
 	if _, err := s.Kill(context.Background(), "d", syscall.SIGKILL, 0); err != nil {
 		t.Fatal(err)
@@ -265,6 +269,46 @@ func TestDeadHolder(t *testing.T) {
 	if err != nil || len(removed) != 1 || removed[0] != "d" {
 		t.Fatalf("clean: %v %v", removed, err)
 	}
+}
+
+// A holder that is stopped (SIGSTOP) makes send, screen and resize fail
+// after the call timeout instead of hanging, and status unresponsive.
+func TestStoppedHolder(t *testing.T) {
+	s := newStore(t)
+	st := startSession(t, s, "stopped", nil, "cat")
+	defer func(c, p time.Duration) { callTimeout, probeTimeout = c, p }(callTimeout, probeTimeout)
+	callTimeout, probeTimeout = 500*time.Millisecond, 500*time.Millisecond
+	if err := syscall.Kill(st.HolderPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(st.HolderPID, syscall.SIGCONT)
+	ctx := context.Background()
+	want := fmt.Sprintf("holder pid %d not responding", st.HolderPID)
+	if err := s.Send(ctx, "stopped", []byte("x"), nil); !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), want) {
+		t.Errorf("send: %v", err)
+	}
+	if _, err := s.Screen(ctx, "stopped"); !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), want) {
+		t.Errorf("screen: %v", err)
+	}
+	if _, err := s.Resize(ctx, "stopped", 100, 30); !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), want) {
+		t.Errorf("resize: %v", err)
+	}
+	got, err := s.Load("stopped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Probe(ctx, got); got.Status != protocol.PtyUnresponsive {
+		t.Errorf("probe of a stopped holder: %s", got.Status)
+	}
+	// Once it runs again, it answers.
+	syscall.Kill(st.HolderPID, syscall.SIGCONT)
+	callTimeout, probeTimeout = time.Minute, time.Minute
+	got, _ = s.Load("stopped")
+	if s.Probe(ctx, got); got.Status != protocol.PtyRunning {
+		t.Errorf("probe after SIGCONT: %s", got.Status)
+	}
+	send(t, s, "stopped", "hello\n")
+	expect(t, s, "stopped", "hello")
 }
 
 // The program exits while a grandchild it started keeps the terminal open:

@@ -28,7 +28,7 @@ var bashTool = &Tool{
 	Name: "bash",
 	Description: `Run a shell command with bash -c in the workspace and return its combined stdout and stderr followed by its exit code.
 Use it for builds, tests, git, and programs; prefer read/grep/glob/ls to inspect files and edit/write to change them.
-The working directory starts at the workspace root (or "workdir", relative to the root); in a long-running session a "cd" carries over to the next call.
+The working directory starts at the workspace root (or "workdir", relative to the root); in a long-running session a "cd" carries over to the next call (not when the command ends by exec-ing another program).
 Timeout: 120000 ms by default, at most 600000 ms; on timeout the command and every process it started are killed.
 Stdin is empty: interactive programs do not work here, use the term_* tools for them. Background processes (cmd &) are ended when the command returns; start servers with term_start. Long output is cut to its head and tail.`,
 	Schema: json.RawMessage(`{
@@ -112,9 +112,12 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	dir := filepath.Join(s.rootPath, cwd)
 
-	// The final working directory comes back through a file written by an
-	// EXIT trap, so "cd" carries over, also after "exit N". (A file, not a
-	// pipe: a daemon the command leaves behind must not hold the call open.)
+	// The final working directory comes back through a file, so "cd"
+	// carries over: written after the command (which may have set an EXIT
+	// trap of its own), and by an EXIT trap for a command that calls
+	// "exit N". A command that ends in "exec prog" replaces the shell, so
+	// its cd is lost (the description says so). A file, not a pipe: a
+	// daemon the command leaves behind must not hold the call open.
 	script := in.Command
 	var cwdFile string
 	if s.opts.PersistCwd && in.Workdir == nil {
@@ -125,7 +128,10 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		cwdFile = f.Name()
 		f.Close()
 		defer os.Remove(cwdFile)
-		script = "trap 'pwd -P > " + shellQuote(cwdFile) + " 2>/dev/null' EXIT\n" + in.Command
+		save := "pwd -P > " + shellQuote(cwdFile) + " 2>/dev/null"
+		// The blank line ends a command left open by a final backslash.
+		script = "trap '" + strings.ReplaceAll(save, "'", `'\''`) + "' EXIT\n" + in.Command +
+			"\n\n__pg_status=$?; " + save + "; exit $__pg_status\n"
 	}
 	out := &lockedBuffer{}
 	code, runErr := runGroup(ctx, timeout, dir, s.opts.Env, []byte{}, out, out, nil, "bash", "-c", script)

@@ -130,8 +130,11 @@ func occurrenceLines(content, old string, max int) string {
 }
 
 // vetoed applies a change under the edit veto: with --verify set, the
-// verify command runs before and after; when it passed before and fails
-// after, the file is restored and the verifier's output is the error.
+// verify command runs before and after. When it passed before and fails
+// after, the file is restored and the verifier's output is the error. When
+// it already failed before, the change is rolled back only if the check now
+// reports failure lines it did not report before (see failureLines): old
+// failures do not block a change, new ones do.
 func (s *Session) vetoed(ctx context.Context, r, shown string, apply func() error) (string, error) {
 	if s.opts.Verify == "" {
 		return "", apply()
@@ -139,7 +142,7 @@ func (s *Session) vetoed(ctx context.Context, r, shown string, apply func() erro
 	// One change at a time: concurrent edits would blur who broke the check.
 	s.verifyMu.Lock()
 	defer s.verifyMu.Unlock()
-	before, _, err := s.verify(ctx)
+	before, beforeOut, err := s.verify(ctx)
 	if err != nil {
 		return "", fmt.Errorf("verify command before the edit: %w", err)
 	}
@@ -156,14 +159,22 @@ func (s *Session) vetoed(ctx context.Context, r, shown string, apply func() erro
 	if err != nil {
 		return "", fmt.Errorf("verify command after the edit: %w", err)
 	}
+	var msg string
 	switch {
 	case after:
 		if !before {
 			return "[verify: " + s.opts.Verify + " passes now; it failed before this change]\n", nil
 		}
 		return "[verify: " + s.opts.Verify + " passes]\n", nil
-	case !before:
-		return fmt.Sprintf("[verify: %s still fails, as it did before this change; the change was kept]\n", s.opts.Verify), nil
+	case before:
+		msg = fmt.Sprintf("change to %s rolled back: it makes the verify command %q fail (it passed before)\n%s", shown, s.opts.Verify, strings.TrimRight(afterOut, "\n"))
+	default:
+		fresh := newFailures(beforeOut, afterOut)
+		if len(fresh) == 0 {
+			return fmt.Sprintf("[verify: %s still fails, as it did before this change; the change was kept]\n", s.opts.Verify), nil
+		}
+		msg = fmt.Sprintf("change to %s rolled back: the verify command %q failed before it, but it adds these failures:\n%s\n[full output of the verify command after the change:]\n%s",
+			shown, s.opts.Verify, strings.Join(fresh, "\n"), strings.TrimRight(afterOut, "\n"))
 	}
 	// Newly broken: roll back.
 	var rbErr error
@@ -175,11 +186,65 @@ func (s *Session) vetoed(ctx context.Context, r, shown string, apply func() erro
 			_ = s.root.Remove(created[i])
 		}
 	}
-	msg := fmt.Sprintf("change to %s rolled back: it makes the verify command %q fail (it passed before)\n%s", shown, s.opts.Verify, strings.TrimRight(afterOut, "\n"))
 	if rbErr != nil {
 		msg += fmt.Sprintf("\nROLLBACK FAILED: %v", rbErr)
 	}
 	return "", errors.New(msg)
+}
+
+var (
+	// Parts of a check's output that change from run to run, or shift when
+	// an edit moves lines, without being a different failure.
+	durationRe = lazyRegexp(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`)
+	tempPathRe = lazyRegexp(`(/tmp|/var/tmp|/private/var/folders)/\S*`)
+	hexRe      = lazyRegexp(`\b0x[0-9a-fA-F]+\b`)
+	numberRe   = lazyRegexp(`\b\d+\b`)
+	// Lines that report success or progress in a failing run (go test's
+	// "ok pkg", "--- PASS", "=== RUN"): a fix makes them appear, and that
+	// is no new failure.
+	passLineRe = lazyRegexp(`^(ok\s|PASS$|--- PASS|--- SKIP|=== (RUN|PAUSE|CONT|NAME)|\?\s)`)
+)
+
+// failureLines is the set of normalised lines of a failing check's output.
+// Line and column numbers, durations, temporary paths and addresses become
+// placeholders: an edit that shifts "main.go:12:3: undefined: x" to line 14
+// leaves the same failure.
+func failureLines(out string) map[string]bool {
+	set := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if key := failureKey(line); key != "" {
+			set[key] = true
+		}
+	}
+	return set
+}
+
+func failureKey(line string) string {
+	line = strings.TrimSpace(line)
+	if line == "" || passLineRe().MatchString(line) {
+		return ""
+	}
+	line = tempPathRe().ReplaceAllString(line, "TMP")
+	line = durationRe().ReplaceAllString(line, "DUR")
+	line = hexRe().ReplaceAllString(line, "0xADDR")
+	return numberRe().ReplaceAllString(line, "N")
+}
+
+// newFailures lists the lines of after (as printed) whose normalised form
+// was not in before's output.
+func newFailures(before, after string) []string {
+	old := failureLines(before)
+	var fresh []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(after, "\n") {
+		key := failureKey(line)
+		if key == "" || old[key] || seen[key] {
+			continue
+		}
+		seen[key] = true
+		fresh = append(fresh, strings.TrimRight(line, "\r"))
+	}
+	return fresh
 }
 
 // missingDirs lists the parent directories of r that do not exist yet, outermost first.

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -285,9 +285,8 @@ func (s *Session) writeFile(r, shown string, data []byte, perm os.FileMode) erro
 			}
 		}
 	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(filepath.Dir(target), fmt.Sprintf(".%s.pg-tool-%x.tmp", filepath.Base(target), rnd))
+	// O_EXCL settles a clash of names; they need not be unguessable.
+	tmp := filepath.Join(filepath.Dir(target), fmt.Sprintf(".%s.pg-tool-%08x.tmp", filepath.Base(target), rand.Uint32()))
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return s.pathErr(shown, err)

@@ -3,6 +3,7 @@ package tool
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -73,6 +74,32 @@ func parseIgnore(base string, data []byte) *ignoreSet {
 
 // globRegexp converts a gitignore-style glob to an anchored regexp. With
 // anyDir the pattern may match at any depth.
+// compileGlob compiles a glob a model gave in field; unlike a .gitignore
+// line, a malformed one (an unclosed "[", a final backslash) is an error
+// naming the field rather than a pattern that silently matches nothing.
+func compileGlob(field, g string, anyDir bool) (*regexp.Regexp, error) {
+	for i := 0; i < len(g); i++ {
+		switch g[i] {
+		case '\\':
+			if i+1 == len(g) {
+				return nil, badInput(fmt.Errorf("field %s: bad glob %q: it ends in a backslash", field, g))
+			}
+			i++
+		case '[':
+			j := strings.IndexByte(g[i+1:], ']')
+			if j < 0 {
+				return nil, badInput(fmt.Errorf("field %s: bad glob %q: unclosed [ (write \\[ for a literal bracket)", field, g))
+			}
+			i += j + 1
+		}
+	}
+	re, err := regexp.Compile(globRegexp(g, anyDir))
+	if err != nil {
+		return nil, badInput(fmt.Errorf("field %s: bad glob %q: %v", field, g, err))
+	}
+	return re, nil
+}
+
 func globRegexp(g string, anyDir bool) string {
 	var b strings.Builder
 	b.WriteString("^")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -23,6 +24,9 @@ import (
 // failing call's result and started again on the next call.
 
 const mcpStartTimeout = 30 * time.Second
+
+// DefaultMCPTimeout bounds one MCP tool call, like bash's longest timeout.
+const DefaultMCPTimeout = 10 * time.Minute
 
 var mcpNameRe = lazyRegexp(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
 
@@ -118,7 +122,7 @@ func (m *mcpManager) lookup(ctx context.Context, full string) (*Tool, error) {
 func (m *mcpManager) close() error {
 	var errs []error
 	for _, name := range m.order {
-		errs = append(errs, m.servers[name].stop())
+		errs = append(errs, m.servers[name].stop(false))
 	}
 	return errors.Join(errs...)
 }
@@ -131,7 +135,7 @@ func (srv *mcpServer) ensure(ctx context.Context) ([]*Tool, error) {
 	if srv.cs != nil {
 		select {
 		case <-srv.dead:
-			srv.closeLocked()
+			srv.closeLocked(true)
 		default:
 			return srv.tools, nil
 		}
@@ -147,7 +151,11 @@ func (srv *mcpServer) startLocked(ctx context.Context) error {
 	cmd.Dir = srv.s.rootPath
 	cmd.Env = srv.s.opts.Env
 	cmd.Stderr = &prefixWriter{w: srv.s.opts.Log, prefix: "mcp " + srv.name + ": "}
+	// Its own process group: stopping the server kills what it started
+	// too (npx runs the real server as a child).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A child that keeps stderr open must not hold up Wait.
+	cmd.WaitDelay = time.Second
 	client := mcp.NewClient(&mcp.Implementation{Name: "pg-tool", Version: "1"}, nil)
 	cctx, cancel := context.WithTimeout(ctx, mcpStartTimeout)
 	defer cancel()
@@ -173,12 +181,24 @@ func (srv *mcpServer) startLocked(ctx context.Context) error {
 	return nil
 }
 
-func (srv *mcpServer) closeLocked() error {
+// closeLocked shuts the server down: stdin closed, then SIGTERM and SIGKILL
+// after a grace (the SDK's transport), then whatever is left of its
+// process group is killed. With kill, the group is killed first: a server
+// that hangs gets no grace.
+func (srv *mcpServer) closeLocked(kill bool) error {
 	if srv.cs == nil {
 		return nil
 	}
+	pgid := srv.cmd.Process.Pid
+	if kill {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
 	err := srv.cs.Close()
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	srv.cs, srv.cmd, srv.tools = nil, nil, nil
+	if kill {
+		return nil
+	}
 	if err != nil && !isClosedErr(err) {
 		return fmt.Errorf("mcp server %s: shutdown: %w", srv.name, err)
 	}
@@ -187,13 +207,16 @@ func (srv *mcpServer) closeLocked() error {
 
 func isClosedErr(err error) bool {
 	var ee *exec.ExitError
-	return errors.As(err, &ee) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)
+	// A child that kept the server's pipes open after it exited (ErrWaitDelay,
+	// ErrProcessDone) is killed with the process group: no shutdown error.
+	return errors.As(err, &ee) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, exec.ErrWaitDelay) || errors.Is(err, os.ErrProcessDone)
 }
 
-func (srv *mcpServer) stop() error {
+func (srv *mcpServer) stop(kill bool) error {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	return srv.closeLocked()
+	return srv.closeLocked(kill)
 }
 
 // PID of the running server process, 0 when none (tests kill it).
@@ -230,7 +253,10 @@ func (srv *mcpServer) call(ctx context.Context, name string, input json.RawMessa
 	srv.mu.Lock()
 	cs, dead := srv.cs, srv.dead
 	srv.mu.Unlock()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: input})
+	limit := srv.s.opts.MCPTimeout
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: input})
 	if err != nil {
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) {
@@ -239,6 +265,12 @@ func (srv *mcpServer) call(ctx context.Context, name string, input json.RawMessa
 		if ctx.Err() != nil {
 			return "", err
 		}
+		if cctx.Err() != nil {
+			// A server that does not answer may never answer: stop it
+			// (process group and all) and start afresh next time.
+			_ = srv.stop(true)
+			return "", fmt.Errorf("mcp server %s: %s timed out after %s (--mcp-timeout); the server was stopped and will be restarted on the next call", srv.name, name, limit)
+		}
 		// Give the connection watcher a moment to notice a dead server.
 		select {
 		case <-dead:
@@ -246,7 +278,7 @@ func (srv *mcpServer) call(ctx context.Context, name string, input json.RawMessa
 		}
 		select {
 		case <-dead:
-			_ = srv.stop()
+			_ = srv.stop(true)
 			return "", fmt.Errorf("mcp server %s died during the call (%v); it will be restarted on the next call", srv.name, err)
 		default:
 		}

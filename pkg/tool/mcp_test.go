@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +19,13 @@ func mcpBin(t *testing.T) string {
 	t.Helper()
 	dir, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp", "node_modules", ".bin"))
 	if _, err := os.Stat(filepath.Join(dir, "mcp-server-everything")); err != nil {
-		if _, nerr := exec.LookPath("npm"); nerr != nil {
-			t.Skip("!!! SKIPPED: npm is not installed, so the MCP test servers are missing; install nodejs/npm and run scripts/test-deps.sh")
+		if os.Getenv("POWERGLIDE_TEST_NO_NPM") == "1" {
+			t.Skip("POWERGLIDE_TEST_NO_NPM=1: the npm MCP test servers are not used")
 		}
-		t.Fatalf("MCP test servers not installed in %s: run scripts/test-deps.sh", dir)
+		if _, nerr := exec.LookPath("npm"); nerr != nil {
+			t.Fatal("npm is not installed, so the MCP test servers are missing: install nodejs/npm and run scripts/test-deps.sh, or set POWERGLIDE_TEST_NO_NPM=1 to skip these tests")
+		}
+		t.Fatalf("MCP test servers not installed in %s: run scripts/test-deps.sh, or set POWERGLIDE_TEST_NO_NPM=1 to skip these tests", dir)
 	}
 	return dir
 }
@@ -118,4 +122,84 @@ func TestMCPShutdownIsClean(t *testing.T) {
 		t.Fatalf("server %d still running after Close", pid)
 	}
 	t.Logf("shutdown took %s", time.Since(start))
+}
+
+// hangServer is a python MCP server whose "hang" tool never answers, run
+// behind a shell that stays its parent, as npx does.
+func hangServer(t *testing.T) (spec, pidfile string) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	script, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp", "hang_server.py"))
+	pidfile = filepath.Join(t.TempDir(), "pids")
+	return "h=env PIDFILE=" + pidfile + " sh -c 'python3 " + script + "; echo ended'", pidfile
+}
+
+// readPids returns the server's and its child's pid from the latest start.
+func readPids(t *testing.T, pidfile string) (server, child int) {
+	t.Helper()
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if _, err := fmt.Sscan(lines[len(lines)-1], &server, &child); err != nil {
+		t.Fatalf("pid file %q: %v", b, err)
+	}
+	return server, child
+}
+
+// gone reports whether pid has exited (a zombie counts as gone).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+func waitGone(t *testing.T, what string, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !gone(pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still running", what, pid)
+		}
+	}
+}
+
+// A call the server never answers times out: ok:false with a clear error,
+// the server's whole process group is killed, and the next call starts it
+// again.
+func TestMCPCallTimeout(t *testing.T) {
+	spec, pidfile := hangServer(t)
+	s, err := NewSession(Options{Root: t.TempDir(), MCP: []string{spec}, MCPTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	r := s.Call(ctx, protocol.ToolCall{ID: "1", Name: "mcp__h__echo", Input: []byte(`{"message":"hi"}`)})
+	server, child := readPids(t, pidfile)
+	if !r.OK || r.Output != fmt.Sprintf("pid %d: hi", server) {
+		t.Fatalf("echo: %+v", r.ToolResult)
+	}
+	r = s.Call(ctx, protocol.ToolCall{ID: "2", Name: "mcp__h__hang", Input: []byte(`{}`)})
+	if r.OK || r.Error == nil || *r.Error != "mcp server h: hang timed out after 1s (--mcp-timeout); the server was stopped and will be restarted on the next call" {
+		t.Fatalf("hang: %+v", r.ToolResult)
+	}
+	waitGone(t, "server", server)
+	waitGone(t, "server's child", child)
+	r = s.Call(ctx, protocol.ToolCall{ID: "3", Name: "mcp__h__echo", Input: []byte(`{"message":"again"}`)})
+	server2, child2 := readPids(t, pidfile)
+	if !r.OK || server2 == server || r.Output != fmt.Sprintf("pid %d: again", server2) {
+		t.Fatalf("echo after the timeout: %+v (server %d, was %d)", r.ToolResult, server2, server)
+	}
+	// Close kills the process group too.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, "server after close", server2)
+	waitGone(t, "server's child after close", child2)
 }

@@ -55,9 +55,9 @@ func runGlob(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		return "", err
 	}
 	pat := strings.TrimPrefix(in.Pattern, "./")
-	re, err := regexp.Compile(globRegexp(pat, false))
+	re, err := compileGlob("pattern", pat, false)
 	if err != nil {
-		return "", fmt.Errorf("bad glob pattern %q: %v", in.Pattern, err)
+		return "", err
 	}
 	type hit struct {
 		p   string
@@ -181,13 +181,13 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return "", fmt.Errorf("bad regular expression %q: %v", in.Pattern, err)
+		return "", badInput(fmt.Errorf("field pattern: bad regular expression %q: %v", in.Pattern, err))
 	}
 	var globRe *regexp.Regexp
 	if in.Glob != "" {
 		g := strings.TrimPrefix(in.Glob, "./")
-		if globRe, err = regexp.Compile(globRegexp(g, !strings.Contains(g, "/"))); err != nil {
-			return "", fmt.Errorf("bad glob %q: %v", in.Glob, err)
+		if globRe, err = compileGlob("glob", g, !strings.Contains(g, "/")); err != nil {
+			return "", err
 		}
 	}
 	r, err := s.rel(in.Path)

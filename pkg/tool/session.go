@@ -1,12 +1,11 @@
 package tool
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +92,9 @@ func NewSession(opts Options) (*Session, error) {
 	}
 	if opts.VerifyTimeout <= 0 {
 		opts.VerifyTimeout = 5 * time.Minute
+	}
+	if opts.MCPTimeout <= 0 {
+		opts.MCPTimeout = DefaultMCPTimeout
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -184,6 +186,12 @@ func (s *Session) pathErr(p string, err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "path escapes from parent"):
+		if link, target, rest, ok := s.absLink(p); ok {
+			if r := relTo(s.rootPath, target); r != ".." && !strings.HasPrefix(r, "../") {
+				// os.Root never follows an absolute target, even one inside.
+				return fmt.Errorf("path %s goes through the symlink %s with an absolute target (%s): absolute symlink targets are not followed; use the path %s", p, display(link), target, display(filepath.Join(r, rest)))
+			}
+		}
 		return fmt.Errorf("path %s resolves %w %s (through a symlink or ..): refused", p, errOutside, s.rootPath)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: no such file or directory", p)
@@ -197,16 +205,47 @@ func (s *Session) pathErr(p string, err error) error {
 	return fmt.Errorf("%s: %w", p, err)
 }
 
+// absLink finds the first symlink with an absolute target on the way to
+// path argument p, and the part of the path after it.
+func (s *Session) absLink(p string) (link, target, rest string, ok bool) {
+	r, err := s.rel(p)
+	if err != nil || r == "." {
+		return "", "", "", false
+	}
+	parts := strings.Split(r, string(filepath.Separator))
+	prefix := ""
+	for i, part := range parts {
+		prefix = filepath.Join(prefix, part)
+		fi, err := s.root.Lstat(prefix)
+		if err != nil {
+			return "", "", "", false
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		t, err := s.root.Readlink(prefix)
+		if err != nil {
+			return "", "", "", false
+		}
+		if filepath.IsAbs(t) {
+			return prefix, filepath.Clean(t), filepath.Join(parts[i+1:]...), true
+		}
+	}
+	return "", "", "", false
+}
+
 // display is how a path relative to the root appears in outputs.
 func display(rel string) string { return filepath.ToSlash(rel) }
 
 // capOutput keeps head and tail of a long output and saves the whole text.
-func (s *Session) capOutput(call protocol.ToolCall, out string) (string, bool, string) {
+// what names the text in the marker: "output", or "error" for error text
+// (a verifier's or an external tool's), which can be as long.
+func (s *Session) capOutput(call protocol.ToolCall, out, what string) (string, bool, string) {
 	limit := s.opts.MaxOutput
 	if limit < 0 || utf8.RuneCountInString(out) <= limit {
 		return out, false, ""
 	}
-	file, err := s.saveFull(call, out)
+	file, err := s.saveFull(call, out, what)
 	total := utf8.RuneCountInString(out)
 	// The marker takes about 300 characters of the budget.
 	budget := max(limit-300, limit/2)
@@ -215,10 +254,10 @@ func (s *Session) capOutput(call protocol.ToolCall, out string) (string, bool, s
 	omitted := total - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
 	var marker string
 	if err != nil {
-		marker = fmt.Sprintf("\n\n[... %d characters omitted (output had %d); saving the full output failed: %v ...]\n\n", omitted, total, err)
+		marker = fmt.Sprintf("\n\n[... %d characters omitted (%s had %d); saving the full %s failed: %v ...]\n\n", omitted, what, total, what, err)
 		file = ""
 	} else {
-		marker = fmt.Sprintf("\n\n[... %d characters omitted (output had %d); the full output is in %s; read it with offset/limit ...]\n\n", omitted, total, file)
+		marker = fmt.Sprintf("\n\n[... %d characters omitted (%s had %d); the full %s is in %s; read it with offset/limit ...]\n\n", omitted, what, total, what, file)
 	}
 	return head + marker + tail, true, file
 }
@@ -255,7 +294,7 @@ func cutRunes(s string, n int, head bool) string {
 	return out
 }
 
-func (s *Session) saveFull(call protocol.ToolCall, out string) (string, error) {
+func (s *Session) saveFull(call protocol.ToolCall, out, what string) (string, error) {
 	dir := s.opts.OutputDir
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "pg-tool-output")
@@ -263,14 +302,28 @@ func (s *Session) saveFull(call protocol.ToolCall, out string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := fmt.Sprintf("%s-%s-%s.txt", time.Now().UTC().Format("20060102T150405"), safeName(call.Name), hex.EncodeToString(b[:]))
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(out), 0o600); err != nil {
-		return "", err
+	kind := ""
+	if what != "output" {
+		kind = "-" + what
 	}
-	return p, nil
+	// O_EXCL: a name taken (or a symlink planted there) is never written
+	// through; another name is tried.
+	for try := 0; ; try++ {
+		name := fmt.Sprintf("%s-%s%s-%08x.txt", time.Now().UTC().Format("20060102T150405"), safeName(call.Name), kind, rand.Uint32())
+		p := filepath.Join(dir, name)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && try < 10 {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.WriteString(out)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return p, err
+	}
 }
 
 func safeName(s string) string {

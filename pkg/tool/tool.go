@@ -54,6 +54,9 @@ type Options struct {
 	ToolsDir string   // external tools directory ("" for none)
 	MCP      []string // MCP servers as "name=command args"
 	Verify   string   // edit veto command, run with bash -c in the root
+	// MCPTimeout bounds one MCP tool call (default DefaultMCPTimeout); a
+	// server that does not answer in time is stopped and restarted later.
+	MCPTimeout time.Duration
 	// VerifyTimeout bounds one run of the verify command (default 5m).
 	VerifyTimeout time.Duration
 	MaxOutput     int    // output cap in characters (default 30000; <0 disables)
@@ -71,6 +74,9 @@ const DefaultMaxOutput = 30000
 const (
 	KindUnknownTool = "unknown_tool"
 	KindBadInput    = "bad_input"
+	// KindUnavailable: the tool exists but its MCP server could not start,
+	// a runtime failure (exit 1), not a usage error.
+	KindUnavailable = "unavailable"
 )
 
 // Outcome is a result with the kind of its error, if any.
@@ -84,9 +90,18 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	start := time.Now()
 	out := Outcome{ToolResult: protocol.ToolResult{Type: "result", ID: call.ID, Name: call.Name}}
 	finish := func(output string, err error, kind string) Outcome {
-		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, output)
+		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, output, "output")
 		if err != nil {
-			msg := err.Error()
+			// Error text (a verifier's output, an external tool's stderr, an
+			// MCP server's message) gets the same cap. Its marker names the
+			// file; full_output names it too when the output was not cut.
+			msg, cut, file := s.capOutput(call, err.Error(), "error")
+			if cut {
+				out.Truncated = true
+				if out.FullOutput == "" {
+					out.FullOutput = file
+				}
+			}
 			out.Error = &msg
 			out.Kind = kind
 		} else {
@@ -97,6 +112,10 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	}
 	t, err := s.Lookup(ctx, call.Name)
 	if err != nil {
+		var down *unavailableError
+		if errors.As(err, &down) {
+			return finish("", err, KindUnavailable)
+		}
 		return finish("", err, KindUnknownTool)
 	}
 	input := call.Input
@@ -110,8 +129,27 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	if err != nil && ctx.Err() != nil && !errors.Is(err, errTimeout) {
 		err = fmt.Errorf("%s: cancelled: %w", call.Name, context.Cause(ctx))
 	}
+	var bad *inputError
+	if errors.As(err, &bad) {
+		return finish(output, err, KindBadInput)
+	}
 	return finish(output, err, "")
 }
+
+// inputError marks input that passed the schema but that a tool found
+// malformed (a glob or regexp that does not compile): bad input, exit 2.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+func badInput(err error) error { return &inputError{err} }
+
+// unavailableError marks a tool whose MCP server could not start.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
 
 // validate checks input against the tool's schema; errors name the field.
 // (github.com/google/jsonschema-go, which the MCP SDK uses too: its package
@@ -336,7 +374,7 @@ func (s *Session) Lookup(ctx context.Context, name string) (*Tool, error) {
 	if _, builtin := s.builtins[name]; !builtin {
 		if strings.HasPrefix(name, "mcp__") {
 			if t, err := s.mcp.lookup(ctx, name); err != nil {
-				return nil, err
+				return nil, &unavailableError{err}
 			} else if t != nil && s.allowed(t) {
 				return t, nil
 			}

@@ -101,7 +101,7 @@ func TestCapOutput(t *testing.T) {
 		b.WriteString("\n")
 	}
 	full := b.String()
-	out, trunc, file := s.capOutput(protocol.ToolCall{Name: "bash"}, full)
+	out, trunc, file := s.capOutput(protocol.ToolCall{Name: "bash"}, full, "output")
 	if !trunc || file == "" {
 		t.Fatalf("not truncated: %v %q", trunc, file)
 	}
@@ -261,5 +261,25 @@ func TestGlobNewestFirstElsewhere(t *testing.T) {
 	r := s.Call(context.Background(), protocol.ToolCall{Name: "glob", Input: []byte(`{"pattern":"**/*.go"}`)})
 	if !r.OK || r.Output != "a/b/new.go\nmid.go\na/old.go\n" {
 		t.Fatalf("%+v", r.ToolResult)
+	}
+}
+
+func TestNewFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name, before, after string
+		want                []string
+	}{
+		{"line shift", "./a.go:3:17: undefined: x\n", "./a.go:5:2: undefined: x\n", nil},
+		{"new message", "./a.go:3:17: undefined: x\n", "./a.go:3:17: undefined: x\n./b.go:4:1: undefined: y\n", []string{"./b.go:4:1: undefined: y"}},
+		{"volatile", "--- FAIL: TestA (0.01s)\nFAIL\tex.com/a\t0.123s\n/tmp/go-build123/x: exit status 1\n",
+			"--- FAIL: TestA (1.50s)\nFAIL\tex.com/a\t2s\n/tmp/go-build987/x: exit status 1\n", nil},
+		{"a fix adds ok lines", "FAIL\tex.com/a\t0.1s\nFAIL\tex.com/b\t0.1s\n", "ok  \tex.com/a\t0.1s\nFAIL\tex.com/b\t0.1s\n", nil},
+		{"new test", "--- FAIL: TestA (0.01s)\n", "--- FAIL: TestA (0.01s)\n--- FAIL: TestB (0.01s)\n", []string{"--- FAIL: TestB (0.01s)"}},
+		{"timeout", "x fails\n[verify exit code: 1]\n", "x fails\n[verify timed out after 5m0s]\n", []string{"[verify timed out after 5m0s]"}},
+	} {
+		got := newFailures(tc.before, tc.after)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

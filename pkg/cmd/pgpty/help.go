@@ -83,7 +83,7 @@ Examples:
 
 // Help details status.
 func (c *StatusCmd) Help() string {
-	return `Status is running, exited (with exit_code, and signal when one ended it) or dead: the holder process is gone without recording the program's end (checked by pid and process start time, never by pid alone).
+	return `Status is running, exited (with exit_code, and signal when one ended it) or dead: the holder process is gone without recording the program's end (checked by pid and process start time, never by pid alone), or unresponsive: the holder lives but does not answer within 3 seconds (stopped or hung); send, screen and resize then fail with "holder pid N not responding" after 10 seconds.
 
 Examples:
   $ pg-pty status sh

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -74,6 +76,16 @@ func mapErr(err error) error {
 		return cli.Failf("not_found", "%v", err)
 	}
 	return err
+}
+
+// probe asks the holders of running sessions whether they answer, all at
+// once, so a stopped holder shows as unresponsive rather than running.
+func probe(ctx context.Context, s pty.Store, list ...*protocol.PtySession) {
+	var wg sync.WaitGroup
+	for _, st := range list {
+		wg.Go(func() { s.Probe(ctx, st) })
+	}
+	wg.Wait()
 }
 
 func store(rt *cli.Runtime) (pty.Store, error) {
@@ -270,7 +282,7 @@ func (c *StartCmd) Run(rt *cli.Runtime) error {
 	st, err := s.Start(pty.StartOptions{
 		Name: c.Name, Command: cmdline, Dir: dir, Env: childEnv(rt, termName), Cols: cols, Rows: rows,
 		// argv[0] stays the tool's name: test harnesses dispatch on it.
-		Holder: pty.HolderExec{Path: self, Args: []string{rt.Spec.Name, "_holder"}},
+		Holder: pty.HolderExec{Path: self, Args: []string{rt.Spec.Name, HolderArg}},
 	})
 	if err != nil {
 		return mapErr(err)
@@ -453,6 +465,7 @@ func (c *ListCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return err
 	}
+	probe(rt.Ctx, s, list...)
 	if rt.IO.JSON(c.JSON) {
 		rt.JSON = true
 		for _, st := range list {
@@ -477,7 +490,8 @@ func (c *ListCmd) Run(rt *cli.Runtime) error {
 // StatusCmd shows one session.
 //
 // A session whose holder process died without recording the program's end
-// shows as dead.
+// shows as dead; one whose holder lives but does not answer (stopped,
+// hung), as unresponsive.
 //
 // Examples:
 //
@@ -498,6 +512,7 @@ func (c *StatusCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return mapErr(err)
 	}
+	probe(rt.Ctx, s, st)
 	if rt.IO.JSON(c.JSON) {
 		rt.JSON = true
 		return encode(rt, st)
@@ -643,9 +658,31 @@ type HolderCmd struct {
 	Dir string `arg:"" help:"Session directory."`
 }
 
-// Run holds the session until its program ends. The session spec arrives
-// on stdin; readiness goes to file descriptor 3.
+// Run holds the session until its program ends.
 func (c *HolderCmd) Run(rt *cli.Runtime) error {
+	return hold(rt.Ctx, c.Dir, rt.IO.In, rt.IO.Err)
+}
+
+// HolderArg is the hidden command start runs the holder with.
+const HolderArg = "_holder"
+
+// Holder runs the holder process without parsing a command line: start
+// spawns it as `pg-pty _holder DIR`, and skipping kong and the
+// configuration brings it up sooner, which start waits for. It returns the
+// exit code.
+func Holder(dir string, in io.Reader, errw io.Writer) int {
+	ctx, stop := cli.SignalContext(context.Background())
+	defer stop()
+	if err := hold(ctx, dir, in, errw); err != nil {
+		fmt.Fprintf(errw, "pg-pty: error: %v\n", err)
+		return cli.ExitCode(err)
+	}
+	return cli.ExitOK
+}
+
+// hold holds the session until its program ends. The session spec arrives
+// on in; readiness goes to file descriptor 3.
+func hold(ctx context.Context, dir string, in io.Reader, errw io.Writer) error {
 	// The program must not inherit the pipe: start reads it to its end.
 	if err := syscall.SetNonblock(3, false); err != nil {
 		return cli.Usagef("no readiness pipe on file descriptor 3: %v", err)
@@ -658,5 +695,5 @@ func (c *HolderCmd) Run(rt *cli.Runtime) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	return pty.Hold(rt.Ctx, c.Dir, rt.IO.In, ready, rt.IO.Err)
+	return pty.Hold(ctx, dir, in, ready, errw)
 }

@@ -43,7 +43,8 @@ type CLI struct {
 	Deny          []string      `help:"Never offer tools whose name matches one of these globs, e.g. 'bash,term_*'." placeholder:"GLOB"`
 	ToolsDir      string        `help:"Directory of external tools: every executable there that prints its definition for --schema (default ~/.config/powerglide/tools)." config:"tools_dir" env:"POWERGLIDE_TOOLS_DIR" placeholder:"DIR"`
 	MCP           []string      `name:"mcp" help:"MCP server as 'name=command args' (repeatable); its tools are named mcp__name__tool. Default: the config key mcp." sep:"none" placeholder:"NAME=CMD"`
-	Verify        string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output." placeholder:"CMD"`
+	MCPTimeout    time.Duration `name:"mcp-timeout" help:"Time limit of one MCP tool call; a server that does not answer in time is stopped (with its process group) and restarted on the next call (default 10m)." config:"mcp_timeout" env:"POWERGLIDE_MCP_TIMEOUT" placeholder:"DURATION"`
+	Verify        string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output. When CMD already failed, only a change that adds failure lines (compared without line numbers and timings) is rolled back." placeholder:"CMD"`
 	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
 	MaxOutput     int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
 	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output)." placeholder:"DIR"`
@@ -74,6 +75,7 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		Deny:          c.Deny,
 		ToolsDir:      cfg.String("tools_dir"),
 		MCP:           mcp,
+		MCPTimeout:    cfg.Duration("mcp_timeout"),
 		Verify:        c.Verify,
 		VerifyTimeout: c.VerifyTimeout,
 		MaxOutput:     c.MaxOutput,
