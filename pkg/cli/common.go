@@ -104,6 +104,7 @@ type ManCmd struct{}
 func (c *ManCmd) Run(rt *Runtime) error {
 	page := mangokong.NewManPage(1, rt.kong.Model)
 	page.Root.Commands = nil
+	page = page.WithLongDescription(descriptionPlaceholder)
 	page = page.WithSection("Commands", commandsPlaceholder)
 	page = page.WithSection("Exit Status", exitStatusText)
 	if env := envVars(rt.kong.Model.Node); len(env) > 0 {
@@ -113,6 +114,7 @@ func (c *ManCmd) Run(rt *Runtime) error {
 	page = page.WithSection("See Also", seeAlso(rt.Spec.Name))
 	out := fixedHeading(page.Build(roff.NewDocument()), rt.Spec.Name)
 	out = strings.Replace(out, commandsPlaceholder+"\n", commandsRoff(rt.kong.Model.Node), 1)
+	out = strings.Replace(out, descriptionPlaceholder+"\n", descriptionRoff(rt.kong.Model), 1)
 	_, err := fmt.Fprint(rt.IO.Out, out)
 	return err
 }

@@ -13,6 +13,22 @@ import (
 // running text, so the commands are written here instead.
 const commandsPlaceholder = "@@POWERGLIDE-COMMANDS@@"
 
+// descriptionPlaceholder does the same for DESCRIPTION, whose examples
+// would otherwise be filled into running text.
+const descriptionPlaceholder = "@@POWERGLIDE-DESCRIPTION@@"
+
+// descriptionRoff is the tool's description below its first line (which is
+// the page's NAME), rendered as writeDetail renders a command's.
+func descriptionRoff(app *kong.Application) string {
+	text := app.Detail
+	if text == "" {
+		_, text, _ = strings.Cut(strings.TrimSpace(app.Help), "\n")
+	}
+	var b strings.Builder
+	writeDetail(&b, text)
+	return b.String()
+}
+
 // commandsRoff renders every visible command below root as a subsection:
 // the full command line, its summary, its detail (paragraphs, with indented
 // lines such as examples kept as they are) and its arguments and flags.
