@@ -258,6 +258,11 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 			}
 			kept = append(kept, e)
 		}
+		for id := range s.hdr.FinishedDeps {
+			if !refs[id] {
+				delete(s.hdr.FinishedDeps, id)
+			}
+		}
 		n = len(c.events)
 		if changed {
 			if err := atomicfile.WriteFile(q.archivePath(), keep, 0o644); err != nil {

@@ -311,6 +311,11 @@ func (q *Queue) Add(tasks []protocol.Task) ([]protocol.Task, error) {
 			if _, ok := archived[in[i].ID]; ok && given[in[i].ID] {
 				return inputErr(i, "task %s already exists (archived)", in[i].ID)
 			}
+			// A task pruned while live tasks depend on it: they must keep
+			// seeing it, not a new task (which could close a cycle).
+			if st, ok := s.hdr.FinishedDeps[in[i].ID]; ok && given[in[i].ID] {
+				return inputErr(i, "task %s already exists (%s, then pruned; live tasks depend on it)", in[i].ID, st)
+			}
 			for _, d := range in[i].DependsOn {
 				if _, ok := batch[d]; ok {
 					continue

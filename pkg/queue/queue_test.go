@@ -572,3 +572,42 @@ func TestSweepTemps(t *testing.T) {
 		t.Fatalf("temporary file left after 100 changes: %v", err)
 	}
 }
+
+// TestReusedPrunedDependencyID: the id of a pruned task that a live task
+// still depends on cannot be reused; a reuse would make the live task
+// depend on the new task, and a new task depending on it would close a
+// cycle that blocks both forever.
+func TestReusedPrunedDependencyID(t *testing.T) {
+	q, _ := open(t)
+	add(t, q, protocol.Task{ID: "a", Title: "a"})
+	a, _ := q.Claim("w", time.Minute)
+	if _, err := q.Complete("a", a.Claim.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	add(t, q, protocol.Task{ID: "d", Title: "d", DependsOn: []string{"a"}})
+	if n, err := q.Prune(0); err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	_, err := q.Add([]protocol.Task{{ID: "a", Title: "x", DependsOn: []string{"d"}}})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Msg, "task a already exists") {
+		t.Fatalf("reused id of a pruned dependency: %v", err)
+	}
+	d, err := q.Claim("w", time.Minute)
+	if err != nil || d.ID != "d" {
+		t.Fatalf("claim d: %v %+v", err, d)
+	}
+	// An id pruned with nothing depending on it is forgotten and free.
+	add(t, q, protocol.Task{ID: "e", Title: "e"})
+	e, _ := q.Claim("w", time.Minute)
+	for _, c := range []*protocol.Task{d, e} {
+		if _, err := q.Complete(c.ID, c.Claim.Token, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.Prune(0); err != nil {
+		t.Fatal(err)
+	}
+	add(t, q, protocol.Task{ID: "e", Title: "e again"}, protocol.Task{ID: "a", Title: "a again"})
+	checkFiles(t, q)
+}
