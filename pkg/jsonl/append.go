@@ -7,6 +7,7 @@ package jsonl
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,8 +50,10 @@ func Append(path string, records ...any) error {
 
 // AppendRaw appends data, which must be whole newline-terminated lines, to
 // path under an exclusive flock in a single write. When a previous writer
-// left a line without its newline (a full disk, a crash of a foreign
-// writer), a newline is added first so the damage stays on its own line.
+// left a last line without its newline (a full disk, a writer killed in the
+// middle of its write), that line is ended first: kept when it is whole
+// JSON, blanked with spaces when it is a torn fragment, so the file never
+// shows a partial record as a line of its own.
 func AppendRaw(path string, data []byte) error {
 	if len(data) == 0 {
 		return nil
@@ -69,16 +72,60 @@ func AppendRaw(path string, data []byte) error {
 	}
 	defer lock.Unlock()
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		last := make([]byte, 1)
-		if r, err := os.Open(path); err == nil {
-			if _, err := r.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
-				data = append([]byte{'\n'}, data...)
-			}
-			r.Close()
+		torn, err := repairTail(path, st.Size())
+		if err != nil {
+			return fmt.Errorf("append %s: %w", path, err)
+		}
+		if torn {
+			data = append([]byte{'\n'}, data...)
 		}
 	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
 	return nil
+}
+
+// repairTail looks at the end of a file of the given size, which the
+// caller holds locked. It reports whether the last line lacks its newline,
+// and blanks that line with spaces when it is not whole JSON.
+func repairTail(path string, size int64) (bool, error) {
+	r, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	// Find the start of the last line, reading backwards.
+	start := int64(-1)
+	buf := make([]byte, 4096)
+	for end := size; end > 0 && start < 0; {
+		off := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-off]
+		if _, err := r.ReadAt(chunk, off); err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		if end == size && chunk[len(chunk)-1] == '\n' {
+			return false, nil
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			start = off + int64(i) + 1
+		} else if off == 0 {
+			start = 0
+		}
+		end = off
+	}
+	tail := make([]byte, size-start)
+	if _, err := r.ReadAt(tail, start); err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	if json.Valid(tail) {
+		return true, nil
+	}
+	for i := range tail {
+		tail[i] = ' '
+	}
+	if _, err := r.WriteAt(tail, start); err != nil {
+		return false, err
+	}
+	return true, nil
 }
