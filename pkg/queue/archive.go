@@ -12,7 +12,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
@@ -62,42 +61,36 @@ func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *ch
 			delete(s.hdr.FinishedDeps, id)
 		}
 	}
-	if err := appendLines(q.archivePath(), buf, !q.NoSync); err != nil {
+	if c.rewrite {
+		// A prune replaces the archive in this change: the tasks go
+		// into its new content.
+		c.archiveData = append(c.archiveData, buf...)
+	} else if err := q.appendArchive(buf); err != nil {
 		return err
 	}
 	s.entries, s.byID = kept, nil
 	return nil
 }
 
-// appendLines appends whole lines and fsyncs when sync is set. Callers
-// hold the team lock.
-func appendLines(path string, data []byte, sync bool) error {
+// appendArchive appends whole lines to the archive, synced unless NoSync.
+// Callers hold the team lock.
+func (q *Queue) appendArchive(data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("append %s: %w", filepath.Base(path), err)
+	if err := jsonl.AppendRaw(q.archivePath(), data); err != nil {
+		return err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		// A line torn by a power loss stays on its own line.
-		if r, err := os.Open(path); err == nil {
-			last := make([]byte, 1)
-			if _, err := r.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
-				data = append([]byte{'\n'}, data...)
-			}
-			r.Close()
-		}
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("append %s: %w", filepath.Base(path), err)
-	}
-	if !sync {
+	if q.NoSync {
 		return nil
 	}
+	f, err := os.OpenFile(q.archivePath(), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", ArchiveFile, err)
+	}
+	defer f.Close()
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", filepath.Base(path), err)
+		return fmt.Errorf("sync %s: %w", ArchiveFile, err)
 	}
 	return nil
 }
@@ -265,8 +258,11 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 		}
 		n = len(c.events)
 		if changed {
-			if err := atomicfile.WriteFile(q.archivePath(), keep, 0o644); err != nil {
-				return err
+			// Written at the commit, so that the archive loses these
+			// tasks only with the version that records their events.
+			c.rewrite, c.archiveData = true, keep
+			if keep == nil {
+				c.archiveData = []byte{}
 			}
 		}
 		s.entries, s.byID = kept, nil

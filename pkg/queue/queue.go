@@ -145,8 +145,10 @@ func (q *Queue) view(fn func(s *state) error) error {
 
 // change is what a mutation did.
 type change struct {
-	events  []protocol.TaskEvent
-	archive []int // entries to move to the archive
+	events []protocol.TaskEvent
+	// rewrite, with archiveData, replaces task-archive.jsonl (a prune).
+	rewrite     bool
+	archiveData []byte
 }
 
 func (c *change) event(now time.Time, op string, t *protocol.Task, reason string) {
@@ -158,8 +160,8 @@ func (c *change) event(now time.Time, op string, t *protocol.Task, reason string
 }
 
 // mutate runs fn on the current state under the team lock and, when it
-// changed something, archives what it asked for, replaces task-queue.json
-// and appends the events. An error from fn leaves everything as it was.
+// changed something, commits it: archives, replaces task-queue.json and
+// appends the events. An error from fn leaves everything as it was.
 func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -170,6 +172,10 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 	defer lk.Close()
 	s, err := q.current()
 	if err != nil {
+		return err
+	}
+	if err := q.settle(s); err != nil {
+		q.drop()
 		return err
 	}
 	now := q.now()
@@ -188,9 +194,6 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 	if s.hdr.Generation%100 == 0 {
 		q.sweepTemps()
 	}
-	if err := jsonl.Append(q.dir.Events(), toAny(c.events)...); err != nil {
-		return fmt.Errorf("queue changed but the journal append failed: %w", err)
-	}
 	return nil
 }
 
@@ -204,26 +207,28 @@ func (q *Queue) sweepTemps() {
 			os.Remove(m)
 		}
 	}
-}
-
-func toAny(evs []protocol.TaskEvent) []any {
-	out := make([]any, len(evs))
-	for i := range evs {
-		out[i] = evs[i]
+	// Archive rewrites of prunes killed before their commit (the current
+	// version is settled, so its own rewrite is in place).
+	matches, _ := filepath.Glob(filepath.Join(q.dir.Path(), "."+ArchiveFile+".next-*"))
+	for _, m := range matches {
+		os.Remove(m)
 	}
-	return out
 }
 
-// commit archives what was asked plus the oldest finished tasks beyond
-// KeepFinished, then replaces task-queue.json.
+// killAt lets tests stop a commit at a named point, as a SIGKILL would
+// (the process-level crash tests kill real processes anywhere).
+var killAt func(point string) bool
+
+var errKilled = errors.New("killed (test)")
+
+// commit archives the oldest finished tasks beyond KeepFinished, replaces
+// task-queue.json (the commit point; its header carries the events, see
+// settle), then finishes the change: the archive rewrite of a prune, the
+// journal, and the index, which marks the version settled.
 func (q *Queue) commit(s *state, now time.Time, c *change) error {
-	move := map[int]bool{}
-	for _, i := range c.archive {
-		move[i] = true
-	}
 	nfin := 0
-	for i, e := range s.entries {
-		if finished(e.status) && !move[i] {
+	for _, e := range s.entries {
+		if finished(e.status) {
 			nfin++
 		}
 	}
@@ -232,21 +237,67 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 		// KeepFinished/2 finished tasks, not on every one.
 		var fins []int
 		for i, e := range s.entries {
-			if finished(e.status) && !move[i] {
+			if finished(e.status) {
 				fins = append(fins, i)
 			}
 		}
 		sortByUpdated(s, fins)
+		move := map[int]bool{}
 		for _, i := range fins[:nfin-q.keep()/2] {
 			move[i] = true
 		}
-	}
-	if len(move) > 0 {
 		if err := q.archiveEntries(s, move, now, c); err != nil {
 			return err
 		}
 	}
-	return s.save(q.dir.Path(), now, !q.NoSync)
+	var lines []byte
+	raws := make([]json.RawMessage, len(c.events))
+	for i := range c.events {
+		b, err := jsonl.Marshal(&c.events[i])
+		if err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+		lines = append(lines, b...)
+		raws[i] = b[:len(b)-1]
+	}
+	var off int64
+	if fi, err := os.Stat(q.dir.Events()); err == nil {
+		off = fi.Size()
+	}
+	s.hdr.Journal = &pendingEvents{Offset: off, Events: raws}
+	s.hdr.ArchiveRewrite = c.rewrite
+	gen := s.hdr.Generation + 1
+	if c.rewrite {
+		if err := q.writeArchiveNext(gen, c.archiveData); err != nil {
+			return err
+		}
+	}
+	if killAt != nil && killAt("prepared") {
+		return errKilled
+	}
+	if err := s.save(q.dir.Path(), now, !q.NoSync); err != nil {
+		if c.rewrite {
+			os.Remove(filepath.Join(q.dir.Path(), archiveNextName(gen)))
+		}
+		return err
+	}
+	if killAt != nil && killAt("committed") {
+		return errKilled
+	}
+	if c.rewrite {
+		if err := q.finishArchiveRewrite(gen); err != nil {
+			return fmt.Errorf("queue changed but %w", err)
+		}
+	}
+	if killAt != nil && killAt("archived") {
+		return errKilled
+	}
+	if err := jsonl.AppendRaw(q.dir.Events(), lines); err != nil {
+		return fmt.Errorf("queue changed but the journal append failed: %w", err)
+	}
+	s.settled = true
+	s.writeIndex(q.dir.Path())
+	return nil
 }
 
 // Add appends tasks, all or none. A task without an id gets t-<ULID>;
@@ -357,11 +408,7 @@ func (q *Queue) Add(tasks []protocol.Task) ([]protocol.Task, error) {
 func prepare(i int, t protocol.Task) (protocol.Task, error) {
 	t.Title = strings.TrimSpace(t.Title)
 	if t.Title == "" {
-		first, _, _ := strings.Cut(strings.TrimSpace(t.Prompt), "\n")
-		if len(first) > 80 {
-			first = first[:80]
-		}
-		t.Title = strings.TrimSpace(first)
+		t.Title = defaultTitle(t.Prompt)
 	}
 	if t.Title == "" {
 		return t, inputErr(i, "task needs a title (or a prompt)")
@@ -398,6 +445,15 @@ func prepare(i int, t protocol.Task) (protocol.Task, error) {
 	}
 	t.Status, t.Attempts, t.Claim, t.Result, t.Error, t.Blocked = protocol.StatusPending, 0, nil, nil, nil, false
 	return t, nil
+}
+
+// defaultTitle is the first line of the prompt, up to 80 bytes.
+func defaultTitle(prompt string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
+	if len(first) > 80 {
+		first = first[:80]
+	}
+	return strings.TrimSpace(first)
 }
 
 // findCycle reports a dependency cycle among the new tasks (old tasks

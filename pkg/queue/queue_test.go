@@ -100,6 +100,9 @@ func events(t *testing.T, q *Queue) []protocol.TaskEvent {
 	}
 	var out []protocol.TaskEvent
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue // a torn line blanked by the repair
+		}
 		var ev protocol.TaskEvent
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatal(err)

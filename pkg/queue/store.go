@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,6 +57,22 @@ type header struct {
 	// FinishedDeps keeps the final status of archived tasks that live
 	// tasks still depend on, so dependency checks never read the archive.
 	FinishedDeps map[string]string `json:"finished_deps"`
+	// Journal holds the events of the change that wrote this version, so
+	// that a writer killed after the rename but before its append to
+	// events.jsonl loses none: the next writer appends what is missing.
+	Journal *pendingEvents `json:"journal,omitempty"`
+	// ArchiveRewrite says this version was written by a prune that
+	// rewrote task-archive.jsonl: the new archive waits in
+	// archiveNextName(generation) until it is renamed into place.
+	ArchiveRewrite bool `json:"archive_rewrite,omitempty"`
+}
+
+// pendingEvents are the journal lines of one change.
+type pendingEvents struct {
+	// Offset is the size of events.jsonl before the change: its lines, if
+	// they were appended, are after it.
+	Offset int64             `json:"offset"`
+	Events []json.RawMessage `json:"events"`
 }
 
 const (
@@ -134,6 +151,11 @@ type state struct {
 	data []byte
 	byID map[string]int
 	stat fileStamp
+	// settled: the journal and the archive hold what the header says this
+	// version added to them. True after this process wrote the version
+	// (or settled it), and when the index matched: the index is written
+	// only once a version is settled.
+	settled bool
 }
 
 // fileStamp identifies one version of task-queue.json: it is replaced by
@@ -152,7 +174,7 @@ func stampOf(fi fs.FileInfo) fileStamp {
 
 func emptyState() *state {
 	return &state{hdr: header{Type: headerType, Version: 1, NextToken: 1,
-		Archived: map[string]int{}, FinishedDeps: map[string]string{}}}
+		Archived: map[string]int{}, FinishedDeps: map[string]string{}}, settled: true}
 }
 
 func (s *state) close() {
@@ -295,9 +317,9 @@ func loadFile(dir string, f *os.File) (*state, error) {
 	}
 	s := &state{f: f, stat: stampOf(fi)}
 	// The header line: usually small, larger when many live tasks depend
-	// on archived ones.
+	// on archived ones or the last change had many events.
 	var head []byte
-	for size := int64(64 << 10); ; size *= 4 {
+	for size := int64(8 << 10); ; size *= 8 {
 		head = make([]byte, min(s.stat.size, size))
 		if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("read task-queue.json: %w", err)
@@ -310,6 +332,7 @@ func loadFile(dir string, f *os.File) (*state, error) {
 		s.hdr = hdr
 		if entries, ok := readIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat); ok {
 			s.entries = entries
+			s.settled = true
 			return s, nil
 		}
 	}
@@ -321,14 +344,22 @@ func loadFile(dir string, f *os.File) (*state, error) {
 		e.f, e.stat, e.data = s.f, s.stat, s.data
 		return e, nil
 	}
+	parsed := false
 	if hdr, ok := fastHeader(s.data); ok {
 		s.hdr = hdr
-		if s.parseLines() {
-			return s, nil
+		parsed = s.parseLines()
+	}
+	if !parsed {
+		if err := s.parseDocument(dir); err != nil {
+			return nil, err
 		}
 	}
-	if err := s.parseDocument(); err != nil {
-		return nil, err
+	// A file written by hand may hold claims with tokens the header has
+	// not given yet: tokens must never be given twice.
+	for _, e := range s.entries {
+		if e.token >= s.hdr.NextToken {
+			s.hdr.NextToken = e.token + 1
+		}
 	}
 	return s, nil
 }
@@ -367,11 +398,14 @@ func fastHeader(data []byte) (header, bool) {
 }
 
 // parseLines decodes the tasks of a file in the queue's own layout, one per
-// line. It reports false when the layout is not that.
+// line, each but the last followed by a comma. It reports false when the
+// file is not exactly that (parseDocument then decides, as jq would).
 func (s *state) parseLines() bool {
 	data := s.data
 	pos := bytes.IndexByte(data, '\n') + 1
 	var entries []*entry
+	seen := map[string]bool{}
+	comma := false // the previous task line ended with a comma
 	for {
 		nl := bytes.IndexByte(data[pos:], '\n')
 		if nl < 0 {
@@ -379,17 +413,32 @@ func (s *state) parseLines() bool {
 		}
 		line := data[pos : pos+nl]
 		if string(line) == "]}" {
-			if len(bytes.TrimSpace(data[pos+nl:])) != 0 {
+			if comma || len(bytes.TrimSpace(data[pos+nl:])) != 0 {
 				return false
 			}
 			break
 		}
-		n := len(bytes.TrimSuffix(line, []byte{','}))
-		var t protocol.Task
-		if json.Unmarshal(line[:n], &t) != nil || !validStored(&t) {
+		if len(entries) > 0 && !comma {
 			return false
 		}
-		e := newEntry(&t, nil)
+		n := len(bytes.TrimSuffix(line, []byte{','}))
+		comma = n < len(line)
+		var t protocol.Task
+		if json.Unmarshal(line[:n], &t) != nil {
+			return false
+		}
+		var raw []byte
+		if loadDefaults(&t, s.stat.mtime) {
+			var err error
+			if raw, err = marshalTask(&t); err != nil {
+				return false
+			}
+		}
+		if !validStored(&t) || seen[t.ID] {
+			return false
+		}
+		seen[t.ID] = true
+		e := newEntry(&t, raw)
 		e.off, e.n = pos, n
 		entries = append(entries, e)
 		pos += nl + 1
@@ -398,35 +447,80 @@ func (s *state) parseLines() bool {
 	return true
 }
 
+// loadDefaults gives a task read from task-queue.json the defaults Add
+// gives a new task, for tasks added or edited by hand; mtime (of the file)
+// stands in for a missing created_at. It reports whether it changed
+// something.
+func loadDefaults(t *protocol.Task, mtime int64) bool {
+	changed := false
+	if t.Status == "" || (t.Status == protocol.StatusClaimed && t.Claim == nil) {
+		t.Status, changed = protocol.StatusPending, true
+	}
+	if t.MaxAttempts <= 0 {
+		t.MaxAttempts, changed = DefaultMaxAttempts, true
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt, changed = t.UpdatedAt, true
+		if t.CreatedAt.IsZero() {
+			t.CreatedAt = time.Unix(0, mtime).UTC()
+		}
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt, changed = t.CreatedAt, true
+	}
+	if strings.TrimSpace(t.Title) == "" {
+		t.Title, changed = defaultTitle(t.Prompt), true
+		if t.Title == "" {
+			t.Title = t.ID
+		}
+	}
+	if t.DependsOn == nil || t.Labels == nil || t.Blocked {
+		normalize(t)
+		changed = true
+	}
+	return changed
+}
+
 func validStored(t *protocol.Task) bool {
 	_, ok := statusCode(t.Status)
 	return ok && t.ID != ""
 }
 
 // parseDocument decodes task-queue.json as any JSON document of the right
-// shape.
-func (s *state) parseDocument() error {
+// shape: pretty-printed by jq, or written by hand. What a missing header
+// held is rebuilt from the archive and the journal.
+func (s *state) parseDocument(dir string) error {
 	var doc document
 	if err := json.Unmarshal(s.data, &doc); err != nil {
 		return fmt.Errorf("task-queue.json is not a valid queue document: %w", err)
 	}
+	lost := doc.header.NextToken < 1 || doc.header.Archived == nil || doc.header.FinishedDeps == nil
+	rebuild := header{NextToken: doc.header.NextToken, Archived: doc.header.Archived, FinishedDeps: doc.header.FinishedDeps}
 	fixHeader(&doc.header)
 	s.hdr = doc.header
 	s.entries = nil
+	seen := map[string]int{}
 	for i, raw := range doc.Tasks {
 		var t protocol.Task
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return fmt.Errorf("task-queue.json: task %d: %w", i+1, err)
 		}
+		loadDefaults(&t, s.stat.mtime)
 		if !validStored(&t) {
 			return fmt.Errorf("task-queue.json: task %d: missing id or unknown status %q", i+1, t.Status)
 		}
-		normalize(&t)
+		if j, dup := seen[t.ID]; dup {
+			return fmt.Errorf("task-queue.json: duplicate task id %s (tasks %d and %d)", t.ID, j+1, i+1)
+		}
+		seen[t.ID] = i
 		b, err := marshalTask(&t)
 		if err != nil {
 			return err
 		}
 		s.entries = append(s.entries, newEntry(&t, b))
+	}
+	if lost {
+		return s.rebuildHeader(dir, rebuild)
 	}
 	return nil
 }
@@ -437,10 +531,11 @@ func (s *state) parseDocument() error {
 func (s *state) save(dir string, now time.Time, sync bool) error {
 	s.hdr.Generation++
 	s.hdr.UpdatedAt = now
-	hb, err := json.Marshal(s.hdr)
+	hb, err := jsonl.Marshal(s.hdr) // as the journal lines it may hold: no HTML escapes
 	if err != nil {
 		return fmt.Errorf("encode queue header: %w", err)
 	}
+	hb = bytes.TrimSuffix(hb, []byte{'\n'})
 	qpath := filepath.Join(dir, teamdir.QueueFile)
 	write := atomicfile.Write
 	if !sync {
@@ -518,10 +613,17 @@ func (s *state) save(dir string, now time.Time, sync bool) error {
 		return fmt.Errorf("stat task-queue.json: %w", err)
 	}
 	s.f, s.stat = f, stampOf(fi)
-	// The index is a cache: when writing it fails, the next reader
-	// rebuilds it from task-queue.json.
-	_ = writeIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.entries)
+	s.settled = false
 	return nil
+}
+
+// writeIndex writes the index of a settled version. The index is a
+// cache: when writing it fails, the next reader rebuilds it from
+// task-queue.json.
+func (s *state) writeIndex(dir string) {
+	if s.settled {
+		_ = writeIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.entries)
+	}
 }
 
 // replaceNoSync is atomicfile.Write without the fsyncs: the rename still
