@@ -802,13 +802,16 @@ func (q *Queue) Release(id string, token int64) (*protocol.Task, error) {
 	return out, err
 }
 
-// ReleaseWorker releases every task claimed by worker, whatever its token:
-// for a supervisor that stopped the worker. It returns the released tasks.
-func (q *Queue) ReleaseWorker(worker, reason string) ([]protocol.Task, error) {
+// ReleaseWorker releases the tasks claimed by worker: for a supervisor
+// that stopped the worker. With before > 0, only claims whose token is
+// below it: a supervisor that notes Stats().NextToken when the worker
+// stopped leaves alone the claims of a restarted worker of the same name.
+// It returns the released tasks.
+func (q *Queue) ReleaseWorker(worker, reason string, before int64) ([]protocol.Task, error) {
 	var out []protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
 		for i, e := range s.entries {
-			if e.status != stClaimed || e.worker != worker {
+			if e.status != stClaimed || e.worker != worker || (before > 0 && e.token >= before) {
 				continue
 			}
 			t, err := s.task(e)
@@ -833,39 +836,56 @@ func (q *Queue) ReleaseWorker(worker, reason string) ([]protocol.Task, error) {
 // ErrLeaseLost. Cancelling a cancelled task is a harmless success; a done
 // or failed task is ErrFinished.
 func (q *Queue) Cancel(id, reason string) (*protocol.Task, error) {
-	var out *protocol.Task
+	ts, err := q.CancelAll([]string{id}, reason)
+	if err != nil {
+		return nil, err
+	}
+	return &ts[0], nil
+}
+
+// CancelAll cancels several tasks, all or none: an unknown id
+// (ErrNotFound) or a done or failed task (ErrFinished) changes nothing. It
+// returns the tasks in the order of ids.
+func (q *Queue) CancelAll(ids []string, reason string) ([]protocol.Task, error) {
+	var out []protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
-		i, ok := s.index(id)
-		if !ok {
-			if a, err := q.scanArchive(map[string]bool{id: true}); err == nil && a[id] != nil {
-				return fmt.Errorf("task %s: %w: it is %s (archived)", id, ErrFinished, a[id].Status)
+		out = out[:0]
+		for _, id := range ids {
+			i, ok := s.index(id)
+			if !ok {
+				if a, err := q.scanArchive(map[string]bool{id: true}); err == nil && a[id] != nil {
+					return fmt.Errorf("task %s: %w: it is %s (archived)", id, ErrFinished, a[id].Status)
+				}
+				return notFound(id)
 			}
-			return notFound(id)
+			t, err := s.task(s.entries[i])
+			if err != nil {
+				return err
+			}
+			switch t.Status {
+			case protocol.StatusCancelled:
+				out = append(out, *t)
+				continue
+			case protocol.StatusDone, protocol.StatusFailed:
+				return fmt.Errorf("task %s: %w: it is %s", id, ErrFinished, t.Status)
+			}
+			t.Status, t.UpdatedAt = protocol.StatusCancelled, now
+			if reason != "" {
+				r := reason
+				t.Error = &r
+			}
+			if err := s.put(i, t); err != nil {
+				return err
+			}
+			c.event(now, "cancel", t, reason)
+			out = append(out, *t)
 		}
-		t, err := s.task(s.entries[i])
-		if err != nil {
-			return err
-		}
-		switch t.Status {
-		case protocol.StatusCancelled:
-			out = t
-			return nil
-		case protocol.StatusDone, protocol.StatusFailed:
-			return fmt.Errorf("task %s: %w: it is %s", id, ErrFinished, t.Status)
-		}
-		t.Status, t.UpdatedAt = protocol.StatusCancelled, now
-		if reason != "" {
-			r := reason
-			t.Error = &r
-		}
-		if err := s.put(i, t); err != nil {
-			return err
-		}
-		c.event(now, "cancel", t, reason)
-		out = t
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ListOptions filter List.

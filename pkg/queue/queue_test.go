@@ -336,8 +336,19 @@ func TestFailRetryReleaseCancel(t *testing.T) {
 	}
 	q.Claim("w9", time.Minute)
 	q.Claim("w9", time.Minute)
-	rs, err := q.ReleaseWorker("w9", "worker died")
-	if err != nil || len(rs) != 2 {
+	st, _ := q.Stats()
+	mark := st.NextToken // the supervisor notes it when w9 stops
+	q.Release("c", 5)
+	restarted, _ := q.Claim("w9", time.Minute) // w9 restarted and claimed c again
+	rs, err := q.ReleaseWorker("w9", "worker died", mark)
+	if err != nil || len(rs) != 1 || rs[0].ID != "b" {
+		t.Fatalf("release worker before token %d: %v %+v", mark, err, rs)
+	}
+	if got, _ := q.Show(restarted.ID); got.Status != protocol.StatusClaimed || got.Claim.Token != restarted.Claim.Token {
+		t.Fatalf("the restarted worker lost its claim: %+v", got)
+	}
+	rs, err = q.ReleaseWorker("w9", "worker died", 0)
+	if err != nil || len(rs) != 1 || rs[0].ID != "c" {
 		t.Fatalf("release worker: %v %+v", err, rs)
 	}
 	cl, _ := q.Claim("w1", time.Minute)
@@ -613,4 +624,30 @@ func TestReusedPrunedDependencyID(t *testing.T) {
 	}
 	add(t, q, protocol.Task{ID: "e", Title: "e again"}, protocol.Task{ID: "a", Title: "a again"})
 	checkFiles(t, q)
+}
+
+// TestCancelAllOrNothing: one unknown or finished id among several cancels
+// none of them.
+func TestCancelAllOrNothing(t *testing.T) {
+	q, _ := open(t)
+	add(t, q, protocol.Task{ID: "a", Title: "a"}, protocol.Task{ID: "b", Title: "b"}, protocol.Task{ID: "done", Title: "d", Priority: 9})
+	d, _ := q.Claim("w", time.Minute)
+	q.Complete(d.ID, d.Claim.Token, nil)
+	before, _ := os.ReadFile(q.Dir().Queue())
+	if _, err := q.CancelAll([]string{"a", "nope", "b"}, ""); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("cancel with an unknown id: %v", err)
+	}
+	if _, err := q.CancelAll([]string{"a", "done"}, ""); !errors.Is(err, ErrFinished) {
+		t.Fatalf("cancel with a done task: %v", err)
+	}
+	if after, _ := os.ReadFile(q.Dir().Queue()); string(after) != string(before) {
+		t.Fatal("a refused cancel changed the queue")
+	}
+	ts, err := q.CancelAll([]string{"b", "a", "b"}, "x")
+	if err != nil || len(ts) != 3 || ts[0].ID != "b" || ts[1].ID != "a" || ts[2].Status != protocol.StatusCancelled {
+		t.Fatalf("cancel: %v %+v", err, ts)
+	}
+	if got := strings.Join(ops(t, q), ","); got != "add a,add b,add done,claim done,complete done,cancel b,cancel a" {
+		t.Fatalf("journal: %s", got)
+	}
 }
