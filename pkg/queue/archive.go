@@ -203,14 +203,19 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 				}
 			}
 		}
+		seen := map[string]bool{}
 		ev := func(id, st, worker string, token int64) {
+			seen[id] = true
 			c.events = append(c.events, protocol.TaskEvent{Type: protocol.JournalTask, TS: now, Op: "prune",
 				Task: id, Status: st, Worker: worker, Token: token})
 			if refs[id] {
 				s.hdr.FinishedDeps[id] = st
 			}
 		}
-		// The archive first: rewritten without the old tasks.
+		// The archive first: rewritten without the old tasks. A task
+		// may be there twice, or also live, after a writer was killed
+		// between archiving and its commit; only committed archiving
+		// counted it, once.
 		var keep []byte
 		changed := false
 		err := q.eachArchiveLine(func(line []byte) error {
@@ -222,6 +227,10 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 			}
 			if json.Unmarshal(line, &t) != nil || t.ID == "" {
 				changed = true // drop torn lines
+				return nil
+			}
+			if _, live := s.index(t.ID); live || seen[t.ID] {
+				changed = true // the live task is the real one
 				return nil
 			}
 			if t.UpdatedAt.After(cut) {

@@ -274,3 +274,62 @@ func TestHandWrittenQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestArchiveKilled: an archive killed after appending to
+// task-archive.jsonl but before its commit leaves the tasks live and in
+// the archive; nothing counts them twice, and a prune deletes each once.
+func TestArchiveKilled(t *testing.T) {
+	q, _ := open(t)
+	add(t, q, protocol.Task{ID: "a", Title: "a"}, protocol.Task{ID: "b", Title: "b"}, protocol.Task{ID: "c", Title: "c"})
+	for range 3 {
+		got, _ := q.Claim("w", time.Minute)
+		q.Complete(got.ID, got.Claim.Token, nil)
+	}
+	resume := killing(t, "prepared")
+	if _, err := q.Archive(0); !errors.Is(err, errKilled) {
+		t.Fatalf("archive: %v", err)
+	}
+	resume()
+	q = reopen(t, q)
+	all, _ := q.List(ListOptions{Archived: true})
+	st, _ := q.Stats()
+	if len(all) != 3 || st.Live != 3 || st.Archived != 0 || st.Done != 3 {
+		t.Fatalf("after a killed archive: %d tasks, %+v", len(all), st)
+	}
+	// Archived again for real: each is in the archive twice now.
+	if _, err := q.Archive(0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := q.Stats(); st.Live != 0 || st.Archived != 3 || st.Done != 3 {
+		t.Fatalf("after the archive: %+v", st)
+	}
+	if n, err := q.Prune(0); err != nil || n != 3 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	if st, _ := q.Stats(); st.Archived != 0 || st.Done != 0 {
+		t.Fatalf("after the prune: %+v", st)
+	}
+	count := map[string]int{}
+	for _, ev := range events(t, q) {
+		count[ev.Op+" "+ev.Task]++
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if count["archive "+id] != 1 || count["prune "+id] != 1 {
+			t.Fatalf("journal: %v", count)
+		}
+	}
+
+	// Killed again, then pruned while the tasks are still live.
+	add(t, q, protocol.Task{ID: "d", Title: "d"})
+	d, _ := q.Claim("w", time.Minute)
+	q.Complete("d", d.Claim.Token, nil)
+	resume = killing(t, "prepared")
+	q.Archive(0)
+	resume()
+	if n, err := reopen(t, q).Prune(0); err != nil || n != 1 {
+		t.Fatalf("prune of a live task also in the archive: %d %v", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(q.Dir().Path(), ArchiveFile)); len(b) != 0 {
+		t.Fatalf("archive: %q", b)
+	}
+}
