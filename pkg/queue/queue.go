@@ -215,11 +215,15 @@ func (q *Queue) sweepTemps() {
 	}
 }
 
-// killAt lets tests stop a commit at a named point, as a SIGKILL would
-// (the process-level crash tests kill real processes anywhere).
-var killAt func(point string) bool
+// CrashHook is for crash tests only. When set, a change calls it at the
+// points between the files it touches ("prepared": the archive is written,
+// task-queue.json not yet replaced; "committed": replaced; "archived": the
+// archive rewrite of a prune is in place, the journal not yet appended);
+// true stops the change there, as a crash would. A process-level test may
+// kill its process in it instead.
+var CrashHook func(point string) bool
 
-var errKilled = errors.New("killed (test)")
+var errCrashed = errors.New("stopped by CrashHook")
 
 // commit archives the oldest finished tasks beyond KeepFinished, replaces
 // task-queue.json (the commit point; its header carries the events, see
@@ -272,8 +276,8 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 			return err
 		}
 	}
-	if killAt != nil && killAt("prepared") {
-		return errKilled
+	if CrashHook != nil && CrashHook("prepared") {
+		return errCrashed
 	}
 	if err := s.save(q.dir.Path(), now, !q.NoSync); err != nil {
 		if c.rewrite {
@@ -281,16 +285,16 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 		}
 		return err
 	}
-	if killAt != nil && killAt("committed") {
-		return errKilled
+	if CrashHook != nil && CrashHook("committed") {
+		return errCrashed
 	}
 	if c.rewrite {
 		if err := q.finishArchiveRewrite(gen); err != nil {
 			return fmt.Errorf("queue changed but %w", err)
 		}
 	}
-	if killAt != nil && killAt("archived") {
-		return errKilled
+	if CrashHook != nil && CrashHook("archived") {
+		return errCrashed
 	}
 	if err := jsonl.AppendRaw(q.dir.Events(), lines); err != nil {
 		return fmt.Errorf("queue changed but the journal append failed: %w", err)

@@ -17,9 +17,9 @@ import (
 // would, until the returned func is called.
 func killing(t *testing.T, point string) func() {
 	t.Helper()
-	killAt = func(p string) bool { return p == point }
-	t.Cleanup(func() { killAt = nil })
-	return func() { killAt = nil }
+	CrashHook = func(p string) bool { return p == point }
+	t.Cleanup(func() { CrashHook = nil })
+	return func() { CrashHook = nil }
 }
 
 // ops lists the journal as "op task" strings.
@@ -39,7 +39,7 @@ func TestJournalAfterKill(t *testing.T) {
 	q, _ := open(t)
 	add(t, q, protocol.Task{ID: "a", Title: "a"}, protocol.Task{ID: "b", Title: "b"})
 	resume := killing(t, "archived")
-	if _, err := q.Claim("w", time.Minute); !errors.Is(err, errKilled) {
+	if _, err := q.Claim("w", time.Minute); !errors.Is(err, errCrashed) {
 		t.Fatalf("claim: %v", err)
 	}
 	resume()
@@ -76,7 +76,7 @@ func TestJournalTornAppend(t *testing.T) {
 	q, _ := open(t)
 	add(t, q, protocol.Task{ID: "a", Title: "a"})
 	resume := killing(t, "archived")
-	if _, err := q.Add([]protocol.Task{{ID: "b", Title: "b"}, {ID: "c", Title: "c"}, {ID: "d", Title: "d"}}); !errors.Is(err, errKilled) {
+	if _, err := q.Add([]protocol.Task{{ID: "b", Title: "b"}, {ID: "c", Title: "c"}, {ID: "d", Title: "d"}}); !errors.Is(err, errCrashed) {
 		t.Fatalf("add: %v", err)
 	}
 	resume()
@@ -129,7 +129,7 @@ func TestPruneKilled(t *testing.T) {
 	// Killed before its commit: nothing changed but a stray file, which
 	// a later writer removes.
 	resume := killing(t, "prepared")
-	if _, err := q.Prune(0); !errors.Is(err, errKilled) {
+	if _, err := q.Prune(0); !errors.Is(err, errCrashed) {
 		t.Fatalf("prune: %v", err)
 	}
 	resume()
@@ -141,7 +141,7 @@ func TestPruneKilled(t *testing.T) {
 	}
 
 	resume = killing(t, "committed")
-	if _, err := q.Prune(0); !errors.Is(err, errKilled) {
+	if _, err := q.Prune(0); !errors.Is(err, errCrashed) {
 		t.Fatalf("prune: %v", err)
 	}
 	resume()
@@ -286,7 +286,7 @@ func TestArchiveKilled(t *testing.T) {
 		q.Complete(got.ID, got.Claim.Token, nil)
 	}
 	resume := killing(t, "prepared")
-	if _, err := q.Archive(0); !errors.Is(err, errKilled) {
+	if _, err := q.Archive(0); !errors.Is(err, errCrashed) {
 		t.Fatalf("archive: %v", err)
 	}
 	resume()
