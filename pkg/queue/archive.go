@@ -78,20 +78,22 @@ func (q *Queue) appendArchive(data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
+	before, existed := q.archiveStamp()
 	if err := jsonl.AppendRaw(q.archivePath(), data); err != nil {
 		return err
 	}
-	if q.NoSync {
-		return nil
+	if !q.NoSync {
+		f, err := os.OpenFile(q.archivePath(), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", ArchiveFile, err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", ArchiveFile, err)
+		}
 	}
-	f, err := os.OpenFile(q.archivePath(), os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", ArchiveFile, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", ArchiveFile, err)
-	}
+	q.indexAppended(before, existed, data)
 	return nil
 }
 
@@ -133,25 +135,6 @@ func (q *Queue) eachArchiveLine(fn func(line []byte) error) error {
 			return err
 		}
 	}
-}
-
-// scanArchive finds the archived tasks with the given ids (the last copy
-// of each).
-func (q *Queue) scanArchive(want map[string]bool) (map[string]*protocol.Task, error) {
-	out := map[string]*protocol.Task{}
-	err := q.eachArchiveLine(func(line []byte) error {
-		if id, ok := archivedID(line); ok && !want[id] {
-			return nil
-		}
-		var t protocol.Task
-		if json.Unmarshal(line, &t) != nil || !want[t.ID] {
-			return nil // a line torn by a power loss is skipped
-		}
-		normalize(&t)
-		out[t.ID] = &t
-		return nil
-	})
-	return out, err
 }
 
 // eachArchived decodes every archived task.

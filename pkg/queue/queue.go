@@ -201,7 +201,7 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 // mid-way. Every writer of those files holds the team lock, as the caller
 // does, so any that exist now are garbage.
 func (q *Queue) sweepTemps() {
-	for _, base := range []string{teamdir.QueueFile, IndexFile, ArchiveFile} {
+	for _, base := range []string{teamdir.QueueFile, IndexFile, ArchiveFile, ArchiveIndexFile} {
 		matches, _ := filepath.Glob(filepath.Join(q.dir.Path(), "."+base+".tmp-*"))
 		for _, m := range matches {
 			os.Remove(m)
@@ -292,6 +292,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 		if err := q.finishArchiveRewrite(gen); err != nil {
 			return fmt.Errorf("queue changed but %w", err)
 		}
+		q.indexRewritten(c.archiveData)
 	}
 	if CrashHook != nil && CrashHook("archived") {
 		return errCrashed
