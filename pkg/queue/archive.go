@@ -27,6 +27,9 @@ func sortByUpdated(s *state, idx []int) {
 // leaves a task in both places, never in neither) and remembers the final
 // status of those that live tasks still depend on.
 func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *change) error {
+	if err := s.all(); err != nil {
+		return err
+	}
 	refs := map[string]bool{}
 	for i, e := range s.entries {
 		if !move[i] {
@@ -155,6 +158,9 @@ func (q *Queue) eachArchived(fn func(t *protocol.Task)) error {
 func (q *Queue) Archive(olderThan time.Duration) (int, error) {
 	n := 0
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		cut := now.Add(-olderThan).UnixNano()
 		move := map[int]bool{}
 		for i, e := range s.entries {
@@ -177,6 +183,9 @@ func (q *Queue) Archive(olderThan time.Duration) (int, error) {
 func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 	n := 0
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		cut := now.Add(-olderThan)
 		refs := map[string]bool{}
 		for _, e := range s.entries {

@@ -194,6 +194,9 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 	if s.hdr.Generation%100 == 0 {
 		q.sweepTemps()
 	}
+	if s.lazy != nil {
+		q.drop() // a lazy state describes the version it read only
+	}
 	return nil
 }
 
@@ -231,12 +234,24 @@ var errCrashed = errors.New("stopped by CrashHook")
 // journal, and the index, which marks the version settled.
 func (q *Queue) commit(s *state, now time.Time, c *change) error {
 	nfin := 0
-	for _, e := range s.entries {
-		if finished(e.status) {
-			nfin++
+	if s.lazy != nil {
+		s.lazy.each(s.stat.size, false, func(_ int, e *entry, _ bool) bool {
+			if finished(e.status) {
+				nfin++
+			}
+			return true
+		})
+	} else {
+		for _, e := range s.entries {
+			if finished(e.status) {
+				nfin++
+			}
 		}
 	}
 	if nfin > q.keep() {
+		if err := s.all(); err != nil {
+			return err
+		}
 		// Archive down to half the allowance, so this happens once per
 		// KeepFinished/2 finished tasks, not on every one.
 		var fins []int
@@ -323,6 +338,9 @@ func (q *Queue) Add(tasks []protocol.Task) ([]protocol.Task, error) {
 		return nil, nil
 	}
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		batch := make(map[string]int, len(in))
 		given := map[string]bool{}
 		for i := range in {
@@ -533,34 +551,63 @@ func (q *Queue) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
 		nowNs := now.UnixNano()
-		best := -1
-		for i, e := range s.entries {
+		best, bestE := -1, entry{}
+		var spent []int    // out of attempts
+		var spentE []entry // their entries
+		consider := func(i int, e *entry) {
 			switch e.status {
 			case stPending:
-				if !s.depsDone(e) {
-					continue
+				if len(e.deps) > 0 && !s.depsDone(e) {
+					return
 				}
 			case stClaimed:
 				if e.until > nowNs {
-					continue
+					return
 				}
 			default:
-				continue
+				return
 			}
 			if e.attempts >= e.maxAttempts {
-				if err := q.exhaust(s, i, now, c); err != nil {
-					return err
-				}
-				continue
+				spent, spentE = append(spent, i), append(spentE, *e)
+				return
 			}
-			if best < 0 || better(e, s.entries[best]) {
-				best = i
+			if best < 0 || better(e, &bestE) {
+				best, bestE = i, *e
+			}
+		}
+		// Walk the index in place unless a pending task has dependencies,
+		// whose status needs the decoded entries.
+		decode := s.lazy == nil
+		if s.lazy != nil {
+			stopped := false
+			ok := s.lazy.each(s.stat.size, false, func(i int, e *entry, hasDeps bool) bool {
+				if hasDeps && e.status == stPending {
+					stopped = true
+					return false
+				}
+				consider(i, e)
+				return true
+			})
+			decode = !ok || stopped
+		}
+		if decode {
+			best, spent, spentE = -1, nil, nil
+			if err := s.all(); err != nil {
+				return err
+			}
+			for i, e := range s.entries {
+				consider(i, e)
+			}
+		}
+		for k, i := range spent {
+			if err := q.exhaust(s, i, &spentE[k], now, c); err != nil {
+				return err
 			}
 		}
 		if best < 0 {
 			return nil
 		}
-		t, err := s.task(s.entries[best])
+		t, err := s.task(&bestE)
 		if err != nil {
 			return err
 		}
@@ -590,8 +637,8 @@ func (q *Queue) Claim(worker string, lease time.Duration) (*protocol.Task, error
 }
 
 // exhaust fails a task that has used all its attempts.
-func (q *Queue) exhaust(s *state, i int, now time.Time, c *change) error {
-	t, err := s.task(s.entries[i])
+func (q *Queue) exhaust(s *state, i int, e *entry, now time.Time, c *change) error {
+	t, err := s.task(e)
 	if err != nil {
 		return err
 	}
@@ -653,11 +700,14 @@ func statStamp(path string) fileStamp {
 // held finds the task a token must hold. A stale token is ErrLeaseLost
 // naming who holds the task now.
 func held(s *state, id string, token int64) (int, *protocol.Task, error) {
-	i, ok := s.index(id)
-	if !ok {
+	i, e, err := s.find(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	if e == nil {
 		return 0, nil, notFound(id)
 	}
-	t, err := s.task(s.entries[i])
+	t, err := s.task(e)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -815,6 +865,9 @@ func (q *Queue) Release(id string, token int64) (*protocol.Task, error) {
 func (q *Queue) ReleaseWorker(worker, reason string, before int64) ([]protocol.Task, error) {
 	var out []protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		for i, e := range s.entries {
 			if e.status != stClaimed || e.worker != worker || (before > 0 && e.token >= before) {
 				continue
@@ -854,6 +907,9 @@ func (q *Queue) Cancel(id, reason string) (*protocol.Task, error) {
 func (q *Queue) CancelAll(ids []string, reason string) ([]protocol.Task, error) {
 	var out []protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		out = out[:0]
 		for _, id := range ids {
 			i, ok := s.index(id)
@@ -921,6 +977,9 @@ func (q *Queue) List(opts ListOptions) ([]protocol.Task, error) {
 }
 
 func (q *Queue) list(s *state, opts ListOptions, out *[]protocol.Task) error {
+	if err := s.all(); err != nil {
+		return err
+	}
 	want := func(t *protocol.Task) bool {
 		if opts.Worker != "" && (t.Claim == nil || t.Claim.Worker != opts.Worker || t.Status != protocol.StatusClaimed) {
 			return false
@@ -1008,6 +1067,9 @@ func dedupeLast(ts []protocol.Task) []protocol.Task {
 func (q *Queue) Show(id string) (*protocol.Task, error) {
 	var out *protocol.Task
 	err := q.view(func(s *state) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		i, ok := s.index(id)
 		if !ok {
 			return nil

@@ -20,6 +20,9 @@ type Throughput = protocol.QueueThroughput
 func (q *Queue) Stats() (*Stats, error) {
 	var st *Stats
 	err := q.view(func(s *state) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		st = q.stats(s)
 		return nil
 	})

@@ -141,16 +141,22 @@ func newEntry(t *protocol.Task, raw []byte) *entry {
 
 // state is the queue as loaded from disk.
 type state struct {
-	hdr     header
+	hdr header
+	// entries are the live tasks in file order. While lazy is set they
+	// are not decoded yet: calls that need them call all() first; Claim
+	// and the calls on one task walk lazy instead.
 	entries []*entry
+	lazy    *lazyIndex
+	base    int // offset of the first task in task-queue.json
 	// f is the version of task-queue.json the entries describe, kept open:
 	// a task is read from it on demand and unchanged tasks are copied from
 	// it into the next version (copy_file_range) without passing through
 	// memory. data is its whole content once something needed it.
-	f    *os.File
-	data []byte
-	byID map[string]int
-	stat fileStamp
+	f     *os.File
+	data  []byte
+	byID  map[string]int
+	scans int // lookups done without byID
+	stat  fileStamp
 	// settled: the journal and the archive hold what the header says this
 	// version added to them. True after this process wrote the version
 	// (or settled it), and when the index matched: the index is written
@@ -178,13 +184,55 @@ func emptyState() *state {
 }
 
 func (s *state) close() {
-	if s != nil && s.f != nil {
+	if s == nil {
+		return
+	}
+	if s.f != nil {
 		s.f.Close()
 		s.f = nil
 	}
+	s.lazy.close()
+}
+
+// all decodes the entries when they are not yet.
+func (s *state) all() error {
+	if s.lazy == nil {
+		return nil
+	}
+	entries, ok := s.lazy.materialize(s.stat.size)
+	if !ok {
+		// An index that passed its checks but does not add up: read the
+		// file itself.
+		if err := s.readAll(); err != nil {
+			return err
+		}
+		patch := s.lazy.patch
+		s.lazy.close()
+		s.lazy = nil
+		if !s.parseLines() || len(patch) > 0 {
+			return fmt.Errorf("task-queue.idx does not match task-queue.json (delete it)")
+		}
+		return nil
+	}
+	s.lazy.close()
+	s.entries, s.lazy, s.byID = entries, nil, nil
+	return nil
 }
 
 func (s *state) index(id string) (int, bool) {
+	if s.all() != nil {
+		return 0, false
+	}
+	if s.byID == nil && s.scans < 8 {
+		// A few lookups (a complete, a renew) cost less than the map.
+		s.scans++
+		for i, e := range s.entries {
+			if e.id == id {
+				return i, true
+			}
+		}
+		return 0, false
+	}
 	if s.byID == nil {
 		s.byID = make(map[string]int, len(s.entries))
 		for i, e := range s.entries {
@@ -233,6 +281,9 @@ func (s *state) task(e *entry) (*protocol.Task, error) {
 	if err := json.Unmarshal(js, &t); err != nil {
 		return nil, fmt.Errorf("task-queue.json: task %s: %w", e.id, err)
 	}
+	if t.ID != e.id {
+		return nil, fmt.Errorf("task-queue.json: task %s: found %q where the index says it is (delete task-queue.idx)", e.id, t.ID)
+	}
 	normalize(&t)
 	return &t, nil
 }
@@ -244,8 +295,45 @@ func (s *state) put(i int, t *protocol.Task) error {
 	if err != nil {
 		return err
 	}
+	if s.lazy != nil {
+		if s.lazy.patch == nil {
+			s.lazy.patch = map[int]*entry{}
+		}
+		s.lazy.patch[i] = newEntry(t, raw)
+		return nil
+	}
 	s.entries[i] = newEntry(t, raw)
 	return nil
+}
+
+// find returns the position and entry of a live task without decoding
+// the others.
+func (s *state) find(id string) (int, *entry, error) {
+	if s.lazy == nil {
+		i, ok := s.index(id)
+		if !ok {
+			return 0, nil, nil
+		}
+		return i, s.entries[i], nil
+	}
+	pos, found := -1, entry{}
+	ok := s.lazy.each(s.stat.size, true, func(i int, e *entry, _ bool) bool {
+		if e.id != id {
+			return true
+		}
+		pos, found = i, *e
+		return false
+	})
+	if !ok {
+		if err := s.all(); err != nil {
+			return 0, nil, err
+		}
+		return s.find(id)
+	}
+	if pos < 0 {
+		return 0, nil, nil
+	}
+	return pos, &found, nil
 }
 
 func marshalTask(t *protocol.Task) ([]byte, error) {
@@ -319,7 +407,7 @@ func loadFile(dir string, f *os.File) (*state, error) {
 	// The header line: usually small, larger when many live tasks depend
 	// on archived ones or the last change had many events.
 	var head []byte
-	for size := int64(8 << 10); ; size *= 8 {
+	for size := int64(4 << 10); ; size *= 16 {
 		head = make([]byte, min(s.stat.size, size))
 		if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("read task-queue.json: %w", err)
@@ -330,8 +418,9 @@ func loadFile(dir string, f *os.File) (*state, error) {
 	}
 	if hdr, ok := fastHeader(head); ok {
 		s.hdr = hdr
-		if entries, ok := readIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat); ok {
-			s.entries = entries
+		s.base = bytes.IndexByte(head, '\n') + 1
+		if l, ok := readIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.base); ok {
+			s.lazy = l
 			s.settled = true
 			return s, nil
 		}
@@ -537,16 +626,16 @@ func (s *state) save(dir string, now time.Time, sync bool) error {
 	}
 	hb = bytes.TrimSuffix(hb, []byte{'\n'})
 	qpath := filepath.Join(dir, teamdir.QueueFile)
-	write := atomicfile.Write
-	if !sync {
-		write = replaceNoSync
-	}
-	err = write(qpath, 0o644, func(tmp *os.File) error {
-		w := bufio.NewWriterSize(tmp, 256<<10)
+	base := len(hb) - 1 + len(tasksOpen) + 1
+	f, err := replace(qpath, sync, func(tmp *os.File) error {
+		w := bufio.NewWriterSize(tmp, 32<<10)
 		w.Write(hb[:len(hb)-1])
 		w.WriteString(tasksOpen)
 		w.WriteByte('\n')
-		pos := len(hb) - 1 + len(tasksOpen) + 1
+		if s.lazy != nil {
+			return s.saveLazy(w, tmp)
+		}
+		pos := base
 		for i := 0; i < len(s.entries); {
 			e := s.entries[i]
 			if e.raw == nil && s.data == nil {
@@ -601,12 +690,10 @@ func (s *state) save(dir string, now time.Time, sync bool) error {
 	for _, e := range s.entries {
 		e.raw = nil
 	}
-	s.close()
-	s.data = nil
-	f, err := os.Open(qpath)
-	if err != nil {
-		return fmt.Errorf("open task-queue.json: %w", err)
-	}
+	s.f.Close() // (a lazy index stays mapped for writeIndex)
+	s.data, s.base = nil, base
+	// The file written is the new version: keep it open for the next
+	// change, as load would.
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -622,64 +709,119 @@ func (s *state) save(dir string, now time.Time, sync bool) error {
 // task-queue.json.
 func (s *state) writeIndex(dir string) {
 	if s.settled {
-		_ = writeIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.entries)
+		_ = writeIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.base, s.entries, s.lazy)
 	}
 }
 
-// replaceNoSync is atomicfile.Write without the fsyncs: the rename still
-// makes the change atomic for readers and for writers that are killed, but
-// a power loss may lose the last changes.
-func replaceNoSync(path string, perm os.FileMode, fill func(*os.File) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+// saveLazy writes the tasks when the entries are not decoded: runs of
+// unchanged tasks are copied from the old file, changed ones written. It
+// leaves the state fit only for writeIndex (see Queue.commit).
+func (s *state) saveLazy(w *bufio.Writer, tmp *os.File) error {
+	l := s.lazy
+	if l.count == 0 {
+		w.WriteString(tasksClose)
+		return w.Flush()
+	}
+	r := &indexReader{b: unsafe.String(&l.data[0], len(l.data))}
+	off := l.base // in the old file
+	runStart, runEnd := -1, -1
+	flush := func() error {
+		if runStart < 0 {
+			return nil
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if _, err := s.f.Seek(int64(runStart), io.SeekStart); err != nil {
+			return err
+		}
+		n, err := io.Copy(tmp, &io.LimitedReader{R: s.f, N: int64(runEnd - runStart)})
+		if err != nil {
+			return err
+		}
+		if n != int64(runEnd-runStart) {
+			return fmt.Errorf("copy tasks: short copy")
+		}
+		runStart = -1
+		return nil
+	}
+	for i := range l.count {
+		n := skipRecord(r)
+		if r.bad || n <= 0 || int64(off+n) > s.stat.size {
+			return fmt.Errorf("task-queue.idx does not match task-queue.json")
+		}
+		if p := l.patch[i]; p != nil {
+			if err := flush(); err != nil {
+				return err
+			}
+			w.Write(p.raw)
+			p.n = len(p.raw)
+			if i < l.count-1 {
+				w.WriteString(",\n")
+			} else {
+				w.WriteByte('\n')
+			}
+		} else {
+			// The run includes the separator that follows: the old
+			// file has ",\n" after every task but the last, as the new.
+			if runStart < 0 {
+				runStart = off
+			}
+			runEnd = off + n + 2
+			if i == l.count-1 {
+				runEnd--
+			}
+		}
+		off += n + 2
+	}
+	if int64(off-1+len(tasksClose)) != s.stat.size {
+		return fmt.Errorf("task-queue.idx does not match task-queue.json")
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	w.WriteString(tasksClose)
+	return w.Flush()
+}
+
+// replace writes path atomically: fill writes a temporary file, which is
+// renamed over path. With sync, the file and the directory are synced, so
+// a power loss keeps either version; without, a killed process still
+// does. It returns the new file, open for reading.
+func replace(path string, sync bool, fill func(*os.File) error) (*os.File, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
+		return nil, fmt.Errorf("replace %s: %w", path, err)
 	}
 	err = fill(tmp)
 	if err == nil {
-		err = tmp.Chmod(perm)
+		err = tmp.Chmod(0o644)
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err == nil && sync {
+		err = tmp.Sync()
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("replace %s: %w", path, err)
+	if err == nil && sync {
+		err = atomicfile.SyncDir(dir)
 	}
-	return nil
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("replace %s: %w", path, err)
+	}
+	return tmp, nil
 }
 
-var indexMagic = []byte("PGQIDX1\n")
-
-func writeIndex(path string, gen int64, st fileStamp, entries []*entry) error {
-	b := make([]byte, 0, 64+len(entries)*64)
-	b = append(b, indexMagic...)
-	b = binary.AppendVarint(b, gen)
-	b = binary.AppendVarint(b, st.ino)
-	b = binary.AppendVarint(b, st.size)
-	b = binary.AppendVarint(b, st.mtime)
-	b = binary.AppendUvarint(b, uint64(len(entries)))
-	for _, e := range entries {
-		b = appendString(b, e.id)
-		b = append(b, e.status)
-		for _, v := range [...]int64{e.priority, e.attempts, e.maxAttempts, e.token, e.until, e.created, e.updated, int64(e.off), int64(e.n)} {
-			b = binary.AppendVarint(b, v)
-		}
-		b = appendString(b, e.worker)
-		b = binary.AppendUvarint(b, uint64(len(e.deps)))
-		for _, d := range e.deps {
-			b = appendString(b, d)
-		}
-	}
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable()))
-	// Written by rename but not synced: after a power loss the checksum or
-	// the stamp tells a stale or torn index, which is then rebuilt.
-	return replaceNoSync(path, 0o644, func(f *os.File) error {
-		_, err := f.Write(b)
+// replaceNoSync is replace without the fsyncs, closing the file.
+func replaceNoSync(path string, perm os.FileMode, fill func(*os.File) error) error {
+	f, err := replace(path, false, fill)
+	if err != nil {
 		return err
-	})
+	}
+	return f.Close()
 }
 
 var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
@@ -740,58 +882,4 @@ func (r *indexReader) byte() uint8 {
 	c := r.b[0]
 	r.b = r.b[1:]
 	return c
-}
-
-// readIndex returns the index entries when the index describes exactly the
-// given version of task-queue.json.
-func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) < len(indexMagic)+4 || !bytes.HasPrefix(b, indexMagic) {
-		return nil, false
-	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, crcTable()) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return nil, false
-	}
-	// b is never written again: its strings can share its memory.
-	rest := body[len(indexMagic):]
-	if len(rest) == 0 {
-		return nil, false
-	}
-	r := &indexReader{b: unsafe.String(&rest[0], len(rest))}
-	if r.varint() != gen || r.varint() != st.ino || r.varint() != st.size || r.varint() != st.mtime {
-		return nil, false
-	}
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		return nil, false
-	}
-	backing := make([]entry, n)
-	entries := make([]*entry, n)
-	for i := range backing {
-		e := &backing[i]
-		e.id, e.status = r.str(), r.byte()
-		e.priority, e.attempts, e.maxAttempts = r.varint(), r.varint(), r.varint()
-		e.token, e.until, e.created, e.updated = r.varint(), r.varint(), r.varint(), r.varint()
-		e.off, e.n = int(r.varint()), int(r.varint())
-		e.worker = r.str()
-		nd := r.uvarint()
-		if r.bad || nd > uint64(len(r.b)) {
-			return nil, false
-		}
-		if nd > 0 {
-			e.deps = make([]string, nd)
-			for j := range e.deps {
-				e.deps[j] = r.str()
-			}
-		}
-		if r.bad || e.off < 0 || e.n <= 0 || int64(e.off+e.n) > st.size || e.status > stCancelled {
-			return nil, false
-		}
-		entries[i] = e
-	}
-	if r.bad || len(r.b) != 0 {
-		return nil, false
-	}
-	return entries, true
 }
