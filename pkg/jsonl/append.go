@@ -11,8 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/gofrs/flock"
+	"syscall"
 )
 
 // Marshal encodes v as one JSON line, newline included, without HTML
@@ -61,22 +60,22 @@ func AppendRaw(path string, data []byte) error {
 	if data[len(data)-1] != '\n' {
 		return fmt.Errorf("append %s: data does not end with a newline", path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// One descriptor to lock, look at the last byte and append: the flock
+	// is the one other writers take through gofrs/flock on the same path.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
 	defer f.Close()
-	lock := flock.New(path)
-	if err := lock.Lock(); err != nil {
+	if err := flockFile(f); err != nil {
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
-	defer lock.Unlock()
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		torn, err := repairTail(path, st.Size())
-		if err != nil {
-			return fmt.Errorf("append %s: %w", path, err)
-		}
-		if torn {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			if err := repairTail(path, st.Size()); err != nil {
+				return fmt.Errorf("append %s: %w", path, err)
+			}
 			data = append([]byte{'\n'}, data...)
 		}
 	}
@@ -86,13 +85,23 @@ func AppendRaw(path string, data []byte) error {
 	return nil
 }
 
-// repairTail looks at the end of a file of the given size, which the
-// caller holds locked. It reports whether the last line lacks its newline,
-// and blanks that line with spaces when it is not whole JSON.
-func repairTail(path string, size int64) (bool, error) {
+// flockFile takes an exclusive flock on f, released when f is closed.
+func flockFile(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// repairTail blanks with spaces the last line of a file of the given size,
+// which lacks its newline and which the caller holds locked, unless it is
+// whole JSON.
+func repairTail(path string, size int64) error {
 	r, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer r.Close()
 	// Find the start of the last line, reading backwards.
@@ -102,10 +111,7 @@ func repairTail(path string, size int64) (bool, error) {
 		off := max(end-int64(len(buf)), 0)
 		chunk := buf[:end-off]
 		if _, err := r.ReadAt(chunk, off); err != nil && !errors.Is(err, io.EOF) {
-			return false, err
-		}
-		if end == size && chunk[len(chunk)-1] == '\n' {
-			return false, nil
+			return err
 		}
 		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
 			start = off + int64(i) + 1
@@ -116,16 +122,14 @@ func repairTail(path string, size int64) (bool, error) {
 	}
 	tail := make([]byte, size-start)
 	if _, err := r.ReadAt(tail, start); err != nil && !errors.Is(err, io.EOF) {
-		return false, err
+		return err
 	}
 	if json.Valid(tail) {
-		return true, nil
+		return nil
 	}
 	for i := range tail {
 		tail[i] = ' '
 	}
-	if _, err := r.WriteAt(tail, start); err != nil {
-		return false, err
-	}
-	return true, nil
+	_, err = r.WriteAt(tail, start)
+	return err
 }

@@ -9,13 +9,17 @@
 //     task per line, so a change rewrites the file without decoding the
 //     other tasks.
 //   - task-queue.idx: a binary cache of the scheduling fields of each live
-//     task and the byte range of its line, checked against the generation,
-//     inode, size and mtime of task-queue.json; rebuilt when stale.
+//     task and the length of its line, checked against the generation,
+//     inode, size and mtime of task-queue.json; rebuilt when stale (see
+//     index.go).
 //   - task-archive.jsonl: finished tasks moved out of the live file (by
 //     Archive, Prune, or automatically once more than KeepFinished finished
 //     tasks are live), so a long history never slows a claim.
+//   - task-archive.idx: where each archived task's line is, a cache like
+//     task-queue.idx.
 //   - events.jsonl: one protocol.TaskEvent per change, appended before a
-//     call returns.
+//     call returns; the header of task-queue.json keeps the events of the
+//     last change until they are known to be there (see recover.go).
 //   - lock: the flock every change holds.
 //
 // A claim is a lease with a fencing token that grows across the whole

@@ -539,12 +539,13 @@ func TestConcurrentHandles(t *testing.T) {
 	checkFiles(t, q)
 }
 
-func benchQueue(b *testing.B, live int) {
+func benchQueue(b *testing.B, live int, sync bool) {
 	dir, _ := teamdir.New(b.TempDir(), "bench")
 	q, err := Open(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
+	q.NoSync = !sync
 	in := make([]protocol.Task, live)
 	for i := range in {
 		in[i] = protocol.Task{Title: fmt.Sprintf("task %d", i), Prompt: "do the thing described in the issue and make the tests pass", Labels: map[string]string{"area": "bench"}}
@@ -556,11 +557,13 @@ func benchQueue(b *testing.B, live int) {
 	for i := 0; i < b.N; i++ {
 		// A fresh handle per call, as a fresh process would have.
 		h, _ := Open(dir)
+		h.NoSync = !sync
 		t, err := h.Claim("w", time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}
 		h, _ = Open(dir)
+		h.NoSync = !sync
 		if _, err := h.Complete(t.ID, t.Claim.Token, nil); err != nil {
 			b.Fatal(err)
 		}
@@ -572,8 +575,12 @@ func benchQueue(b *testing.B, live int) {
 	}
 }
 
-func BenchmarkClaimComplete1k(b *testing.B)  { benchQueue(b, 1000) }
-func BenchmarkClaimComplete10k(b *testing.B) { benchQueue(b, 10000) }
+func BenchmarkClaimComplete1k(b *testing.B)  { benchQueue(b, 1000, true) }
+func BenchmarkClaimComplete10k(b *testing.B) { benchQueue(b, 10000, true) }
+
+// Without fsync: the work of the process itself.
+func BenchmarkClaimComplete1kNoSync(b *testing.B)  { benchQueue(b, 1000, false) }
+func BenchmarkClaimComplete10kNoSync(b *testing.B) { benchQueue(b, 10000, false) }
 
 func TestSweepTemps(t *testing.T) {
 	q, _ := open(t)

@@ -307,7 +307,8 @@ func (s *state) put(i int, t *protocol.Task) error {
 }
 
 // find returns the position and entry of a live task without decoding
-// the others.
+// the others (from the index, the entry has no dependencies: decode the
+// task for them).
 func (s *state) find(id string) (int, *entry, error) {
 	if s.lazy == nil {
 		i, ok := s.index(id)
@@ -317,7 +318,7 @@ func (s *state) find(id string) (int, *entry, error) {
 		return i, s.entries[i], nil
 	}
 	pos, found := -1, entry{}
-	ok := s.lazy.each(s.stat.size, true, func(i int, e *entry, _ bool) bool {
+	ok := s.lazy.each(s.stat.size, false, func(i int, e *entry, _ bool) bool {
 		if e.id != id {
 			return true
 		}

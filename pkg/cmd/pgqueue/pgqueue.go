@@ -27,7 +27,7 @@ func Spec() *cli.Spec {
 	return &cli.Spec{
 		Name: "pg-queue",
 		Description: `The team task queue: tasks with priorities and dependencies, claimed under leases with fencing tokens.
-The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the live tasks as one JSON document (valid at every instant, for jq), events.jsonl gets one line per change (tail -f it, or pg-queue watch), task-archive.jsonl holds finished tasks moved out of the live file, and lock is the flock every change holds. task-queue.idx is a cache that may be deleted at any time.
+The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the live tasks as one JSON document (valid at every instant, for jq), events.jsonl gets one line per change (tail -f it, or pg-queue watch), task-archive.jsonl holds finished tasks moved out of the live file, and lock is the flock every change holds. task-queue.idx and task-archive.idx are caches that may be deleted at any time.
 
 A claim is a lease with a fencing token: renew, complete, fail and release must present the token, and a stale token (the lease expired and the task went to another worker, or it was released or cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable again, and a task that used max_attempts attempts fails with the reason in its error field. A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or was cancelled.
 
