@@ -250,6 +250,12 @@ func TestHandWrittenQueue(t *testing.T) {
 	}
 	checkFiles(t, q)
 
+	// A bare list of tasks, as the seed system kept it.
+	writeQueue(t, q, `[{"id":"s1","title":"seed"},{"id":"s2","title":"seed 2","depends_on":["s1"]}]`)
+	if st, err := reopen(t, q).Stats(); err != nil || st.Live != 2 || st.Blocked != 1 {
+		t.Fatalf("stats of a bare list: %v %+v", err, st)
+	}
+
 	bad := []struct{ name, doc, msg string }{
 		{"duplicate", strings.Replace(own, "\n]}", ",\n"+`{"id":"a","title":"again"}`+"\n]}", 1), "duplicate task id a"},
 		{"duplicate in a document", `{"tasks":[{"id":"x","title":"x"},{"id":"x","title":"y"}]}`, "duplicate task id x"},

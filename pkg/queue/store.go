@@ -581,7 +581,13 @@ func validStored(t *protocol.Task) bool {
 // held is rebuilt from the archive and the journal.
 func (s *state) parseDocument(dir string) error {
 	var doc document
-	if err := json.Unmarshal(s.data, &doc); err != nil {
+	var err error
+	if t := bytes.TrimSpace(s.data); len(t) > 0 && t[0] == '[' {
+		err = json.Unmarshal(t, &doc.Tasks) // a bare list of tasks, as the seed system kept
+	} else {
+		err = json.Unmarshal(s.data, &doc)
+	}
+	if err != nil {
 		return fmt.Errorf("task-queue.json is not a valid queue document: %w", err)
 	}
 	lost := doc.header.NextToken < 1 || doc.header.Archived == nil || doc.header.FinishedDeps == nil
