@@ -66,6 +66,7 @@ var Keys = []Key{
 	{Name: "mcp_timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_MCP_TIMEOUT"}, Default: 10 * time.Minute, Help: "pg-tool: time limit of one MCP tool call; a server that does not answer in time is stopped and restarted on the next call"},
 	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Default: "default", Help: "team name: the queue and workers in $POWERGLIDE_HOME/teams/<team>/"},
 	{Name: "queue_sync", Kind: KindBool, Env: []string{"POWERGLIDE_QUEUE_SYNC"}, Default: true, Help: "fsync the task queue after each change (false: faster; a power loss may lose the last changes, a killed process never corrupts it)"},
+	{Name: "queue_keep_finished", Kind: KindInt, Env: []string{"POWERGLIDE_QUEUE_KEEP_FINISHED"}, Default: 500, Help: "finished tasks kept in task-queue.json; beyond that the oldest move to task-archive.jsonl"},
 	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},
 	{Name: "loop_max_steps", Kind: KindInt, Env: []string{"POWERGLIDE_MAX_STEPS"}, Default: 200, Help: "pg-loop: model turns per task before the step limit stops it"},
 	{Name: "loop_budget_tokens", Kind: KindInt, Env: []string{"POWERGLIDE_BUDGET_TOKENS"}, Default: 0, Help: "pg-loop: token budget of a run (0: none)"},

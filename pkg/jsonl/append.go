@@ -7,11 +7,11 @@ package jsonl
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/gofrs/flock"
+	"syscall"
 )
 
 // Marshal encodes v as one JSON line, newline included, without HTML
@@ -49,8 +49,10 @@ func Append(path string, records ...any) error {
 
 // AppendRaw appends data, which must be whole newline-terminated lines, to
 // path under an exclusive flock in a single write. When a previous writer
-// left a line without its newline (a full disk, a crash of a foreign
-// writer), a newline is added first so the damage stays on its own line.
+// left a last line without its newline (a full disk, a writer killed in the
+// middle of its write), that line is ended first: kept when it is whole
+// JSON, blanked with spaces when it is a torn fragment, so the file never
+// shows a partial record as a line of its own.
 func AppendRaw(path string, data []byte) error {
 	if len(data) == 0 {
 		return nil
@@ -58,27 +60,76 @@ func AppendRaw(path string, data []byte) error {
 	if data[len(data)-1] != '\n' {
 		return fmt.Errorf("append %s: data does not end with a newline", path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// One descriptor to lock, look at the last byte and append: the flock
+	// is the one other writers take through gofrs/flock on the same path.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
 	defer f.Close()
-	lock := flock.New(path)
-	if err := lock.Lock(); err != nil {
+	if err := flockFile(f); err != nil {
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
-	defer lock.Unlock()
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
 		last := make([]byte, 1)
-		if r, err := os.Open(path); err == nil {
-			if _, err := r.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
-				data = append([]byte{'\n'}, data...)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			if err := repairTail(path, st.Size()); err != nil {
+				return fmt.Errorf("append %s: %w", path, err)
 			}
-			r.Close()
+			data = append([]byte{'\n'}, data...)
 		}
 	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
 	return nil
+}
+
+// flockFile takes an exclusive flock on f, released when f is closed.
+func flockFile(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// repairTail blanks with spaces the last line of a file of the given size,
+// which lacks its newline and which the caller holds locked, unless it is
+// whole JSON.
+func repairTail(path string, size int64) error {
+	r, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// Find the start of the last line, reading backwards.
+	start := int64(-1)
+	buf := make([]byte, 4096)
+	for end := size; end > 0 && start < 0; {
+		off := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-off]
+		if _, err := r.ReadAt(chunk, off); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			start = off + int64(i) + 1
+		} else if off == 0 {
+			start = 0
+		}
+		end = off
+	}
+	tail := make([]byte, size-start)
+	if _, err := r.ReadAt(tail, start); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if json.Valid(tail) {
+		return nil
+	}
+	for i := range tail {
+		tail[i] = ' '
+	}
+	_, err = r.WriteAt(tail, start)
+	return err
 }

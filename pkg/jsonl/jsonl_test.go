@@ -73,13 +73,31 @@ func TestMarshalNoHTMLEscape(t *testing.T) {
 
 func TestAppendRepairsTornTail(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "events.jsonl")
+	// A write cut short: the fragment is blanked, never left as a line.
 	os.WriteFile(p, []byte(`{"a":1}`+"\n"+`{"a":`), 0o644)
 	if err := Append(p, map[string]int{"a": 2}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(p)
-	if string(b) != "{\"a\":1}\n{\"a\":\n{\"a\":2}\n" {
+	if string(b) != "{\"a\":1}\n     \n{\"a\":2}\n" {
 		t.Fatalf("%q", b)
+	}
+	// A whole record that only lacks its newline is kept.
+	os.WriteFile(p, []byte(`{"a":1}`), 0o644)
+	if err := Append(p, map[string]int{"a": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "{\"a\":1}\n{\"a\":2}\n" {
+		t.Fatalf("%q", b)
+	}
+	// A long fragment, beyond the first block read backwards.
+	frag := `{"pad":"` + strings.Repeat("x", 10000)
+	os.WriteFile(p, []byte("{}\n"+frag), 0o644)
+	if err := Append(p, map[string]int{"a": 3}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "{}\n"+strings.Repeat(" ", len(frag))+"\n{\"a\":3}\n" {
+		t.Fatalf("%.40q", b)
 	}
 	if err := AppendRaw(p, []byte("no newline")); err == nil {
 		t.Fatal("AppendRaw accepted data without a final newline")

@@ -64,6 +64,9 @@ var samples = []struct {
 	{"loop-event", &protocol.LoopTaskEvent{Type: "task", TS: ts, Task: "t-1", Status: "done"}},
 	{"loop-event", &protocol.LoopLogEvent{Type: "log", TS: ts, Level: "warn", Message: "slow"}},
 	{"error", &protocol.ErrorEvent{Type: "error", Tool: "pg-queue", Kind: "usage", Message: "bad", Line: 3, ExitCode: 2}},
+	{"queue-stats", &protocol.QueueStats{Type: "stats", TS: ts, Live: 3, Pending: 1, Claimed: 1, Done: 4, Archived: 3, Claimable: 1,
+		OldestPending: "t-1", OldestPendingAge: 1.5, NextToken: 18, Throughput: protocol.QueueThroughput{Last1m: 1, Last5m: 2, Last15m: 3, PerMinute: 0.4}}},
+	{"queue-count", &protocol.QueueCount{Type: "prune", Count: 7}},
 }
 
 func TestSamplesValidateAndRoundTrip(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
@@ -28,6 +27,9 @@ func sortByUpdated(s *state, idx []int) {
 // leaves a task in both places, never in neither) and remembers the final
 // status of those that live tasks still depend on.
 func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *change) error {
+	if err := s.all(); err != nil {
+		return err
+	}
 	refs := map[string]bool{}
 	for i, e := range s.entries {
 		if !move[i] {
@@ -62,43 +64,39 @@ func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *ch
 			delete(s.hdr.FinishedDeps, id)
 		}
 	}
-	if err := appendLines(q.archivePath(), buf, !q.NoSync); err != nil {
+	if c.rewrite {
+		// A prune replaces the archive in this change: the tasks go
+		// into its new content.
+		c.archiveData = append(c.archiveData, buf...)
+	} else if err := q.appendArchive(buf); err != nil {
 		return err
 	}
 	s.entries, s.byID = kept, nil
 	return nil
 }
 
-// appendLines appends whole lines and fsyncs when sync is set. Callers
-// hold the team lock.
-func appendLines(path string, data []byte, sync bool) error {
+// appendArchive appends whole lines to the archive, synced unless NoSync.
+// Callers hold the team lock.
+func (q *Queue) appendArchive(data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("append %s: %w", filepath.Base(path), err)
+	before, existed := q.archiveStamp()
+	if err := jsonl.AppendRaw(q.archivePath(), data); err != nil {
+		return err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		// A line torn by a power loss stays on its own line.
-		if r, err := os.Open(path); err == nil {
-			last := make([]byte, 1)
-			if _, err := r.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
-				data = append([]byte{'\n'}, data...)
-			}
-			r.Close()
+	if !q.NoSync {
+		f, err := os.OpenFile(q.archivePath(), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", ArchiveFile, err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", ArchiveFile, err)
 		}
 	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("append %s: %w", filepath.Base(path), err)
-	}
-	if !sync {
-		return nil
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", filepath.Base(path), err)
-	}
+	q.indexAppended(before, existed, data)
 	return nil
 }
 
@@ -142,25 +140,6 @@ func (q *Queue) eachArchiveLine(fn func(line []byte) error) error {
 	}
 }
 
-// scanArchive finds the archived tasks with the given ids (the last copy
-// of each).
-func (q *Queue) scanArchive(want map[string]bool) (map[string]*protocol.Task, error) {
-	out := map[string]*protocol.Task{}
-	err := q.eachArchiveLine(func(line []byte) error {
-		if id, ok := archivedID(line); ok && !want[id] {
-			return nil
-		}
-		var t protocol.Task
-		if json.Unmarshal(line, &t) != nil || !want[t.ID] {
-			return nil // a line torn by a power loss is skipped
-		}
-		normalize(&t)
-		out[t.ID] = &t
-		return nil
-	})
-	return out, err
-}
-
 // eachArchived decodes every archived task.
 func (q *Queue) eachArchived(fn func(t *protocol.Task)) error {
 	return q.eachArchiveLine(func(line []byte) error {
@@ -179,6 +158,9 @@ func (q *Queue) eachArchived(fn func(t *protocol.Task)) error {
 func (q *Queue) Archive(olderThan time.Duration) (int, error) {
 	n := 0
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		cut := now.Add(-olderThan).UnixNano()
 		move := map[int]bool{}
 		for i, e := range s.entries {
@@ -201,6 +183,9 @@ func (q *Queue) Archive(olderThan time.Duration) (int, error) {
 func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 	n := 0
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		cut := now.Add(-olderThan)
 		refs := map[string]bool{}
 		for _, e := range s.entries {
@@ -210,14 +195,19 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 				}
 			}
 		}
+		seen := map[string]bool{}
 		ev := func(id, st, worker string, token int64) {
+			seen[id] = true
 			c.events = append(c.events, protocol.TaskEvent{Type: protocol.JournalTask, TS: now, Op: "prune",
 				Task: id, Status: st, Worker: worker, Token: token})
 			if refs[id] {
 				s.hdr.FinishedDeps[id] = st
 			}
 		}
-		// The archive first: rewritten without the old tasks.
+		// The archive first: rewritten without the old tasks. A task
+		// may be there twice, or also live, after a writer was killed
+		// between archiving and its commit; only committed archiving
+		// counted it, once.
 		var keep []byte
 		changed := false
 		err := q.eachArchiveLine(func(line []byte) error {
@@ -229,6 +219,10 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 			}
 			if json.Unmarshal(line, &t) != nil || t.ID == "" {
 				changed = true // drop torn lines
+				return nil
+			}
+			if _, live := s.index(t.ID); live || seen[t.ID] {
+				changed = true // the live task is the real one
 				return nil
 			}
 			if t.UpdatedAt.After(cut) {
@@ -258,10 +252,18 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 			}
 			kept = append(kept, e)
 		}
+		for id := range s.hdr.FinishedDeps {
+			if !refs[id] {
+				delete(s.hdr.FinishedDeps, id)
+			}
+		}
 		n = len(c.events)
 		if changed {
-			if err := atomicfile.WriteFile(q.archivePath(), keep, 0o644); err != nil {
-				return err
+			// Written at the commit, so that the archive loses these
+			// tasks only with the version that records their events.
+			c.rewrite, c.archiveData = true, keep
+			if keep == nil {
+				c.archiveData = []byte{}
 			}
 		}
 		s.entries, s.byID = kept, nil

@@ -39,6 +39,9 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		defer s.close()
+		if err := s.all(); err != nil {
+			return
+		}
 		for _, e := range s.entries {
 			if _, err := s.task(e); err != nil {
 				return
@@ -52,6 +55,9 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("reload: %v", err)
 		}
 		defer s2.close()
+		if err := s2.all(); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
 		if len(s2.entries) != len(s.entries) {
 			t.Fatalf("%d tasks after reload, want %d", len(s2.entries), len(s.entries))
 		}

@@ -9,13 +9,17 @@
 //     task per line, so a change rewrites the file without decoding the
 //     other tasks.
 //   - task-queue.idx: a binary cache of the scheduling fields of each live
-//     task and the byte range of its line, checked against the generation,
-//     inode, size and mtime of task-queue.json; rebuilt when stale.
+//     task and the length of its line, checked against the generation,
+//     inode, size and mtime of task-queue.json; rebuilt when stale (see
+//     index.go).
 //   - task-archive.jsonl: finished tasks moved out of the live file (by
 //     Archive, Prune, or automatically once more than KeepFinished finished
 //     tasks are live), so a long history never slows a claim.
+//   - task-archive.idx: where each archived task's line is, a cache like
+//     task-queue.idx.
 //   - events.jsonl: one protocol.TaskEvent per change, appended before a
-//     call returns.
+//     call returns; the header of task-queue.json keeps the events of the
+//     last change until they are known to be there (see recover.go).
 //   - lock: the flock every change holds.
 //
 // A claim is a lease with a fencing token that grows across the whole
@@ -145,8 +149,10 @@ func (q *Queue) view(fn func(s *state) error) error {
 
 // change is what a mutation did.
 type change struct {
-	events  []protocol.TaskEvent
-	archive []int // entries to move to the archive
+	events []protocol.TaskEvent
+	// rewrite, with archiveData, replaces task-archive.jsonl (a prune).
+	rewrite     bool
+	archiveData []byte
 }
 
 func (c *change) event(now time.Time, op string, t *protocol.Task, reason string) {
@@ -158,8 +164,8 @@ func (c *change) event(now time.Time, op string, t *protocol.Task, reason string
 }
 
 // mutate runs fn on the current state under the team lock and, when it
-// changed something, archives what it asked for, replaces task-queue.json
-// and appends the events. An error from fn leaves everything as it was.
+// changed something, commits it: archives, replaces task-queue.json and
+// appends the events. An error from fn leaves everything as it was.
 func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -170,6 +176,10 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 	defer lk.Close()
 	s, err := q.current()
 	if err != nil {
+		return err
+	}
+	if err := q.settle(s); err != nil {
+		q.drop()
 		return err
 	}
 	now := q.now()
@@ -188,8 +198,8 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 	if s.hdr.Generation%100 == 0 {
 		q.sweepTemps()
 	}
-	if err := jsonl.Append(q.dir.Events(), toAny(c.events)...); err != nil {
-		return fmt.Errorf("queue changed but the journal append failed: %w", err)
+	if s.lazy != nil {
+		q.drop() // a lazy state describes the version it read only
 	}
 	return nil
 }
@@ -198,55 +208,120 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 // mid-way. Every writer of those files holds the team lock, as the caller
 // does, so any that exist now are garbage.
 func (q *Queue) sweepTemps() {
-	for _, base := range []string{teamdir.QueueFile, IndexFile, ArchiveFile} {
+	for _, base := range []string{teamdir.QueueFile, IndexFile, ArchiveFile, ArchiveIndexFile} {
 		matches, _ := filepath.Glob(filepath.Join(q.dir.Path(), "."+base+".tmp-*"))
 		for _, m := range matches {
 			os.Remove(m)
 		}
 	}
-}
-
-func toAny(evs []protocol.TaskEvent) []any {
-	out := make([]any, len(evs))
-	for i := range evs {
-		out[i] = evs[i]
+	// Archive rewrites of prunes killed before their commit (the current
+	// version is settled, so its own rewrite is in place).
+	matches, _ := filepath.Glob(filepath.Join(q.dir.Path(), "."+ArchiveFile+".next-*"))
+	for _, m := range matches {
+		os.Remove(m)
 	}
-	return out
 }
 
-// commit archives what was asked plus the oldest finished tasks beyond
-// KeepFinished, then replaces task-queue.json.
+// CrashHook is for crash tests only. When set, a change calls it at the
+// points between the files it touches ("prepared": the archive is written,
+// task-queue.json not yet replaced; "committed": replaced; "archived": the
+// archive rewrite of a prune is in place, the journal not yet appended);
+// true stops the change there, as a crash would. A process-level test may
+// kill its process in it instead.
+var CrashHook func(point string) bool
+
+var errCrashed = errors.New("stopped by CrashHook")
+
+// commit archives the oldest finished tasks beyond KeepFinished, replaces
+// task-queue.json (the commit point; its header carries the events, see
+// settle), then finishes the change: the archive rewrite of a prune, the
+// journal, and the index, which marks the version settled.
 func (q *Queue) commit(s *state, now time.Time, c *change) error {
-	move := map[int]bool{}
-	for _, i := range c.archive {
-		move[i] = true
-	}
 	nfin := 0
-	for i, e := range s.entries {
-		if finished(e.status) && !move[i] {
-			nfin++
+	if s.lazy != nil {
+		s.lazy.each(s.stat.size, false, func(_ int, e *entry, _ bool) bool {
+			if finished(e.status) {
+				nfin++
+			}
+			return true
+		})
+	} else {
+		for _, e := range s.entries {
+			if finished(e.status) {
+				nfin++
+			}
 		}
 	}
 	if nfin > q.keep() {
+		if err := s.all(); err != nil {
+			return err
+		}
 		// Archive down to half the allowance, so this happens once per
 		// KeepFinished/2 finished tasks, not on every one.
 		var fins []int
 		for i, e := range s.entries {
-			if finished(e.status) && !move[i] {
+			if finished(e.status) {
 				fins = append(fins, i)
 			}
 		}
 		sortByUpdated(s, fins)
+		move := map[int]bool{}
 		for _, i := range fins[:nfin-q.keep()/2] {
 			move[i] = true
 		}
-	}
-	if len(move) > 0 {
 		if err := q.archiveEntries(s, move, now, c); err != nil {
 			return err
 		}
 	}
-	return s.save(q.dir.Path(), now, !q.NoSync)
+	var lines []byte
+	raws := make([]json.RawMessage, len(c.events))
+	for i := range c.events {
+		b, err := jsonl.Marshal(&c.events[i])
+		if err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+		lines = append(lines, b...)
+		raws[i] = b[:len(b)-1]
+	}
+	var off int64
+	if fi, err := os.Stat(q.dir.Events()); err == nil {
+		off = fi.Size()
+	}
+	s.hdr.Journal = &pendingEvents{Offset: off, Events: raws}
+	s.hdr.ArchiveRewrite = c.rewrite
+	gen := s.hdr.Generation + 1
+	if c.rewrite {
+		if err := q.writeArchiveNext(gen, c.archiveData); err != nil {
+			return err
+		}
+	}
+	if CrashHook != nil && CrashHook("prepared") {
+		return errCrashed
+	}
+	if err := s.save(q.dir.Path(), now, !q.NoSync); err != nil {
+		if c.rewrite {
+			os.Remove(filepath.Join(q.dir.Path(), archiveNextName(gen)))
+		}
+		return err
+	}
+	if CrashHook != nil && CrashHook("committed") {
+		return errCrashed
+	}
+	if c.rewrite {
+		if err := q.finishArchiveRewrite(gen); err != nil {
+			return fmt.Errorf("queue changed but %w", err)
+		}
+		q.indexRewritten(c.archiveData)
+	}
+	if CrashHook != nil && CrashHook("archived") {
+		return errCrashed
+	}
+	if err := jsonl.AppendRaw(q.dir.Events(), lines); err != nil {
+		return fmt.Errorf("queue changed but the journal append failed: %w", err)
+	}
+	s.settled = true
+	s.writeIndex(q.dir.Path())
+	return nil
 }
 
 // Add appends tasks, all or none. A task without an id gets t-<ULID>;
@@ -267,6 +342,9 @@ func (q *Queue) Add(tasks []protocol.Task) ([]protocol.Task, error) {
 		return nil, nil
 	}
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		batch := make(map[string]int, len(in))
 		given := map[string]bool{}
 		for i := range in {
@@ -311,6 +389,11 @@ func (q *Queue) Add(tasks []protocol.Task) ([]protocol.Task, error) {
 			if _, ok := archived[in[i].ID]; ok && given[in[i].ID] {
 				return inputErr(i, "task %s already exists (archived)", in[i].ID)
 			}
+			// A task pruned while live tasks depend on it: they must keep
+			// seeing it, not a new task (which could close a cycle).
+			if st, ok := s.hdr.FinishedDeps[in[i].ID]; ok && given[in[i].ID] {
+				return inputErr(i, "task %s already exists (%s, then pruned; live tasks depend on it)", in[i].ID, st)
+			}
 			for _, d := range in[i].DependsOn {
 				if _, ok := batch[d]; ok {
 					continue
@@ -352,11 +435,7 @@ func (q *Queue) Add(tasks []protocol.Task) ([]protocol.Task, error) {
 func prepare(i int, t protocol.Task) (protocol.Task, error) {
 	t.Title = strings.TrimSpace(t.Title)
 	if t.Title == "" {
-		first, _, _ := strings.Cut(strings.TrimSpace(t.Prompt), "\n")
-		if len(first) > 80 {
-			first = first[:80]
-		}
-		t.Title = strings.TrimSpace(first)
+		t.Title = defaultTitle(t.Prompt)
 	}
 	if t.Title == "" {
 		return t, inputErr(i, "task needs a title (or a prompt)")
@@ -393,6 +472,15 @@ func prepare(i int, t protocol.Task) (protocol.Task, error) {
 	}
 	t.Status, t.Attempts, t.Claim, t.Result, t.Error, t.Blocked = protocol.StatusPending, 0, nil, nil, nil, false
 	return t, nil
+}
+
+// defaultTitle is the first line of the prompt, up to 80 bytes.
+func defaultTitle(prompt string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
+	if len(first) > 80 {
+		first = first[:80]
+	}
+	return strings.TrimSpace(first)
 }
 
 // findCycle reports a dependency cycle among the new tasks (old tasks
@@ -467,34 +555,63 @@ func (q *Queue) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
 		nowNs := now.UnixNano()
-		best := -1
-		for i, e := range s.entries {
+		best, bestE := -1, entry{}
+		var spent []int    // out of attempts
+		var spentE []entry // their entries
+		consider := func(i int, e *entry) {
 			switch e.status {
 			case stPending:
-				if !s.depsDone(e) {
-					continue
+				if len(e.deps) > 0 && !s.depsDone(e) {
+					return
 				}
 			case stClaimed:
 				if e.until > nowNs {
-					continue
+					return
 				}
 			default:
-				continue
+				return
 			}
 			if e.attempts >= e.maxAttempts {
-				if err := q.exhaust(s, i, now, c); err != nil {
-					return err
-				}
-				continue
+				spent, spentE = append(spent, i), append(spentE, *e)
+				return
 			}
-			if best < 0 || better(e, s.entries[best]) {
-				best = i
+			if best < 0 || better(e, &bestE) {
+				best, bestE = i, *e
+			}
+		}
+		// Walk the index in place unless a pending task has dependencies,
+		// whose status needs the decoded entries.
+		decode := s.lazy == nil
+		if s.lazy != nil {
+			stopped := false
+			ok := s.lazy.each(s.stat.size, false, func(i int, e *entry, hasDeps bool) bool {
+				if hasDeps && e.status == stPending {
+					stopped = true
+					return false
+				}
+				consider(i, e)
+				return true
+			})
+			decode = !ok || stopped
+		}
+		if decode {
+			best, spent, spentE = -1, nil, nil
+			if err := s.all(); err != nil {
+				return err
+			}
+			for i, e := range s.entries {
+				consider(i, e)
+			}
+		}
+		for k, i := range spent {
+			if err := q.exhaust(s, i, &spentE[k], now, c); err != nil {
+				return err
 			}
 		}
 		if best < 0 {
 			return nil
 		}
-		t, err := s.task(s.entries[best])
+		t, err := s.task(&bestE)
 		if err != nil {
 			return err
 		}
@@ -524,8 +641,8 @@ func (q *Queue) Claim(worker string, lease time.Duration) (*protocol.Task, error
 }
 
 // exhaust fails a task that has used all its attempts.
-func (q *Queue) exhaust(s *state, i int, now time.Time, c *change) error {
-	t, err := s.task(s.entries[i])
+func (q *Queue) exhaust(s *state, i int, e *entry, now time.Time, c *change) error {
+	t, err := s.task(e)
 	if err != nil {
 		return err
 	}
@@ -587,11 +704,14 @@ func statStamp(path string) fileStamp {
 // held finds the task a token must hold. A stale token is ErrLeaseLost
 // naming who holds the task now.
 func held(s *state, id string, token int64) (int, *protocol.Task, error) {
-	i, ok := s.index(id)
-	if !ok {
+	i, e, err := s.find(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	if e == nil {
 		return 0, nil, notFound(id)
 	}
-	t, err := s.task(s.entries[i])
+	t, err := s.task(e)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -741,13 +861,19 @@ func (q *Queue) Release(id string, token int64) (*protocol.Task, error) {
 	return out, err
 }
 
-// ReleaseWorker releases every task claimed by worker, whatever its token:
-// for a supervisor that stopped the worker. It returns the released tasks.
-func (q *Queue) ReleaseWorker(worker, reason string) ([]protocol.Task, error) {
+// ReleaseWorker releases the tasks claimed by worker: for a supervisor
+// that stopped the worker. With before > 0, only claims whose token is
+// below it: a supervisor that notes Stats().NextToken when the worker
+// stopped leaves alone the claims of a restarted worker of the same name.
+// It returns the released tasks.
+func (q *Queue) ReleaseWorker(worker, reason string, before int64) ([]protocol.Task, error) {
 	var out []protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		for i, e := range s.entries {
-			if e.status != stClaimed || e.worker != worker {
+			if e.status != stClaimed || e.worker != worker || (before > 0 && e.token >= before) {
 				continue
 			}
 			t, err := s.task(e)
@@ -772,39 +898,59 @@ func (q *Queue) ReleaseWorker(worker, reason string) ([]protocol.Task, error) {
 // ErrLeaseLost. Cancelling a cancelled task is a harmless success; a done
 // or failed task is ErrFinished.
 func (q *Queue) Cancel(id, reason string) (*protocol.Task, error) {
-	var out *protocol.Task
+	ts, err := q.CancelAll([]string{id}, reason)
+	if err != nil {
+		return nil, err
+	}
+	return &ts[0], nil
+}
+
+// CancelAll cancels several tasks, all or none: an unknown id
+// (ErrNotFound) or a done or failed task (ErrFinished) changes nothing. It
+// returns the tasks in the order of ids.
+func (q *Queue) CancelAll(ids []string, reason string) ([]protocol.Task, error) {
+	var out []protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
-		i, ok := s.index(id)
-		if !ok {
-			if a, err := q.scanArchive(map[string]bool{id: true}); err == nil && a[id] != nil {
-				return fmt.Errorf("task %s: %w: it is %s (archived)", id, ErrFinished, a[id].Status)
+		if err := s.all(); err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, id := range ids {
+			i, ok := s.index(id)
+			if !ok {
+				if a, err := q.scanArchive(map[string]bool{id: true}); err == nil && a[id] != nil {
+					return fmt.Errorf("task %s: %w: it is %s (archived)", id, ErrFinished, a[id].Status)
+				}
+				return notFound(id)
 			}
-			return notFound(id)
+			t, err := s.task(s.entries[i])
+			if err != nil {
+				return err
+			}
+			switch t.Status {
+			case protocol.StatusCancelled:
+				out = append(out, *t)
+				continue
+			case protocol.StatusDone, protocol.StatusFailed:
+				return fmt.Errorf("task %s: %w: it is %s", id, ErrFinished, t.Status)
+			}
+			t.Status, t.UpdatedAt = protocol.StatusCancelled, now
+			if reason != "" {
+				r := reason
+				t.Error = &r
+			}
+			if err := s.put(i, t); err != nil {
+				return err
+			}
+			c.event(now, "cancel", t, reason)
+			out = append(out, *t)
 		}
-		t, err := s.task(s.entries[i])
-		if err != nil {
-			return err
-		}
-		switch t.Status {
-		case protocol.StatusCancelled:
-			out = t
-			return nil
-		case protocol.StatusDone, protocol.StatusFailed:
-			return fmt.Errorf("task %s: %w: it is %s", id, ErrFinished, t.Status)
-		}
-		t.Status, t.UpdatedAt = protocol.StatusCancelled, now
-		if reason != "" {
-			r := reason
-			t.Error = &r
-		}
-		if err := s.put(i, t); err != nil {
-			return err
-		}
-		c.event(now, "cancel", t, reason)
-		out = t
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ListOptions filter List.
@@ -835,6 +981,9 @@ func (q *Queue) List(opts ListOptions) ([]protocol.Task, error) {
 }
 
 func (q *Queue) list(s *state, opts ListOptions, out *[]protocol.Task) error {
+	if err := s.all(); err != nil {
+		return err
+	}
 	want := func(t *protocol.Task) bool {
 		if opts.Worker != "" && (t.Claim == nil || t.Claim.Worker != opts.Worker || t.Status != protocol.StatusClaimed) {
 			return false
@@ -922,6 +1071,9 @@ func dedupeLast(ts []protocol.Task) []protocol.Task {
 func (q *Queue) Show(id string) (*protocol.Task, error) {
 	var out *protocol.Task
 	err := q.view(func(s *state) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		i, ok := s.index(id)
 		if !ok {
 			return nil

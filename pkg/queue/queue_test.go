@@ -100,6 +100,9 @@ func events(t *testing.T, q *Queue) []protocol.TaskEvent {
 	}
 	var out []protocol.TaskEvent
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue // a torn line blanked by the repair
+		}
 		var ev protocol.TaskEvent
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatal(err)
@@ -333,8 +336,19 @@ func TestFailRetryReleaseCancel(t *testing.T) {
 	}
 	q.Claim("w9", time.Minute)
 	q.Claim("w9", time.Minute)
-	rs, err := q.ReleaseWorker("w9", "worker died")
-	if err != nil || len(rs) != 2 {
+	st, _ := q.Stats()
+	mark := st.NextToken // the supervisor notes it when w9 stops
+	q.Release("c", 5)
+	restarted, _ := q.Claim("w9", time.Minute) // w9 restarted and claimed c again
+	rs, err := q.ReleaseWorker("w9", "worker died", mark)
+	if err != nil || len(rs) != 1 || rs[0].ID != "b" {
+		t.Fatalf("release worker before token %d: %v %+v", mark, err, rs)
+	}
+	if got, _ := q.Show(restarted.ID); got.Status != protocol.StatusClaimed || got.Claim.Token != restarted.Claim.Token {
+		t.Fatalf("the restarted worker lost its claim: %+v", got)
+	}
+	rs, err = q.ReleaseWorker("w9", "worker died", 0)
+	if err != nil || len(rs) != 1 || rs[0].ID != "c" {
 		t.Fatalf("release worker: %v %+v", err, rs)
 	}
 	cl, _ := q.Claim("w1", time.Minute)
@@ -525,12 +539,13 @@ func TestConcurrentHandles(t *testing.T) {
 	checkFiles(t, q)
 }
 
-func benchQueue(b *testing.B, live int) {
+func benchQueue(b *testing.B, live int, sync bool) {
 	dir, _ := teamdir.New(b.TempDir(), "bench")
 	q, err := Open(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
+	q.NoSync = !sync
 	in := make([]protocol.Task, live)
 	for i := range in {
 		in[i] = protocol.Task{Title: fmt.Sprintf("task %d", i), Prompt: "do the thing described in the issue and make the tests pass", Labels: map[string]string{"area": "bench"}}
@@ -542,11 +557,13 @@ func benchQueue(b *testing.B, live int) {
 	for i := 0; i < b.N; i++ {
 		// A fresh handle per call, as a fresh process would have.
 		h, _ := Open(dir)
+		h.NoSync = !sync
 		t, err := h.Claim("w", time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}
 		h, _ = Open(dir)
+		h.NoSync = !sync
 		if _, err := h.Complete(t.ID, t.Claim.Token, nil); err != nil {
 			b.Fatal(err)
 		}
@@ -558,8 +575,12 @@ func benchQueue(b *testing.B, live int) {
 	}
 }
 
-func BenchmarkClaimComplete1k(b *testing.B)  { benchQueue(b, 1000) }
-func BenchmarkClaimComplete10k(b *testing.B) { benchQueue(b, 10000) }
+func BenchmarkClaimComplete1k(b *testing.B)  { benchQueue(b, 1000, true) }
+func BenchmarkClaimComplete10k(b *testing.B) { benchQueue(b, 10000, true) }
+
+// Without fsync: the work of the process itself.
+func BenchmarkClaimComplete1kNoSync(b *testing.B)  { benchQueue(b, 1000, false) }
+func BenchmarkClaimComplete10kNoSync(b *testing.B) { benchQueue(b, 10000, false) }
 
 func TestSweepTemps(t *testing.T) {
 	q, _ := open(t)
@@ -570,5 +591,70 @@ func TestSweepTemps(t *testing.T) {
 	}
 	if _, err := os.Stat(junk); !os.IsNotExist(err) {
 		t.Fatalf("temporary file left after 100 changes: %v", err)
+	}
+}
+
+// TestReusedPrunedDependencyID: the id of a pruned task that a live task
+// still depends on cannot be reused; a reuse would make the live task
+// depend on the new task, and a new task depending on it would close a
+// cycle that blocks both forever.
+func TestReusedPrunedDependencyID(t *testing.T) {
+	q, _ := open(t)
+	add(t, q, protocol.Task{ID: "a", Title: "a"})
+	a, _ := q.Claim("w", time.Minute)
+	if _, err := q.Complete("a", a.Claim.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	add(t, q, protocol.Task{ID: "d", Title: "d", DependsOn: []string{"a"}})
+	if n, err := q.Prune(0); err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	_, err := q.Add([]protocol.Task{{ID: "a", Title: "x", DependsOn: []string{"d"}}})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Msg, "task a already exists") {
+		t.Fatalf("reused id of a pruned dependency: %v", err)
+	}
+	d, err := q.Claim("w", time.Minute)
+	if err != nil || d.ID != "d" {
+		t.Fatalf("claim d: %v %+v", err, d)
+	}
+	// An id pruned with nothing depending on it is forgotten and free.
+	add(t, q, protocol.Task{ID: "e", Title: "e"})
+	e, _ := q.Claim("w", time.Minute)
+	for _, c := range []*protocol.Task{d, e} {
+		if _, err := q.Complete(c.ID, c.Claim.Token, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.Prune(0); err != nil {
+		t.Fatal(err)
+	}
+	add(t, q, protocol.Task{ID: "e", Title: "e again"}, protocol.Task{ID: "a", Title: "a again"})
+	checkFiles(t, q)
+}
+
+// TestCancelAllOrNothing: one unknown or finished id among several cancels
+// none of them.
+func TestCancelAllOrNothing(t *testing.T) {
+	q, _ := open(t)
+	add(t, q, protocol.Task{ID: "a", Title: "a"}, protocol.Task{ID: "b", Title: "b"}, protocol.Task{ID: "done", Title: "d", Priority: 9})
+	d, _ := q.Claim("w", time.Minute)
+	q.Complete(d.ID, d.Claim.Token, nil)
+	before, _ := os.ReadFile(q.Dir().Queue())
+	if _, err := q.CancelAll([]string{"a", "nope", "b"}, ""); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("cancel with an unknown id: %v", err)
+	}
+	if _, err := q.CancelAll([]string{"a", "done"}, ""); !errors.Is(err, ErrFinished) {
+		t.Fatalf("cancel with a done task: %v", err)
+	}
+	if after, _ := os.ReadFile(q.Dir().Queue()); string(after) != string(before) {
+		t.Fatal("a refused cancel changed the queue")
+	}
+	ts, err := q.CancelAll([]string{"b", "a", "b"}, "x")
+	if err != nil || len(ts) != 3 || ts[0].ID != "b" || ts[1].ID != "a" || ts[2].Status != protocol.StatusCancelled {
+		t.Fatalf("cancel: %v %+v", err, ts)
+	}
+	if got := strings.Join(ops(t, q), ","); got != "add a,add b,add done,claim done,complete done,cancel b,cancel a" {
+		t.Fatalf("journal: %s", got)
 	}
 }

@@ -10,50 +10,19 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
-// Stats summarises the queue.
-type Stats struct {
-	Type string    `json:"type"` // "stats"
-	TS   time.Time `json:"ts"`
-	// Live is the number of tasks in task-queue.json.
-	Live int `json:"live"`
-	// Counts by status; done, failed and cancelled include archived tasks.
-	Pending   int `json:"pending"`
-	Claimed   int `json:"claimed"`
-	Done      int `json:"done"`
-	Failed    int `json:"failed"`
-	Cancelled int `json:"cancelled"`
-	Archived  int `json:"archived"`
-	// Claimable: pending with every dependency done, or claimed under an
-	// expired lease.
-	Claimable int `json:"claimable"`
-	// Blocked: pending tasks with a dependency not done.
-	Blocked int `json:"blocked"`
-	// Stuck: blocked tasks that can never run, because a dependency
-	// (directly or further down) failed or was cancelled.
-	Stuck int `json:"stuck"`
-	// Expired: claimed tasks whose lease ran out.
-	Expired int `json:"expired"`
-	// Drained: no task is claimed and no pending task can still run; a
-	// supervisor can stop.
-	Drained          bool    `json:"drained"`
-	OldestPending    string  `json:"oldest_pending,omitempty"`
-	OldestPendingAge float64 `json:"oldest_pending_age_s"`
-	// Throughput counts completions in the journal's recent past.
-	Throughput Throughput `json:"throughput"`
-}
+// Stats summarises the queue (the record of `pg-queue stats`).
+type Stats = protocol.QueueStats
 
 // Throughput is the number of completed tasks over recent windows.
-type Throughput struct {
-	Last1m    int     `json:"last_1m"`
-	Last5m    int     `json:"last_5m"`
-	Last15m   int     `json:"last_15m"`
-	PerMinute float64 `json:"per_minute"` // over the last 5 minutes
-}
+type Throughput = protocol.QueueThroughput
 
 // Stats counts the tasks. It reads without taking the team lock.
 func (q *Queue) Stats() (*Stats, error) {
 	var st *Stats
 	err := q.view(func(s *state) error {
+		if err := s.all(); err != nil {
+			return err
+		}
 		st = q.stats(s)
 		return nil
 	})
@@ -66,7 +35,7 @@ func (q *Queue) Stats() (*Stats, error) {
 
 func (q *Queue) stats(s *state) *Stats {
 	now := q.now()
-	st := &Stats{Type: "stats", TS: now, Live: len(s.entries)}
+	st := &Stats{Type: "stats", TS: now, Live: len(s.entries), NextToken: s.hdr.NextToken}
 	for _, n := range s.hdr.Archived {
 		st.Archived += n
 	}

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,6 +57,22 @@ type header struct {
 	// FinishedDeps keeps the final status of archived tasks that live
 	// tasks still depend on, so dependency checks never read the archive.
 	FinishedDeps map[string]string `json:"finished_deps"`
+	// Journal holds the events of the change that wrote this version, so
+	// that a writer killed after the rename but before its append to
+	// events.jsonl loses none: the next writer appends what is missing.
+	Journal *pendingEvents `json:"journal,omitempty"`
+	// ArchiveRewrite says this version was written by a prune that
+	// rewrote task-archive.jsonl: the new archive waits in
+	// archiveNextName(generation) until it is renamed into place.
+	ArchiveRewrite bool `json:"archive_rewrite,omitempty"`
+}
+
+// pendingEvents are the journal lines of one change.
+type pendingEvents struct {
+	// Offset is the size of events.jsonl before the change: its lines, if
+	// they were appended, are after it.
+	Offset int64             `json:"offset"`
+	Events []json.RawMessage `json:"events"`
 }
 
 const (
@@ -124,16 +141,27 @@ func newEntry(t *protocol.Task, raw []byte) *entry {
 
 // state is the queue as loaded from disk.
 type state struct {
-	hdr     header
+	hdr header
+	// entries are the live tasks in file order. While lazy is set they
+	// are not decoded yet: calls that need them call all() first; Claim
+	// and the calls on one task walk lazy instead.
 	entries []*entry
+	lazy    *lazyIndex
+	base    int // offset of the first task in task-queue.json
 	// f is the version of task-queue.json the entries describe, kept open:
 	// a task is read from it on demand and unchanged tasks are copied from
 	// it into the next version (copy_file_range) without passing through
 	// memory. data is its whole content once something needed it.
-	f    *os.File
-	data []byte
-	byID map[string]int
-	stat fileStamp
+	f     *os.File
+	data  []byte
+	byID  map[string]int
+	scans int // lookups done without byID
+	stat  fileStamp
+	// settled: the journal and the archive hold what the header says this
+	// version added to them. True after this process wrote the version
+	// (or settled it), and when the index matched: the index is written
+	// only once a version is settled.
+	settled bool
 }
 
 // fileStamp identifies one version of task-queue.json: it is replaced by
@@ -152,17 +180,59 @@ func stampOf(fi fs.FileInfo) fileStamp {
 
 func emptyState() *state {
 	return &state{hdr: header{Type: headerType, Version: 1, NextToken: 1,
-		Archived: map[string]int{}, FinishedDeps: map[string]string{}}}
+		Archived: map[string]int{}, FinishedDeps: map[string]string{}}, settled: true}
 }
 
 func (s *state) close() {
-	if s != nil && s.f != nil {
+	if s == nil {
+		return
+	}
+	if s.f != nil {
 		s.f.Close()
 		s.f = nil
 	}
+	s.lazy.close()
+}
+
+// all decodes the entries when they are not yet.
+func (s *state) all() error {
+	if s.lazy == nil {
+		return nil
+	}
+	entries, ok := s.lazy.materialize(s.stat.size)
+	if !ok {
+		// An index that passed its checks but does not add up: read the
+		// file itself.
+		if err := s.readAll(); err != nil {
+			return err
+		}
+		patch := s.lazy.patch
+		s.lazy.close()
+		s.lazy = nil
+		if !s.parseLines() || len(patch) > 0 {
+			return fmt.Errorf("task-queue.idx does not match task-queue.json (delete it)")
+		}
+		return nil
+	}
+	s.lazy.close()
+	s.entries, s.lazy, s.byID = entries, nil, nil
+	return nil
 }
 
 func (s *state) index(id string) (int, bool) {
+	if s.all() != nil {
+		return 0, false
+	}
+	if s.byID == nil && s.scans < 8 {
+		// A few lookups (a complete, a renew) cost less than the map.
+		s.scans++
+		for i, e := range s.entries {
+			if e.id == id {
+				return i, true
+			}
+		}
+		return 0, false
+	}
 	if s.byID == nil {
 		s.byID = make(map[string]int, len(s.entries))
 		for i, e := range s.entries {
@@ -211,6 +281,9 @@ func (s *state) task(e *entry) (*protocol.Task, error) {
 	if err := json.Unmarshal(js, &t); err != nil {
 		return nil, fmt.Errorf("task-queue.json: task %s: %w", e.id, err)
 	}
+	if t.ID != e.id {
+		return nil, fmt.Errorf("task-queue.json: task %s: found %q where the index says it is (delete task-queue.idx)", e.id, t.ID)
+	}
 	normalize(&t)
 	return &t, nil
 }
@@ -222,8 +295,46 @@ func (s *state) put(i int, t *protocol.Task) error {
 	if err != nil {
 		return err
 	}
+	if s.lazy != nil {
+		if s.lazy.patch == nil {
+			s.lazy.patch = map[int]*entry{}
+		}
+		s.lazy.patch[i] = newEntry(t, raw)
+		return nil
+	}
 	s.entries[i] = newEntry(t, raw)
 	return nil
+}
+
+// find returns the position and entry of a live task without decoding
+// the others (from the index, the entry has no dependencies: decode the
+// task for them).
+func (s *state) find(id string) (int, *entry, error) {
+	if s.lazy == nil {
+		i, ok := s.index(id)
+		if !ok {
+			return 0, nil, nil
+		}
+		return i, s.entries[i], nil
+	}
+	pos, found := -1, entry{}
+	ok := s.lazy.each(s.stat.size, false, func(i int, e *entry, _ bool) bool {
+		if e.id != id {
+			return true
+		}
+		pos, found = i, *e
+		return false
+	})
+	if !ok {
+		if err := s.all(); err != nil {
+			return 0, nil, err
+		}
+		return s.find(id)
+	}
+	if pos < 0 {
+		return 0, nil, nil
+	}
+	return pos, &found, nil
 }
 
 func marshalTask(t *protocol.Task) ([]byte, error) {
@@ -295,9 +406,9 @@ func loadFile(dir string, f *os.File) (*state, error) {
 	}
 	s := &state{f: f, stat: stampOf(fi)}
 	// The header line: usually small, larger when many live tasks depend
-	// on archived ones.
+	// on archived ones or the last change had many events.
 	var head []byte
-	for size := int64(64 << 10); ; size *= 4 {
+	for size := int64(4 << 10); ; size *= 16 {
 		head = make([]byte, min(s.stat.size, size))
 		if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("read task-queue.json: %w", err)
@@ -308,8 +419,10 @@ func loadFile(dir string, f *os.File) (*state, error) {
 	}
 	if hdr, ok := fastHeader(head); ok {
 		s.hdr = hdr
-		if entries, ok := readIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat); ok {
-			s.entries = entries
+		s.base = bytes.IndexByte(head, '\n') + 1
+		if l, ok := readIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.base); ok {
+			s.lazy = l
+			s.settled = true
 			return s, nil
 		}
 	}
@@ -321,14 +434,22 @@ func loadFile(dir string, f *os.File) (*state, error) {
 		e.f, e.stat, e.data = s.f, s.stat, s.data
 		return e, nil
 	}
+	parsed := false
 	if hdr, ok := fastHeader(s.data); ok {
 		s.hdr = hdr
-		if s.parseLines() {
-			return s, nil
+		parsed = s.parseLines()
+	}
+	if !parsed {
+		if err := s.parseDocument(dir); err != nil {
+			return nil, err
 		}
 	}
-	if err := s.parseDocument(); err != nil {
-		return nil, err
+	// A file written by hand may hold claims with tokens the header has
+	// not given yet: tokens must never be given twice.
+	for _, e := range s.entries {
+		if e.token >= s.hdr.NextToken {
+			s.hdr.NextToken = e.token + 1
+		}
 	}
 	return s, nil
 }
@@ -367,11 +488,14 @@ func fastHeader(data []byte) (header, bool) {
 }
 
 // parseLines decodes the tasks of a file in the queue's own layout, one per
-// line. It reports false when the layout is not that.
+// line, each but the last followed by a comma. It reports false when the
+// file is not exactly that (parseDocument then decides, as jq would).
 func (s *state) parseLines() bool {
 	data := s.data
 	pos := bytes.IndexByte(data, '\n') + 1
 	var entries []*entry
+	seen := map[string]bool{}
+	comma := false // the previous task line ended with a comma
 	for {
 		nl := bytes.IndexByte(data[pos:], '\n')
 		if nl < 0 {
@@ -379,17 +503,32 @@ func (s *state) parseLines() bool {
 		}
 		line := data[pos : pos+nl]
 		if string(line) == "]}" {
-			if len(bytes.TrimSpace(data[pos+nl:])) != 0 {
+			if comma || len(bytes.TrimSpace(data[pos+nl:])) != 0 {
 				return false
 			}
 			break
 		}
-		n := len(bytes.TrimSuffix(line, []byte{','}))
-		var t protocol.Task
-		if json.Unmarshal(line[:n], &t) != nil || !validStored(&t) {
+		if len(entries) > 0 && !comma {
 			return false
 		}
-		e := newEntry(&t, nil)
+		n := len(bytes.TrimSuffix(line, []byte{','}))
+		comma = n < len(line)
+		var t protocol.Task
+		if json.Unmarshal(line[:n], &t) != nil {
+			return false
+		}
+		var raw []byte
+		if loadDefaults(&t, s.stat.mtime) {
+			var err error
+			if raw, err = marshalTask(&t); err != nil {
+				return false
+			}
+		}
+		if !validStored(&t) || seen[t.ID] {
+			return false
+		}
+		seen[t.ID] = true
+		e := newEntry(&t, raw)
 		e.off, e.n = pos, n
 		entries = append(entries, e)
 		pos += nl + 1
@@ -398,35 +537,86 @@ func (s *state) parseLines() bool {
 	return true
 }
 
+// loadDefaults gives a task read from task-queue.json the defaults Add
+// gives a new task, for tasks added or edited by hand; mtime (of the file)
+// stands in for a missing created_at. It reports whether it changed
+// something.
+func loadDefaults(t *protocol.Task, mtime int64) bool {
+	changed := false
+	if t.Status == "" || (t.Status == protocol.StatusClaimed && t.Claim == nil) {
+		t.Status, changed = protocol.StatusPending, true
+	}
+	if t.MaxAttempts <= 0 {
+		t.MaxAttempts, changed = DefaultMaxAttempts, true
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt, changed = t.UpdatedAt, true
+		if t.CreatedAt.IsZero() {
+			t.CreatedAt = time.Unix(0, mtime).UTC()
+		}
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt, changed = t.CreatedAt, true
+	}
+	if strings.TrimSpace(t.Title) == "" {
+		t.Title, changed = defaultTitle(t.Prompt), true
+		if t.Title == "" {
+			t.Title = t.ID
+		}
+	}
+	if t.DependsOn == nil || t.Labels == nil || t.Blocked {
+		normalize(t)
+		changed = true
+	}
+	return changed
+}
+
 func validStored(t *protocol.Task) bool {
 	_, ok := statusCode(t.Status)
 	return ok && t.ID != ""
 }
 
 // parseDocument decodes task-queue.json as any JSON document of the right
-// shape.
-func (s *state) parseDocument() error {
+// shape: pretty-printed by jq, or written by hand. What a missing header
+// held is rebuilt from the archive and the journal.
+func (s *state) parseDocument(dir string) error {
 	var doc document
-	if err := json.Unmarshal(s.data, &doc); err != nil {
+	var err error
+	if t := bytes.TrimSpace(s.data); len(t) > 0 && t[0] == '[' {
+		err = json.Unmarshal(t, &doc.Tasks) // a bare list of tasks, as the seed system kept
+	} else {
+		err = json.Unmarshal(s.data, &doc)
+	}
+	if err != nil {
 		return fmt.Errorf("task-queue.json is not a valid queue document: %w", err)
 	}
+	lost := doc.header.NextToken < 1 || doc.header.Archived == nil || doc.header.FinishedDeps == nil
+	rebuild := header{NextToken: doc.header.NextToken, Archived: doc.header.Archived, FinishedDeps: doc.header.FinishedDeps}
 	fixHeader(&doc.header)
 	s.hdr = doc.header
 	s.entries = nil
+	seen := map[string]int{}
 	for i, raw := range doc.Tasks {
 		var t protocol.Task
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return fmt.Errorf("task-queue.json: task %d: %w", i+1, err)
 		}
+		loadDefaults(&t, s.stat.mtime)
 		if !validStored(&t) {
 			return fmt.Errorf("task-queue.json: task %d: missing id or unknown status %q", i+1, t.Status)
 		}
-		normalize(&t)
+		if j, dup := seen[t.ID]; dup {
+			return fmt.Errorf("task-queue.json: duplicate task id %s (tasks %d and %d)", t.ID, j+1, i+1)
+		}
+		seen[t.ID] = i
 		b, err := marshalTask(&t)
 		if err != nil {
 			return err
 		}
 		s.entries = append(s.entries, newEntry(&t, b))
+	}
+	if lost {
+		return s.rebuildHeader(dir, rebuild)
 	}
 	return nil
 }
@@ -437,21 +627,22 @@ func (s *state) parseDocument() error {
 func (s *state) save(dir string, now time.Time, sync bool) error {
 	s.hdr.Generation++
 	s.hdr.UpdatedAt = now
-	hb, err := json.Marshal(s.hdr)
+	hb, err := jsonl.Marshal(s.hdr) // as the journal lines it may hold: no HTML escapes
 	if err != nil {
 		return fmt.Errorf("encode queue header: %w", err)
 	}
+	hb = bytes.TrimSuffix(hb, []byte{'\n'})
 	qpath := filepath.Join(dir, teamdir.QueueFile)
-	write := atomicfile.Write
-	if !sync {
-		write = replaceNoSync
-	}
-	err = write(qpath, 0o644, func(tmp *os.File) error {
-		w := bufio.NewWriterSize(tmp, 256<<10)
+	base := len(hb) - 1 + len(tasksOpen) + 1
+	f, err := replace(qpath, sync, func(tmp *os.File) error {
+		w := bufio.NewWriterSize(tmp, 32<<10)
 		w.Write(hb[:len(hb)-1])
 		w.WriteString(tasksOpen)
 		w.WriteByte('\n')
-		pos := len(hb) - 1 + len(tasksOpen) + 1
+		if s.lazy != nil {
+			return s.saveLazy(w, tmp)
+		}
+		pos := base
 		for i := 0; i < len(s.entries); {
 			e := s.entries[i]
 			if e.raw == nil && s.data == nil {
@@ -506,78 +697,138 @@ func (s *state) save(dir string, now time.Time, sync bool) error {
 	for _, e := range s.entries {
 		e.raw = nil
 	}
-	s.close()
-	s.data = nil
-	f, err := os.Open(qpath)
-	if err != nil {
-		return fmt.Errorf("open task-queue.json: %w", err)
-	}
+	s.f.Close() // (a lazy index stays mapped for writeIndex)
+	s.data, s.base = nil, base
+	// The file written is the new version: keep it open for the next
+	// change, as load would.
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("stat task-queue.json: %w", err)
 	}
 	s.f, s.stat = f, stampOf(fi)
-	// The index is a cache: when writing it fails, the next reader
-	// rebuilds it from task-queue.json.
-	_ = writeIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.entries)
+	s.settled = false
 	return nil
 }
 
-// replaceNoSync is atomicfile.Write without the fsyncs: the rename still
-// makes the change atomic for readers and for writers that are killed, but
-// a power loss may lose the last changes.
-func replaceNoSync(path string, perm os.FileMode, fill func(*os.File) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+// writeIndex writes the index of a settled version. The index is a
+// cache: when writing it fails, the next reader rebuilds it from
+// task-queue.json.
+func (s *state) writeIndex(dir string) {
+	if s.settled {
+		_ = writeIndex(filepath.Join(dir, IndexFile), s.hdr.Generation, s.stat, s.base, s.entries, s.lazy)
+	}
+}
+
+// saveLazy writes the tasks when the entries are not decoded: runs of
+// unchanged tasks are copied from the old file, changed ones written. It
+// leaves the state fit only for writeIndex (see Queue.commit).
+func (s *state) saveLazy(w *bufio.Writer, tmp *os.File) error {
+	l := s.lazy
+	if l.count == 0 {
+		w.WriteString(tasksClose)
+		return w.Flush()
+	}
+	r := &indexReader{b: unsafe.String(&l.data[0], len(l.data))}
+	off := l.base // in the old file
+	runStart, runEnd := -1, -1
+	flush := func() error {
+		if runStart < 0 {
+			return nil
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if _, err := s.f.Seek(int64(runStart), io.SeekStart); err != nil {
+			return err
+		}
+		n, err := io.Copy(tmp, &io.LimitedReader{R: s.f, N: int64(runEnd - runStart)})
+		if err != nil {
+			return err
+		}
+		if n != int64(runEnd-runStart) {
+			return fmt.Errorf("copy tasks: short copy")
+		}
+		runStart = -1
+		return nil
+	}
+	for i := range l.count {
+		n := skipRecord(r)
+		if r.bad || n <= 0 || int64(off+n) > s.stat.size {
+			return fmt.Errorf("task-queue.idx does not match task-queue.json")
+		}
+		if p := l.patch[i]; p != nil {
+			if err := flush(); err != nil {
+				return err
+			}
+			w.Write(p.raw)
+			p.n = len(p.raw)
+			if i < l.count-1 {
+				w.WriteString(",\n")
+			} else {
+				w.WriteByte('\n')
+			}
+		} else {
+			// The run includes the separator that follows: the old
+			// file has ",\n" after every task but the last, as the new.
+			if runStart < 0 {
+				runStart = off
+			}
+			runEnd = off + n + 2
+			if i == l.count-1 {
+				runEnd--
+			}
+		}
+		off += n + 2
+	}
+	if int64(off-1+len(tasksClose)) != s.stat.size {
+		return fmt.Errorf("task-queue.idx does not match task-queue.json")
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	w.WriteString(tasksClose)
+	return w.Flush()
+}
+
+// replace writes path atomically: fill writes a temporary file, which is
+// renamed over path. With sync, the file and the directory are synced, so
+// a power loss keeps either version; without, a killed process still
+// does. It returns the new file, open for reading.
+func replace(path string, sync bool, fill func(*os.File) error) (*os.File, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
+		return nil, fmt.Errorf("replace %s: %w", path, err)
 	}
 	err = fill(tmp)
 	if err == nil {
-		err = tmp.Chmod(perm)
+		err = tmp.Chmod(0o644)
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err == nil && sync {
+		err = tmp.Sync()
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("replace %s: %w", path, err)
+	if err == nil && sync {
+		err = atomicfile.SyncDir(dir)
 	}
-	return nil
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("replace %s: %w", path, err)
+	}
+	return tmp, nil
 }
 
-var indexMagic = []byte("PGQIDX1\n")
-
-func writeIndex(path string, gen int64, st fileStamp, entries []*entry) error {
-	b := make([]byte, 0, 64+len(entries)*64)
-	b = append(b, indexMagic...)
-	b = binary.AppendVarint(b, gen)
-	b = binary.AppendVarint(b, st.ino)
-	b = binary.AppendVarint(b, st.size)
-	b = binary.AppendVarint(b, st.mtime)
-	b = binary.AppendUvarint(b, uint64(len(entries)))
-	for _, e := range entries {
-		b = appendString(b, e.id)
-		b = append(b, e.status)
-		for _, v := range [...]int64{e.priority, e.attempts, e.maxAttempts, e.token, e.until, e.created, e.updated, int64(e.off), int64(e.n)} {
-			b = binary.AppendVarint(b, v)
-		}
-		b = appendString(b, e.worker)
-		b = binary.AppendUvarint(b, uint64(len(e.deps)))
-		for _, d := range e.deps {
-			b = appendString(b, d)
-		}
-	}
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable()))
-	// Written by rename but not synced: after a power loss the checksum or
-	// the stamp tells a stale or torn index, which is then rebuilt.
-	return replaceNoSync(path, 0o644, func(f *os.File) error {
-		_, err := f.Write(b)
+// replaceNoSync is replace without the fsyncs, closing the file.
+func replaceNoSync(path string, perm os.FileMode, fill func(*os.File) error) error {
+	f, err := replace(path, false, fill)
+	if err != nil {
 		return err
-	})
+	}
+	return f.Close()
 }
 
 var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
@@ -638,58 +889,4 @@ func (r *indexReader) byte() uint8 {
 	c := r.b[0]
 	r.b = r.b[1:]
 	return c
-}
-
-// readIndex returns the index entries when the index describes exactly the
-// given version of task-queue.json.
-func readIndex(path string, gen int64, st fileStamp) ([]*entry, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) < len(indexMagic)+4 || !bytes.HasPrefix(b, indexMagic) {
-		return nil, false
-	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, crcTable()) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return nil, false
-	}
-	// b is never written again: its strings can share its memory.
-	rest := body[len(indexMagic):]
-	if len(rest) == 0 {
-		return nil, false
-	}
-	r := &indexReader{b: unsafe.String(&rest[0], len(rest))}
-	if r.varint() != gen || r.varint() != st.ino || r.varint() != st.size || r.varint() != st.mtime {
-		return nil, false
-	}
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		return nil, false
-	}
-	backing := make([]entry, n)
-	entries := make([]*entry, n)
-	for i := range backing {
-		e := &backing[i]
-		e.id, e.status = r.str(), r.byte()
-		e.priority, e.attempts, e.maxAttempts = r.varint(), r.varint(), r.varint()
-		e.token, e.until, e.created, e.updated = r.varint(), r.varint(), r.varint(), r.varint()
-		e.off, e.n = int(r.varint()), int(r.varint())
-		e.worker = r.str()
-		nd := r.uvarint()
-		if r.bad || nd > uint64(len(r.b)) {
-			return nil, false
-		}
-		if nd > 0 {
-			e.deps = make([]string, nd)
-			for j := range e.deps {
-				e.deps[j] = r.str()
-			}
-		}
-		if r.bad || e.off < 0 || e.n <= 0 || int64(e.off+e.n) > st.size || e.status > stCancelled {
-			return nil, false
-		}
-		entries[i] = e
-	}
-	if r.bad || len(r.b) != 0 {
-		return nil, false
-	}
-	return entries, true
 }

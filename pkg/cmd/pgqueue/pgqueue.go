@@ -27,13 +27,13 @@ func Spec() *cli.Spec {
 	return &cli.Spec{
 		Name: "pg-queue",
 		Description: `The team task queue: tasks with priorities and dependencies, claimed under leases with fencing tokens.
-The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the live tasks as one JSON document (valid at every instant, for jq), events.jsonl gets one line per change (tail -f it, or pg-queue watch), task-archive.jsonl holds finished tasks moved out of the live file, and lock is the flock every change holds. task-queue.idx is a cache that may be deleted at any time.
+The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the live tasks as one JSON document (valid at every instant, for jq), events.jsonl gets one line per change (tail -f it, or pg-queue watch), task-archive.jsonl holds finished tasks moved out of the live file, and lock is the flock every change holds. task-queue.idx and task-archive.idx are caches that may be deleted at any time.
 
 A claim is a lease with a fencing token: renew, complete, fail and release must present the token, and a stale token (the lease expired and the task went to another worker, or it was released or cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable again, and a task that used max_attempts attempts fails with the reason in its error field. A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or was cancelled.
 
 Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
 		CLI:     &CLI{},
-		Schemas: []string{"task", "journal-event", "error"},
+		Schemas: []string{"task", "journal-event", "queue-stats", "queue-count", "error"},
 	}
 }
 
@@ -83,6 +83,10 @@ func (c *CLI) open(rt *cli.Runtime) (*queue.Queue, error) {
 		return nil, err
 	}
 	q.NoSync = !cfg.Bool("queue_sync")
+	q.KeepFinished = cfg.Int("queue_keep_finished")
+	if q.KeepFinished < 1 {
+		return nil, cli.Usagef("queue_keep_finished must be at least 1, got %d", q.KeepFinished)
+	}
 	return q, nil
 }
 
@@ -413,12 +417,14 @@ func (c *FailCmd) Run(rt *cli.Runtime, root *CLI) error {
 // ReleaseCmd hands tasks back.
 //
 // $ pg-queue release t-01JD... --token 17
-// $ pg-queue release --worker 3 --reason 'worker stopped'
+// $ mark=$(pg-queue stats --jq .next_token)   # when worker 3 stopped
+// $ pg-queue release --worker 3 --before-token "$mark" --reason 'worker stopped'
 type ReleaseCmd struct {
-	ID     string `arg:"" optional:"" help:"Id of the task (with --token)."`
-	Token  int64  `help:"The fencing token of your claim."`
-	Worker string `help:"Release every task claimed by this worker, whatever its token (for supervisors)." placeholder:"W"`
-	Reason string `help:"Why, recorded in the journal (with --worker)."`
+	ID          string `arg:"" optional:"" help:"Id of the task (with --token)."`
+	Token       int64  `help:"The fencing token of your claim."`
+	Worker      string `help:"Release the tasks claimed by this worker (for supervisors). Without --before-token, every one: also those of a restarted worker of the same name." placeholder:"W"`
+	BeforeToken int64  `name:"before-token" help:"With --worker, only claims whose token is below N: take N from 'pg-queue stats --jq .next_token' when the worker stopped, and the claims of a restarted worker are safe." placeholder:"N"`
+	Reason      string `help:"Why, recorded in the journal (with --worker)."`
 }
 
 // Run releases and prints the released tasks.
@@ -431,13 +437,17 @@ func (c *ReleaseCmd) Run(rt *cli.Runtime, root *CLI) error {
 		return cli.Usagef("give a task id with --token, or --worker")
 	case c.ID != "" && c.Token == 0:
 		return cli.Usagef("--token is required with a task id")
+	case c.BeforeToken != 0 && c.Worker == "":
+		return cli.Usagef("--before-token goes with --worker")
+	case c.BeforeToken < 0:
+		return cli.Usagef("--before-token must be positive, got %d", c.BeforeToken)
 	}
 	q, err := root.open(rt)
 	if err != nil {
 		return err
 	}
 	if c.Worker != "" {
-		ts, err := q.ReleaseWorker(c.Worker, c.Reason)
+		ts, err := q.ReleaseWorker(c.Worker, c.Reason, c.BeforeToken)
 		if err != nil {
 			return fail(err)
 		}
@@ -454,7 +464,7 @@ func (c *ReleaseCmd) Run(rt *cli.Runtime, root *CLI) error {
 //
 // $ pg-queue cancel t-01JD... --reason 'superseded'
 type CancelCmd struct {
-	IDs    []string `arg:"" name:"id" help:"Ids of the tasks."`
+	IDs    []string `arg:"" name:"id" help:"Ids of the tasks: all are cancelled, or none when one is unknown or already done or failed."`
 	Reason string   `help:"Why, stored in the task's error and the journal."`
 }
 
@@ -465,16 +475,11 @@ func (c *CancelCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range c.IDs {
-		t, err := q.Cancel(id, c.Reason)
-		if err != nil {
-			return fail(err)
-		}
-		if err := printTasks(rt, *t); err != nil {
-			return err
-		}
+	ts, err := q.CancelAll(c.IDs, c.Reason)
+	if err != nil {
+		return fail(err)
 	}
-	return nil
+	return printTasks(rt, ts...)
 }
 
 // ListCmd lists tasks.
@@ -654,15 +659,12 @@ type ArchiveCmd struct {
 	OlderThan time.Duration `help:"Only tasks finished at least this long ago." default:"0s" placeholder:"D"`
 }
 
-// countRecord reports how many tasks a command moved or deleted.
-type countRecord struct {
-	Type  string `json:"type"`
-	Count int    `json:"count"`
-}
-
 // Run archives and prints {"type":"archive","count":N}.
 func (c *ArchiveCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
+	if c.OlderThan < 0 {
+		return cli.Usagef("--older-than must not be negative")
+	}
 	q, err := root.open(rt)
 	if err != nil {
 		return err
@@ -671,7 +673,7 @@ func (c *ArchiveCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	return jsonl.NewEncoder(rt.IO.Out).Encode(countRecord{"archive", n})
+	return jsonl.NewEncoder(rt.IO.Out).Encode(protocol.QueueCount{Type: "archive", Count: n})
 }
 
 // PruneCmd deletes finished tasks.
@@ -684,6 +686,9 @@ type PruneCmd struct {
 // Run prunes and prints {"type":"prune","count":N}.
 func (c *PruneCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
+	if c.OlderThan < 0 {
+		return cli.Usagef("--older-than must not be negative")
+	}
 	q, err := root.open(rt)
 	if err != nil {
 		return err
@@ -692,5 +697,5 @@ func (c *PruneCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	return jsonl.NewEncoder(rt.IO.Out).Encode(countRecord{"prune", n})
+	return jsonl.NewEncoder(rt.IO.Out).Encode(protocol.QueueCount{Type: "prune", Count: n})
 }

@@ -27,9 +27,10 @@ import (
 
 // The tests below run pg-queue as real processes. TestMain builds the
 // binary once, as `make build` would but without the race detector (a
-// race-instrumented process per call would make thousands of calls slow);
-// when that is not possible it falls back to running this test binary,
-// which runs the command line when PGQUEUE_TEST_EXEC is set.
+// race-instrumented process per call would make thousands of calls slow)
+// and with the crash hook of crashhook.go; when that is not possible it
+// falls back to running this test binary, which runs the command line when
+// PGQUEUE_TEST_EXEC is set (and has no crash hook).
 var pgQueueBin string
 
 func TestMain(m *testing.M) {
@@ -44,7 +45,7 @@ func runTests(m *testing.M) int {
 	if err == nil {
 		defer os.RemoveAll(dir)
 		bin := filepath.Join(dir, "pg-queue")
-		build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/powerglide/powerglide/cmd/pg-queue")
+		build := exec.Command("go", "build", "-trimpath", "-tags", "pgqueue_crashtest", "-o", bin, "github.com/powerglide/powerglide/cmd/pg-queue")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err == nil {
 			pgQueueBin = bin
@@ -263,16 +264,21 @@ func TestStressProcesses(t *testing.T) {
 }
 
 // TestCrashProcesses SIGKILLs pg-queue processes at random moments while
-// workers loop claim→complete with short leases. The files parse at every
-// instant, no task is lost, an add is all or nothing, and in the end every
-// task is done exactly once: tasks whose claimer died are re-claimed when
-// the lease expires.
+// workers loop claim, then complete, fail --retry, release or renew, with
+// short leases; a canceller cancels some tasks and a janitor archives and
+// prunes, and finished tasks are auto-archived all along. The files parse
+// at every instant, an add is all or nothing, every task is eventually
+// done (or cancelled) exactly once, and the journal misses nothing: the
+// claim tokens in it are exactly 1..next_token-1, and replaying it gives
+// every task its real status.
 func TestCrashProcesses(t *testing.T) {
-	n, workers, batches := 240, 8, 12
+	n, workers, batches, cancels := 240, 8, 12, 12
 	if testing.Short() {
-		n, batches = 80, 6
+		n, batches, cancels = 80, 6, 6
 	}
 	tm := newTeam(t, "crash")
+	// Auto-archiving every few completions, so that kills land in it.
+	tm.env = append(tm.env, "POWERGLIDE_QUEUE_KEEP_FINISHED=12")
 	d := tm.dir()
 	if err := os.MkdirAll(d.Path(), 0o755); err != nil {
 		t.Fatal(err)
@@ -324,10 +330,15 @@ func TestCrashProcesses(t *testing.T) {
 	killMax := max(2*calls[len(calls)/2], 5*time.Millisecond)
 	t.Logf("a call takes %v: kills within %v", calls[len(calls)/2], killMax)
 
+	var kills atomic.Int64
 	// runKill runs pg-queue and SIGKILLs it after a random delay with
 	// probability p. It reports whether the process was killed.
 	runKill := func(p float64, stdin string, args ...string) (string, int, bool) {
 		c := tm.cmd(stdin, args...)
+		if rand.IntN(4) == 0 {
+			// The process may also kill itself in a change.
+			c.Env = append(slices.Clip(tm.env), "PGQUEUE_TEST_CRASH=0.15")
+		}
 		var out bytes.Buffer
 		c.Stdout = &out
 		if err := c.Start(); err != nil {
@@ -342,6 +353,7 @@ func TestCrashProcesses(t *testing.T) {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				kills.Add(1)
 				return out.String(), -1, true
 			}
 			return out.String(), ee.ExitCode(), false
@@ -357,6 +369,9 @@ func TestCrashProcesses(t *testing.T) {
 	per := n / batches
 	for b := 0; b < batches; b++ {
 		prefix := fmt.Sprintf("b%d-", b)
+		if b == 0 {
+			prefix = "x" // tasks the canceller goes after
+		}
 		for {
 			_, code, killed := runKill(0.7, tasksJSONL(prefix, per), "add", "-")
 			ts, err := q.List(queue.ListOptions{})
@@ -381,8 +396,17 @@ func TestCrashProcesses(t *testing.T) {
 		}
 	}
 	n = per * batches
+	cancels = min(cancels, per)
 
-	var kills, cycles atomic.Int64
+	finished := func() bool {
+		st, err := q.Stats()
+		if err != nil {
+			t.Error(err)
+			return true
+		}
+		return st.Pending == 0 && st.Claimed == 0
+	}
+	var cycles atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -392,16 +416,10 @@ func TestCrashProcesses(t *testing.T) {
 			for ctx.Err() == nil && !t.Failed() {
 				out, code, killed := runKill(0.3, "", "claim", "--worker", name, "--lease", "1s")
 				if killed {
-					kills.Add(1)
 					continue
 				}
 				if code == 3 {
-					st, err := q.Stats()
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if st.Done == n {
+					if finished() {
 						return
 					}
 					time.Sleep(50 * time.Millisecond)
@@ -416,13 +434,28 @@ func TestCrashProcesses(t *testing.T) {
 					t.Errorf("claim output %q: %v", out, err)
 					return
 				}
+				tok := fmt.Sprint(task.Claim.Token)
+				cycles.Add(1)
+				// Now and then the worker gives the task back, or renews
+				// first; a kill leaves the lease to expire.
+				switch r := rand.IntN(10); {
+				case r == 0:
+					runKill(0.3, "", "release", task.ID, "--token", tok)
+					continue
+				case r == 1:
+					runKill(0.3, "", "fail", task.ID, "--token", tok, "--error", "flaky", "--retry")
+					continue
+				case r == 2:
+					if _, _, killed := runKill(0.3, "", "renew", task.ID, "--token", tok, "--lease", "2s"); killed {
+						continue
+					}
+				}
 				// Complete, retrying after a kill with the same token:
 				// done again is a harmless success, lease lost means
-				// another worker has the task now.
+				// another worker has the task now (or it was cancelled).
 				for ctx.Err() == nil {
-					out, code, killed = runKill(0.3, "", "complete", task.ID, "--token", fmt.Sprint(task.Claim.Token))
+					out, code, killed = runKill(0.3, "", "complete", task.ID, "--token", tok)
 					if killed {
-						kills.Add(1)
 						continue
 					}
 					if code != 0 && !strings.Contains(out, `"kind":"lease_lost"`) {
@@ -430,52 +463,157 @@ func TestCrashProcesses(t *testing.T) {
 					}
 					break
 				}
-				cycles.Add(1)
 			}
 		}()
 	}
+	// The canceller: cancel is all or nothing, so a kill or a task
+	// finished meanwhile leaves the others to the next try.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < cancels && ctx.Err() == nil && !t.Failed(); {
+			out, code, killed := runKill(0.5, "", "cancel", fmt.Sprint("x", i), "--reason", "not needed")
+			switch {
+			case killed:
+			case code == 0 || strings.Contains(out, `"kind":"finished"`) || strings.Contains(out, `"kind":"not_found"`):
+				i++ // not found: done and pruned already
+			default:
+				t.Errorf("cancel x%d: exit %d: %s", i, code, out)
+				return
+			}
+		}
+	}()
+	// The janitor archives and prunes, killed half the time.
+	janitorDone := make(chan struct{})
+	go func() {
+		defer close(janitorDone)
+		for ctx.Err() == nil && !t.Failed() {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if rand.IntN(2) == 0 {
+				runKill(0.5, "", "archive", "--older-than", "1s")
+			} else {
+				runKill(0.5, "", "prune", "--older-than", "3s")
+			}
+		}
+	}()
 	wg.Wait()
 	close(stop)
 	<-checkerDone
+	<-janitorDone
 	if ctx.Err() != nil {
 		t.Fatalf("not every task was done in time")
 	}
 	if t.Failed() {
 		return
 	}
-	t.Logf("%d tasks, %d claim/complete cycles, %d processes killed, %d file checks", n, cycles.Load(), kills.Load(), checks.Load())
+	t.Logf("%d tasks, %d claims, %d processes killed, %d file checks", n, cycles.Load(), kills.Load(), checks.Load())
 	if kills.Load() == 0 {
 		t.Fatal("no process was killed")
+	}
+	// One more change settles the last version, should its writer have
+	// been killed before its journal append.
+	if _, err := q.Claim("final", time.Second); !errors.Is(err, queue.ErrNothing) {
+		t.Fatalf("final claim: %v", err)
 	}
 	checkTeamFiles(t, d)
 	st, err := q.Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Done != n || st.Pending != 0 || st.Claimed != 0 || st.Failed != 0 {
+	if st.Pending != 0 || st.Claimed != 0 || st.Failed != 0 {
 		t.Fatalf("stats: %+v", st)
 	}
 	all, err := q.List(queue.ListOptions{Archived: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != n {
-		t.Fatalf("%d tasks live and archived, want %d", len(all), n)
-	}
-	completes := map[string]int{}
-	for _, ev := range journal(t, d) {
-		if ev.Op == "complete" {
-			completes[ev.Task]++
-		}
-	}
+	real := map[string]protocol.Task{}
 	for _, task := range all {
-		if task.Status != protocol.StatusDone {
-			t.Fatalf("task %s is %s", task.ID, task.Status)
+		real[task.ID] = task
+	}
+
+	// The journal against the files.
+	type history struct {
+		status              string
+		adds, done, cancels int
+		pruned, archived    bool
+		lastClaim           int64
+	}
+	hist := map[string]*history{}
+	tokens := map[int64]int{}
+	for _, ev := range journal(t, d) {
+		h := hist[ev.Task]
+		if h == nil {
+			h = &history{}
+			hist[ev.Task] = h
 		}
-		// A complete killed after its change but before its journal line
-		// leaves none; more than one would be a double completion.
-		if completes[task.ID] > 1 {
-			t.Fatalf("task %s completed %d times", task.ID, completes[task.ID])
+		if h.pruned {
+			t.Fatalf("event after the prune of %s: %+v", ev.Task, ev)
 		}
+		switch ev.Op {
+		case "add":
+			h.adds++
+		case "claim":
+			tokens[ev.Token]++
+			h.lastClaim = ev.Token
+		case "complete":
+			h.done++
+		case "cancel":
+			h.cancels++
+		case "prune":
+			h.pruned = true
+		case "archive":
+			h.archived = true
+		}
+		h.status = ev.Status
+	}
+	for tok := int64(1); tok < st.NextToken; tok++ {
+		if tokens[tok] != 1 {
+			t.Fatalf("token %d is in %d claim events (next token %d)", tok, tokens[tok], st.NextToken)
+		}
+	}
+	if len(tokens) != int(st.NextToken-1) {
+		t.Fatalf("%d claim tokens in the journal, next token %d", len(tokens), st.NextToken)
+	}
+	if len(hist) != n {
+		t.Fatalf("%d tasks in the journal, want %d", len(hist), n)
+	}
+	var pruned, cancelled, archived int
+	for id, h := range hist {
+		if h.archived {
+			archived++
+		}
+		task, ok := real[id]
+		switch {
+		case h.adds != 1 || h.done+h.cancels != 1:
+			t.Fatalf("task %s: journal %+v", id, h)
+		case h.pruned && ok:
+			t.Fatalf("task %s pruned in the journal but still there: %+v", id, task)
+		case h.pruned:
+			pruned++
+		case !ok:
+			t.Fatalf("task %s lost: journal %+v", id, h)
+		case task.Status != h.status:
+			t.Fatalf("task %s is %s, the journal says %s", id, task.Status, h.status)
+		case task.Status == protocol.StatusDone && task.Claim.Token != h.lastClaim:
+			t.Fatalf("task %s done with token %d, last claimed with %d", id, task.Claim.Token, h.lastClaim)
+		}
+		if h.cancels == 1 {
+			cancelled++
+			if !strings.HasPrefix(id, "x") {
+				t.Fatalf("task %s cancelled", id)
+			}
+		}
+	}
+	if len(real)+pruned != n || st.Done+st.Cancelled+pruned != n {
+		t.Fatalf("%d tasks live or archived, %d pruned, want %d in all; stats %+v", len(real), pruned, n, st)
+	}
+	t.Logf("%d cancelled, %d archived, %d pruned", cancelled, archived, pruned)
+	if archived == 0 || pruned == 0 {
+		t.Fatalf("nothing was archived (%d) or pruned (%d)", archived, pruned)
 	}
 }

@@ -41,6 +41,8 @@ func write(dir string) error {
 		"worker":        reflectType(reflect.TypeFor[protocol.Worker]()),
 		"worker-status": reflectType(reflect.TypeFor[protocol.WorkerStatus]()),
 		"error":         reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
+		"queue-stats":   reflectType(reflect.TypeFor[protocol.QueueStats]()),
+		"queue-count":   reflectType(reflect.TypeFor[protocol.QueueCount]()),
 	}
 	for _, f := range []*protocol.Family{protocol.ModelEvents, protocol.LoopEvents, protocol.JournalEvents, protocol.ToolOutputs, protocol.PtyOutputs} {
 		s := &jsonschema.Schema{Description: f.Name + " records, told apart by their type field"}
