@@ -32,7 +32,7 @@ install: build man ## install the tools, man pages and completions under PREFIX 
 	-install -m 644 $(wildcard completions/fish/*) $(PREFIX)/share/fish/vendor_completions.d/
 
 test: check-generated lint test-deps ## everything CI runs: generated files current, vet and staticcheck, unit and e2e tests with -race
-	$(GO) test -race -count=1 -timeout 15m $(PKG)
+	$(GO) test -race -count=1 -timeout 15m -parallel 6 $(PKG)
 
 test-unit: ## unit tests only, no race detector (quick)
 	$(GO) test -count=1 -short $(PKG)

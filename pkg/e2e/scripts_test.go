@@ -13,6 +13,7 @@ import (
 // real tools, which testscript puts on PATH. $REPO is the repository root,
 // so a script reaches scripts/ and testdata/.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	p := Params(scriptDir("scripts"))
 	setup := p.Setup
 	root, err := filepath.Abs(filepath.Join("..", ".."))

@@ -12,5 +12,6 @@ import (
 // model and tools are pg-loop's stand-ins (testdata/loop-doubles) or
 // doubles the scripts carry.
 func TestSwarm(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, withLoopDoubles(t, Params(scriptDir("swarm"))))
 }

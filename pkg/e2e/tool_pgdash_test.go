@@ -8,4 +8,7 @@ import (
 
 func init() { tools["pg-dash"] = pgdash.Spec }
 
-func TestPgDash(t *testing.T) { runScripts(t, "pg-dash") }
+func TestPgDash(t *testing.T) {
+	t.Parallel()
+	runScripts(t, "pg-dash")
+}

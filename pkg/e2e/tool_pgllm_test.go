@@ -17,6 +17,7 @@ import (
 func init() { tools["pg-llm"] = pgllm.Spec }
 
 func TestPgLLM(t *testing.T) {
+	t.Parallel()
 	p := Params(scriptDir("pg-llm"))
 	p.Cmds["fakellm"] = cmdFakeLLM
 	p.Cmds["fakellm-requests"] = cmdFakeLLMRequests

@@ -15,6 +15,7 @@ func init() { tools["pg-loop"] = pgloop.Spec }
 // for pg-llm, pg-tool and pg-queue (testdata/loop-doubles: fake-llm,
 // fake-tool, fake-queue) on PATH.
 func TestPgLoop(t *testing.T) {
+	t.Parallel()
 	p := withLoopDoubles(t, Params(scriptDir("pg-loop")))
 	p.Cmds["fakellm"] = cmdFakeLLM
 	p.Cmds["fakellm-requests"] = cmdFakeLLMRequests

@@ -13,5 +13,6 @@ func init() { tools["pg-monitor"] = pgmonitor.Spec }
 // stand-ins of pg-loop's scripts (testdata/loop-doubles) are on PATH, so a
 // script can supervise real pg-loop workers over the real pg-queue.
 func TestPgMonitor(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, withLoopDoubles(t, Params(scriptDir("pg-monitor"))))
 }

@@ -8,4 +8,7 @@ import (
 
 func init() { tools["pg-pty"] = pgpty.Spec }
 
-func TestPgPty(t *testing.T) { runScripts(t, "pg-pty") }
+func TestPgPty(t *testing.T) {
+	t.Parallel()
+	runScripts(t, "pg-pty")
+}

@@ -8,4 +8,7 @@ import (
 
 func init() { tools["pg-queue"] = pgqueue.Spec }
 
-func TestPgQueue(t *testing.T) { runScripts(t, "pg-queue") }
+func TestPgQueue(t *testing.T) {
+	t.Parallel()
+	runScripts(t, "pg-queue")
+}

@@ -18,6 +18,7 @@ func init() { tools["pg-tool"] = pgtool.Spec }
 // whether they are there) and the test's Go build cache, so the edit veto's
 // real `go build` does not rebuild the standard library.
 func TestPgTool(t *testing.T) {
+	t.Parallel()
 	p := Params(scriptDir("pg-tool"))
 	mcpBin, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp", "node_modules", ".bin"))
 	_, npmErr := exec.LookPath("npm")

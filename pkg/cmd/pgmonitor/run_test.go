@@ -242,7 +242,7 @@ func TestRunMarkerMustBeTheLine(t *testing.T) {
 		t.Fatalf("restart %d, give_up %d; want 1, 1: a quoted marker is not the marker", r, g)
 	}
 	tm2 := newTeam(t, "a")
-	code, out, errs = tm2.run(context.Background(), args([]string{"run", "-n", "1", "--max-restarts", "1", "--backoff", "20ms"}, short, []string{"--", "sh", "-c", `echo '  <POWERGLIDE_DONE> '; exit 1`})...)
+	code, _, errs = tm2.run(context.Background(), args([]string{"run", "-n", "1", "--max-restarts", "1", "--backoff", "20ms"}, short, []string{"--", "sh", "-c", `echo '  <POWERGLIDE_DONE> '; exit 1`})...)
 	if code != 1 || tm2.count("restart", "1") != 0 {
 		tm2.dump()
 		t.Fatalf("exit %d, %d restarts after the marker line; stderr:\n%s", code, tm2.count("restart", "1"), errs)
