@@ -112,18 +112,10 @@ func readArchiveIndex(path string, st fileStamp) (*archiveIndex, bool) {
 }
 
 func parseArchiveIndex(b []byte, st fileStamp) (*archiveIndex, bool) {
-	if len(b) < len(archiveIdxMagic)+4 || !bytes.HasPrefix(b, archiveIdxMagic) {
+	r, ok := checkedIndex(b, archiveIdxMagic)
+	if !ok {
 		return nil, false
 	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, crcTable()) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return nil, false
-	}
-	rest := body[len(archiveIdxMagic):]
-	if len(rest) == 0 {
-		return nil, false
-	}
-	r := &indexReader{b: unsafe.String(&rest[0], len(rest))}
 	if r.varint() != st.ino || r.varint() != st.size || r.varint() != st.mtime {
 		return nil, false
 	}
@@ -131,7 +123,7 @@ func parseArchiveIndex(b []byte, st fileStamp) (*archiveIndex, bool) {
 	if r.bad || n > uint64(len(r.b)) {
 		return nil, false
 	}
-	return &archiveIndex{enc: rest[len(rest)-len(r.b):], count: int(n)}, true
+	return &archiveIndex{enc: r.remaining(), count: int(n)}, true
 }
 
 func (ix *archiveIndex) close() {

@@ -56,19 +56,34 @@ func readIndex(path string, gen int64, st fileStamp, base int) (*lazyIndex, bool
 	return l, true
 }
 
-func parseIndex(b []byte, gen int64, st fileStamp, base int) (*lazyIndex, bool) {
-	if len(b) < len(indexMagic)+4 || !bytes.HasPrefix(b, indexMagic) {
+// checkedIndex returns a reader over the body of an index file when it
+// starts with magic and its CRC-32C trailer matches.
+func checkedIndex(b, magic []byte) (*indexReader, bool) {
+	if len(b) < len(magic)+4 || !bytes.HasPrefix(b, magic) {
 		return nil, false
 	}
 	body := b[:len(b)-4]
 	if crc32.Checksum(body, crcTable()) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return nil, false
 	}
-	rest := body[len(indexMagic):]
+	rest := body[len(magic):]
 	if len(rest) == 0 {
 		return nil, false
 	}
-	r := &indexReader{b: unsafe.String(&rest[0], len(rest))}
+	return &indexReader{b: unsafe.String(&rest[0], len(rest))}, true
+}
+
+// remaining returns the unread bytes. checkedIndex made the reader over a
+// byte slice, so they are that slice's tail, not a copy.
+func (r *indexReader) remaining() []byte {
+	return unsafe.Slice(unsafe.StringData(r.b), len(r.b))
+}
+
+func parseIndex(b []byte, gen int64, st fileStamp, base int) (*lazyIndex, bool) {
+	r, ok := checkedIndex(b, indexMagic)
+	if !ok {
+		return nil, false
+	}
 	if r.varint() != gen || r.varint() != st.ino || r.varint() != st.size || r.varint() != st.mtime || r.varint() != int64(base) {
 		return nil, false
 	}
@@ -76,7 +91,7 @@ func parseIndex(b []byte, gen int64, st fileStamp, base int) (*lazyIndex, bool) 
 	if r.bad || n > uint64(len(r.b)) {
 		return nil, false
 	}
-	return &lazyIndex{data: rest[len(rest)-len(r.b):], count: int(n), base: base}, true
+	return &lazyIndex{data: r.remaining(), count: int(n), base: base}, true
 }
 
 // record decodes the record at r into e; strings point into the index.
