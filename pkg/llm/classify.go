@@ -53,8 +53,8 @@ func isOverflow(text string) bool {
 // event inside a 200 stream), the provider's error type (e.g.
 // overloaded_error) and the body text.
 //
-// The status decides first: 400, 401 and 403 are never retried whatever
-// the body says, and the overflow wordings count only where an overflow
+// The status decides first: 400, 401, 403 and 404 are never retried
+// whatever the body says, and the overflow wordings count only where an overflow
 // can be reported (400, 413, or in the stream), so a 429 or 500 whose text
 // happens to mention tokens is still retried.
 func classifyHTTP(status int, errType, body string, header http.Header) *Error {
@@ -73,6 +73,12 @@ func classifyHTTP(status int, errType, body string, header http.Header) *Error {
 			e.Kind = protocol.KindBadRequest
 		}
 		// Never retryable: the same request gets the same answer.
+		return e
+	case status == 404:
+		// An unknown model or endpoint, e.g. Ollama's "model not found,
+		// try pulling it first", sent with type api_error. Another attempt
+		// gets the same answer, but the next model of a chain may exist.
+		e.Kind, e.nextModel = protocol.KindBadRequest, true
 		return e
 	case strings.Contains(t, "insufficient_quota"):
 		e.Kind = protocol.KindRateLimit // out of credit: waiting does not help

@@ -94,7 +94,8 @@ type Error struct {
 	Model      string
 	Err        error
 
-	noRetry bool // a replayed failure: report it as recorded, never retry
+	noRetry   bool // a replayed failure: report it as recorded, never retry
+	nextModel bool // not worth retrying, but the next model of a chain may answer (404)
 }
 
 func (e *Error) Error() string { return e.Message }

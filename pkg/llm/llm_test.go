@@ -226,7 +226,7 @@ func TestClassifyOverflowWordings(t *testing.T) {
 		}
 	}
 	rs := fixtures(t, "openai", "ollama_error")
-	if e := classifyHTTP(404, "api_error", string(rs[0].Body), nil); e.Kind != protocol.KindBadRequest && e.Kind != protocol.KindServer {
+	if e := classifyHTTP(404, "api_error", string(rs[0].Body), nil); e.Kind != protocol.KindBadRequest || e.Retryable || !e.nextModel {
 		t.Errorf("404: %+v", e)
 	}
 	if e := classifyHTTP(429, "insufficient_quota", "", nil); e.Retryable {
@@ -310,6 +310,39 @@ func TestFallback(t *testing.T) {
 	}
 }
 
+// TestModelNotFoundFallsBack: Ollama's 404 for a model that was never
+// pulled is not retried (the same model gets the same answer), but the
+// next model of the chain is tried.
+func TestModelNotFoundFallsBack(t *testing.T) {
+	missing := llmtest.NewServer(fixtures(t, "openai", "ollama_error")...)
+	missing.SetRepeat(true)
+	defer missing.Close()
+	good := llmtest.NewServer(fixtures(t, "openai", "text")...)
+	defer good.Close()
+	r := testRouter(t, Options{OpenAIKey: "k", OpenAIBaseURL: good.URL,
+		Providers: json.RawMessage(`{"ollama":{"kind":"openai-compatible","base_url":"` + missing.URL + `/v1"}}`)})
+	events, end, err := collect(r, testRequest("ollama/qwen3:8b,openai/gpt-4o-mini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"fallback:ollama/qwen3:8b>openai/gpt-4o-mini", "start", helloText, "usage", "end:end_turn"}
+	if got := summary(events); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("events %q", got)
+	}
+	if len(missing.Requests()) != 1 || end.Model != "openai/gpt-4o-mini" {
+		t.Fatalf("requests to the missing model %d, end model %s", len(missing.Requests()), end.Model)
+	}
+	// Alone, the 404 is reported at once as bad_request, not retried.
+	events, _, err = collect(r, testRequest("ollama/qwen3:8b"))
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != protocol.KindBadRequest || e.Retryable || !strings.Contains(e.Message, "try pulling it first") {
+		t.Fatalf("err %+v", err)
+	}
+	if got := summary(events); len(got) != 1 || got[0] != "error:bad_request" || len(missing.Requests()) != 2 {
+		t.Fatalf("events %v, requests %d", got, len(missing.Requests()))
+	}
+}
+
 func TestNoFallbackOnAuth(t *testing.T) {
 	good := llmtest.NewServer(fixtures(t, "openai", "text")...)
 	defer good.Close()
@@ -382,6 +415,10 @@ func TestReplayMismatchAndHandWritten(t *testing.T) {
 		events, _, err := collect(r, testRequest("replay/"+hand))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// With no model recorded, start names the replay file.
+		if st, ok := events[0].(*protocol.StartEvent); !ok || st.Model != "replay/"+hand || st.Provider != "replay" {
+			t.Fatalf("start %+v", events[0])
 		}
 		got = append(got, summary(events)...)
 	}

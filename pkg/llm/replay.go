@@ -154,7 +154,7 @@ func firstDiff(want, got *protocol.Request) string {
 }
 
 // Stream plays the matching call.
-func (r *Replay) Stream(ctx context.Context, _ string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
+func (r *Replay) Stream(ctx context.Context, file string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
 	c, err := r.next(req)
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func (r *Replay) Stream(ctx context.Context, _ string, req *protocol.Request, em
 		switch ev := v.(type) {
 		case *protocol.StartEvent:
 			started = true
-			em.Start("replay", ev.Model, ev.RequestID)
+			em.Start("replay", firstNonEmpty(ev.Model, c.Model, "replay/"+file), ev.RequestID)
 		case *protocol.TextEvent:
 			content = true
 			em.Text(ev.Text)
@@ -197,11 +197,7 @@ func (r *Replay) Stream(ctx context.Context, _ string, req *protocol.Request, em
 		return nil, &Error{Kind: protocol.KindNetwork, Message: fmt.Sprintf("replay %s: the recorded call has no end event (a cut-off recording)", r.path), noRetry: true}
 	}
 	if !started {
-		model := c.Model
-		if model == "" {
-			model = end.Model
-		}
-		em.Start("replay", model, "")
+		em.Start("replay", firstNonEmpty(c.Model, end.Model, "replay/"+file), "")
 	}
 	if !content {
 		for _, b := range end.Message.Content {
@@ -288,4 +284,13 @@ func withID(ev any, id string) any {
 		return &c
 	}
 	return ev
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -340,7 +340,7 @@ func (r *Router) Call(ctx context.Context, req *protocol.Request, sink func(any)
 		if e.Model == "" {
 			e.Model = id
 		}
-		if e.Retryable && !e.noRetry && !em.Content() && i+1 < len(chain) && ctx.Err() == nil {
+		if (e.Retryable && !e.noRetry || e.nextModel) && !em.Content() && i+1 < len(chain) && ctx.Err() == nil {
 			em.Emit(&protocol.FallbackEvent{Type: protocol.EventFallback, ID: req.ID, From: id, To: chain[i+1], Reason: e.Kind + ": " + e.Message})
 			continue
 		}
