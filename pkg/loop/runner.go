@@ -125,7 +125,11 @@ type Runner struct {
 	o     Options
 	state State
 	step  int
-	usage protocol.Usage
+	usage protocol.Usage // the session's, a resumed session's earlier usage included
+	// own is this process's usage: the worker record's, which leaves out
+	// what a resumed session used before (an earlier process's, counted
+	// in spent or in that worker's record).
+	own   protocol.Usage
 	tools []protocol.ToolDef
 	sys   string
 	cur   *taskRun
@@ -294,7 +298,7 @@ func (r *Runner) fire(in Input, reason string) {
 			w.State = string(to)
 			w.Step = r.step
 			w.ProgressAt = r.now()
-			w.Usage = r.usage
+			w.Usage = r.own
 			if r.cur != nil {
 				w.Task = r.cur.task.ID
 			} else {
@@ -711,7 +715,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		msg.Content = protocol.Content{{Type: protocol.BlockText, Text: ""}}
 	}
 	u := end.Usage
-	r.usage = r.usage.Add(u)
+	r.spend(u)
 	tr.usage = tr.usage.Add(u)
 	r.addMessage(msg, &u)
 	text, thinking := msg.Content.Text(), ""
@@ -1117,13 +1121,19 @@ func (r *Runner) compact(ctx context.Context, limit int) error {
 		return fmt.Errorf("summarize the conversation: %w", err)
 	}
 	u := end.Usage
-	r.usage = r.usage.Add(u)
+	r.spend(u)
 	tr.usage = tr.usage.Add(u)
 	summary := strings.TrimSpace(end.Message.Content.Text())
 	tr.conv = applySummary(tr.conv, cut, summary)
 	r.remember(MemoryRecord{Type: MemSummary, Task: tr.task.ID, KeepFrom: cut, Summary: summary, Usage: &u})
 	r.log("info", "context window: summarized %d messages, about %d tokens now", cut-1, EstimateTokens(r.request(tr.conv)))
 	return nil
+}
+
+// spend counts a model call's usage.
+func (r *Runner) spend(u protocol.Usage) {
+	r.usage = r.usage.Add(u)
+	r.own = r.own.Add(u)
 }
 
 // Worker record and heartbeat.

@@ -59,7 +59,7 @@ type Worker struct {
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 	ProgressAt  time.Time `json:"progress_at"`
 	StartedAt   time.Time `json:"started_at"`
-	Usage       Usage     `json:"usage"`
+	Usage       Usage     `json:"usage" jsonschema:"description=the usage of the worker's current process (a resumed session's earlier usage stays with the process that spent it)"`
 	Spent       *Usage    `json:"spent,omitempty" jsonschema:"description=the summed usage of the worker's earlier processes (carried over by each restart); the worker's total is spent plus usage"`
 	Velocity    float64   `json:"velocity"`
 	Paused      bool      `json:"paused,omitempty"`
