@@ -461,6 +461,7 @@ func (s Store) Kill(ctx context.Context, name string, sig syscall.Signal, grace 
 		return st, nil
 	}
 	killSession(st, sig)
+	continueHolder(st)
 	if sig != syscall.SIGKILL && grace > 0 {
 		gctx, cancel := context.WithTimeout(ctx, grace)
 		end, err := s.Wait(gctx, name)
@@ -478,6 +479,18 @@ func (s Store) Kill(ctx context.Context, name string, sig syscall.Signal, grace 
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return s.Wait(wctx, name)
+}
+
+// continueHolder sends SIGCONT to a holder that is stopped (SIGSTOP, or
+// Ctrl-Z in the terminal that started it): a stopped holder cannot see
+// its program end and record it, and kill would wait in vain.
+func continueHolder(st *protocol.PtySession) {
+	if !proc.Matches(st.HolderPID, st.HolderStart) {
+		return
+	}
+	if state, err := proc.State(st.HolderPID); err == nil && state == "T" {
+		syscall.Kill(st.HolderPID, syscall.SIGCONT)
+	}
 }
 
 // killSession signals the program's process group and the other process

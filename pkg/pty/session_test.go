@@ -311,6 +311,36 @@ func TestStoppedHolder(t *testing.T) {
 	expect(t, s, "stopped", "hello")
 }
 
+// Killing a session whose holder is stopped continues the holder, so it
+// records the end at once instead of kill waiting for it in vain.
+func TestKillStoppedHolder(t *testing.T) {
+	s := newStore(t)
+	st := startSession(t, s, "stopped", nil, "cat")
+	if err := syscall.Kill(st.HolderPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(st.HolderPID, syscall.SIGCONT)
+	// Wait until the kernel shows it stopped, as kill would find it.
+	for i := 0; ; i++ {
+		if state, _ := proc.State(st.HolderPID); state == "T" {
+			break
+		}
+		if i > 200 {
+			t.Fatal("the holder never showed as stopped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	end, err := s.Kill(ctx, "stopped", syscall.SIGKILL, 0)
+	if err != nil {
+		t.Fatalf("kill of a session with a stopped holder: %v", err)
+	}
+	if end.Status != protocol.PtyExited || end.Signal == nil || *end.Signal != "SIGKILL" {
+		t.Fatalf("end %+v", end)
+	}
+}
+
 // The program exits while a grandchild it started keeps the terminal open:
 // the session still ends.
 func TestSessionGrandchildHoldsTerminal(t *testing.T) {
