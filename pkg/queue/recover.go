@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
@@ -255,4 +257,53 @@ func (s *state) rebuildHeader(dir string, got header) error {
 		}
 	}
 	return nil
+}
+
+// Settle finishes the last change when its writer was killed before
+// appending its events (or renaming a rewritten archive), as the next
+// change would. It takes the team lock.
+func (q *Queue) Settle() error {
+	return q.mutate(func(*state, time.Time, *change) error { return nil })
+}
+
+// SettleWhenQuiet is for readers that follow events.jsonl (pg-queue
+// watch): a killed writer's events would otherwise reach them only at the
+// next change. It settles at once, then each time task-queue.json has
+// changed and stayed unchanged for quiet; a busy queue is settled by its
+// own writers. It runs until ctx ends; errors go to onErr.
+func (q *Queue) SettleWhenQuiet(ctx context.Context, quiet time.Duration, onErr func(error)) {
+	settle := func() {
+		if err := q.Settle(); err != nil && onErr != nil {
+			onErr(err)
+		}
+	}
+	settle()
+	last, _ := q.stamp()
+	changed := false
+	t := time.NewTicker(quiet)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now, _ := q.stamp()
+		switch {
+		case now != last:
+			last, changed = now, true
+		case changed:
+			changed = false
+			settle()
+		}
+	}
+}
+
+// stamp identifies the current version of task-queue.json.
+func (q *Queue) stamp() (fileStamp, error) {
+	fi, err := os.Stat(q.dir.Queue())
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return stampOf(fi), nil
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -66,6 +67,58 @@ func TestJournalAfterKill(t *testing.T) {
 	if got := strings.Join(ops(t, q), ","); got != "add a,add b,claim a,claim b" {
 		t.Fatalf("journal: %s", got)
 	}
+	checkFiles(t, q)
+}
+
+// TestSettleWhenQuiet: a follower of the journal (pg-queue watch) gets a
+// killed writer's events without waiting for the next change: at its
+// start, and once the queue has been quiet after a change it sees.
+func TestSettleWhenQuiet(t *testing.T) {
+	q, _ := open(t)
+	add(t, q, protocol.Task{ID: "a", Title: "a"}, protocol.Task{ID: "b", Title: "b"})
+	resume := killing(t, "archived")
+	if _, err := q.Claim("w", time.Minute); !errors.Is(err, errCrashed) {
+		t.Fatalf("claim: %v", err)
+	}
+	resume()
+	watcher := reopen(t, q)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watcher.SettleWhenQuiet(ctx, 20*time.Millisecond, func(err error) { t.Errorf("settle: %v", err) })
+	}()
+	waitOps := func(want string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			got := strings.Join(ops(t, q), ",")
+			if got == want {
+				return
+			}
+			if i == 500 {
+				t.Fatalf("journal %s, want %s", got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitOps("add a,add b,claim a") // settled at the start
+	// A second killed writer, while the follower runs.
+	resume = killing(t, "archived")
+	if _, err := reopen(t, q).Claim("w", time.Minute); !errors.Is(err, errCrashed) {
+		t.Fatalf("claim: %v", err)
+	}
+	resume()
+	waitOps("add a,add b,claim a,claim b")
+	cancel()
+	<-done
+	// Settled versions are not settled twice.
+	if _, err := reopen(t, q).Release("b", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := reopen(t, q).Settle(); err != nil {
+		t.Fatal(err)
+	}
+	waitOps("add a,add b,claim a,claim b,release b")
 	checkFiles(t, q)
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -590,6 +591,10 @@ func (c *StatsCmd) Run(rt *cli.Runtime, root *CLI) error {
 	return err
 }
 
+// settleQuiet is how long watch lets task-queue.json rest after a change
+// before it settles it.
+const settleQuiet = time.Second
+
 // WatchCmd follows the journal.
 //
 // $ pg-queue watch --jq 'select(.op == "complete") | .task' -r
@@ -600,6 +605,17 @@ type WatchCmd struct {
 	Raw       bool          `short:"r" help:"With --jq, print strings without quotes."`
 	Count     int           `help:"Exit after printing this many lines (0: follow until interrupted)." placeholder:"N"`
 	For       time.Duration `help:"Stop following after this long (exit 0)." placeholder:"D"`
+}
+
+// Help details watch.
+func (c *WatchCmd) Help() string {
+	return `Prints each line appended to events.jsonl, as tail -f would, and copes with a journal that appears late, is truncated or is replaced. With --jq, each record goes through the filter instead.
+
+A pg-queue killed after committing a change but before journaling it leaves its events for the next change to append. watch appends them itself, under the team lock, when it starts and whenever task-queue.json has changed and then been quiet for a second, so a quiet team's journal is never left short.
+
+Examples:
+  $ pg-queue watch --jq 'select(.op == "complete") | .task' -r
+  $ pg-queue watch --from-start --count 1 --jq 'select(.op == "claim")'`
 }
 
 // Run follows events.jsonl until interrupted (or --count lines).
@@ -622,6 +638,18 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 		ctx, cancel = context.WithTimeout(ctx, c.For)
 		defer cancel()
 	}
+	// A writer killed before appending its events leaves them for the
+	// next change; the watcher settles a quiet queue so they show now.
+	sctx, stopSettle := context.WithCancel(ctx)
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		var once sync.Once
+		q.SettleWhenQuiet(sctx, settleQuiet, func(err error) {
+			once.Do(func() { fmt.Fprintf(rt.IO.Err, "pg-queue: warning: cannot settle the queue: %v\n", err) })
+		})
+	}()
+	defer func() { stopSettle(); <-settled }()
 	printed := 0
 	for c.Count <= 0 || printed < c.Count {
 		line, err := fl.Next(ctx)
