@@ -129,15 +129,30 @@ var (
 
 // DecodeRequest reads a model request strictly: unknown fields are errors
 // that name the field, and the request is validated.
+//
+// The blocks of each message are read strictly too: a block with a field
+// that does not exist (say "content" for a tool_result's "output") would
+// otherwise lose what it says without a word.
 func DecodeRequest(data []byte) (*Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var r Request
-	if err := dec.Decode(&r); err != nil {
+	w := requestWire{Request: &r}
+	if err := dec.Decode(&w); err != nil {
 		return nil, requestError(err)
 	}
 	if dec.More() {
 		return nil, FieldError{Field: "(request)", Msg: "unexpected data after the request"}
+	}
+	if w.Messages != nil {
+		r.Messages = make([]Message, len(w.Messages))
+		for i, m := range w.Messages {
+			c, err := decodeContent(m.Content, fmt.Sprintf("messages[%d].content", i))
+			if err != nil {
+				return nil, err
+			}
+			r.Messages[i] = Message{Role: m.Role, Content: c}
+		}
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -145,10 +160,70 @@ func DecodeRequest(data []byte) (*Request, error) {
 	return &r, nil
 }
 
+// requestWire is how DecodeRequest reads a request: the fields of Request,
+// but each message's content raw, for decodeContent. (The shallower
+// messages field wins over the embedded one.)
+type requestWire struct {
+	*Request
+	Messages []messageWire `json:"messages"`
+}
+
+type messageWire struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// decodeContent reads a request message's content, a string or an array
+// of blocks, rejecting fields a block does not have.
+func decodeContent(raw json.RawMessage, field string) (Content, error) {
+	t := bytes.TrimSpace(raw)
+	switch {
+	case len(t) == 0 || string(t) == "null":
+		return nil, nil
+	case t[0] == '"':
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return nil, FieldError{Field: field, Msg: "invalid JSON: " + err.Error()}
+		}
+		return Content{{Type: BlockText, Text: s}}, nil
+	case t[0] != '[':
+		return nil, FieldError{Field: field, Msg: "expected a string or an array of blocks"}
+	}
+	var c Content
+	if err := strictUnmarshal(t, (*[]Block)(&c)); err == nil {
+		return c, nil
+	}
+	// Find the block at fault, to name it.
+	var raws []json.RawMessage
+	if err := json.Unmarshal(t, &raws); err != nil {
+		return nil, FieldError{Field: field, Msg: "invalid JSON: " + err.Error()}
+	}
+	for j, rb := range raws {
+		var b Block
+		if err := strictUnmarshal(rb, &b); err != nil {
+			at := fmt.Sprintf("%s[%d]", field, j)
+			var fe FieldError
+			if errors.As(requestError(err), &fe) && fe.Field != "(request)" && fe.Field != "" {
+				return nil, FieldError{Field: at + "." + fe.Field, Msg: fe.Msg}
+			}
+			return nil, FieldError{Field: at, Msg: "expected a block object"}
+		}
+	}
+	return nil, FieldError{Field: field, Msg: "invalid blocks"}
+}
+
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
 func requestError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return FieldError{Field: te.Field, Msg: fmt.Sprintf("expected %s, got %s", te.Type, te.Value)}
+		// Fields of the Request embedded in requestWire come out as
+		// Request.max_tokens.
+		return FieldError{Field: strings.TrimPrefix(te.Field, "Request."), Msg: fmt.Sprintf("expected %s, got %s", te.Type, te.Value)}
 	}
 	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
 		return FieldError{Field: strings.Trim(strings.TrimPrefix(s, "json: unknown field "), `"`), Msg: "unknown field"}

@@ -139,19 +139,31 @@ func TestDecodeRequest(t *testing.T) {
 	if err != nil || r.Messages[0].Content.Text() != "hi" || r.Messages[0].Content[0].Type != "text" {
 		t.Fatalf("string content: %+v %v", r, err)
 	}
+	r, err = protocol.DecodeRequest([]byte(`{"model":"m","system":"s","max_tokens":9,"messages":[{"role":"user","content":"hi"},` +
+		`{"role":"assistant","content":[{"type":"tool_call","id":"c","name":"read","input":{"path":"f"}}]},` +
+		`{"role":"tool","content":[{"type":"tool_result","id":"c","output":"ok","is_error":true}]},{"role":"user","content":null}]}`))
+	if err != nil || r.Model != "m" || r.System != "s" || r.MaxTokens != 9 || len(r.Messages) != 4 ||
+		string(r.Messages[1].Content[0].Input) != `{"path":"f"}` || r.Messages[2].Content[0].Output != "ok" || !r.Messages[2].Content[0].IsError ||
+		r.Messages[3].Content != nil {
+		t.Fatalf("blocks: %+v %v", r, err)
+	}
 	cases := map[string]string{
 		`{"messages":[]}`: "field messages: at least one message is required",
-		`{"messages":[{"role":"user","content":"x"}],"max_tokens":"lots"}`:                 "field max_tokens: expected int, got string",
-		`{"messages":[{"role":"user","content":"x"}],"temprature":0.5}`:                    "field temprature: unknown field",
-		`{"messages":[{"role":"bot","content":"x"}]}`:                                      `field messages[0].role: unknown role "bot"`,
-		`{"messages":[{"role":"user","content":[{"type":"tool_call","name":"x"}]}]}`:       "field messages[0].content[0].id: is required for a tool_call",
-		`{"messages":[{"role":"user","content":[{"type":"image"}]}]}`:                      `field messages[0].content[0].type: unknown block type "image"`,
-		`{"messages":[{"role":"user","content":"x"}]} {}`:                                  "unexpected data after the request",
-		`{"messages":[{"role":"user","content":"x"}],"thinking":{"budget_tokens":-1}}`:     "field thinking.budget_tokens: must not be negative",
-		`{"messages":[{"role":"user","content":"x"}],"tools":[{"description":"no name"}]}`: "field tools[0].name: is required",
-		`{"messages":[{"role":"user","content":[{"type":"tool_result"}]}],"max_tokens":1}`: "field messages[0].content[0].id: is required for a tool_result",
-		`{"messages":[{"role":"user","content":"x"}],"temperature":-1}`:                    "field temperature: must not be negative",
-		`{"messages":[{"role":"user","content":5}]}`:                                       "field",
+		`{"messages":[{"role":"user","content":"x"}],"max_tokens":"lots"}`:                                                           "field max_tokens: expected int, got string",
+		`{"messages":[{"role":"user","content":"x"}],"temprature":0.5}`:                                                              "field temprature: unknown field",
+		`{"messages":[{"role":"bot","content":"x"}]}`:                                                                                `field messages[0].role: unknown role "bot"`,
+		`{"messages":[{"role":"user","content":[{"type":"tool_call","name":"x"}]}]}`:                                                 "field messages[0].content[0].id: is required for a tool_call",
+		`{"messages":[{"role":"user","content":[{"type":"image"}]}]}`:                                                                `field messages[0].content[0].type: unknown block type "image"`,
+		`{"messages":[{"role":"user","content":"x"}]} {}`:                                                                            "unexpected data after the request",
+		`{"messages":[{"role":"user","content":"x"}],"thinking":{"budget_tokens":-1}}`:                                               "field thinking.budget_tokens: must not be negative",
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"description":"no name"}]}`:                                           "field tools[0].name: is required",
+		`{"messages":[{"role":"user","content":[{"type":"tool_result"}]}],"max_tokens":1}`:                                           "field messages[0].content[0].id: is required for a tool_result",
+		`{"messages":[{"role":"user","content":"x"}],"temperature":-1}`:                                                              "field temperature: must not be negative",
+		`{"messages":[{"role":"user","content":5}]}`:                                                                                 "field messages[0].content: expected a string or an array of blocks",
+		`{"messages":[{"role":"user","content":"x"},{"role":"tool","content":[{"type":"tool_result","id":"c1","content":"lost"}]}]}`: "field messages[1].content[0].content: unknown field",
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":7}]}]}`:                             "field messages[0].content[1].text: expected string, got number",
+		`{"messages":[{"role":"user","content":["x"]}]}`:                                                                             "field messages[0].content[0]: expected a block object",
+		`{"messages":[{"role":"user","content":"x","name":"me"}]}`:                                                                   "field name: unknown field",
 		`not json`: "invalid JSON",
 	}
 	for in, want := range cases {

@@ -27,7 +27,7 @@ Model ids are provider/model: anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama
 
 Replay: --replay FILE (or --model replay/FILE) answers from a recorded session with no network and no key; --record FILE appends every call made to FILE in the same format. ` + llm.ReplayFormat + `
 
-Exit status: 0 the call ended with an end event; 1 it failed (an error event with kind, retryable and status was written); 2 bad input (the error names the field); 124 --timeout expired.`
+Exit status: 0 the call ended with an end event; 1 it failed (an error event with kind, retryable and status was written); 2 bad input: malformed JSON, a field the request or one of its blocks does not have, a missing or wrong value (the error names the field, e.g. messages[1].content[0].content); 124 --timeout expired.`
 
 // CLI is pg-llm's grammar.
 type CLI struct {
