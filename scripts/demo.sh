@@ -35,9 +35,12 @@ case "${1:-}" in
 	;;
 esac
 
+# The tools come from bin/ (make demo builds them there); the e2e test
+# points POWERGLIDE_DEMO_BIN at its own.
+bin=${POWERGLIDE_DEMO_BIN:-$root/bin}
 for t in pg-queue pg-monitor pg-loop pg-llm pg-tool pg-dash; do
-	if [ ! -x "$root/bin/$t" ]; then
-		echo "demo: error: bin/$t is missing; run 'make demo' (it builds first)" >&2
+	if [ ! -x "$bin/$t" ]; then
+		echo "demo: error: $bin/$t is missing; run 'make demo' (it builds first)" >&2
 		exit 1
 	fi
 done
@@ -45,7 +48,7 @@ if ! command -v go >/dev/null; then
 	echo "demo: error: the demo repository is checked with 'go test'; go is not on PATH" >&2
 	exit 1
 fi
-export PATH="$root/bin:$PATH"
+export PATH="$bin:$PATH"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/powerglide-demo.XXXXXX")
 # None of your powerglide settings leak in: a tools dir, MCP servers or a

@@ -6,8 +6,11 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/cli"
@@ -52,6 +55,13 @@ func Params(dir string) testscript.Params {
 			for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "POWERGLIDE_CONFIG", "POWERGLIDE_MODEL"} {
 				env.Setenv(k, "")
 			}
+			// Scripts that run go (a verify, the demo's tests) share the
+			// real build and module caches: with the private HOME they
+			// would start empty and compile the standard library anew.
+			for k, v := range goEnv() {
+				env.Setenv(k, v)
+			}
+			env.Setenv("GOTOOLCHAIN", "local")
 			return os.MkdirAll(home, 0o755)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -59,6 +69,16 @@ func Params(dir string) testscript.Params {
 		},
 	}
 }
+
+// goEnv is the go command's caches and root, asked once.
+var goEnv = sync.OnceValue(func() map[string]string {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOROOT").Output()
+	v := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(v) != 3 {
+		return nil
+	}
+	return map[string]string{"GOCACHE": v[0], "GOMODCACHE": v[1], "GOROOT": v[2]}
+})
 
 func TestToolsRegistered(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join("..", "..", "cmd"))

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/cmd/pgtool"
@@ -33,23 +32,12 @@ func TestPgTool(t *testing.T) {
 			t.Errorf("the MCP test servers are not installed in %s: run scripts/test-deps.sh (make test does), or set POWERGLIDE_TEST_NO_NPM=1 to skip the MCP scripts", mcpBin)
 		}
 	}
-	goEnv := map[string]string{}
-	if out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOROOT").Output(); err == nil {
-		v := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if len(v) == 3 {
-			goEnv["GOCACHE"], goEnv["GOMODCACHE"], goEnv["GOROOT"] = v[0], v[1], v[2]
-		}
-	}
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
 			return err
 		}
 		env.Setenv("MCPBIN", mcpBin)
-		for k, v := range goEnv {
-			env.Setenv(k, v)
-		}
-		env.Setenv("GOTOOLCHAIN", "local")
 		env.Setenv("GOFLAGS", "-mod=mod")
 		return nil
 	}
