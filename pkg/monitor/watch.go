@@ -63,6 +63,30 @@ type Kill struct {
 	Members  []proc.Member `json:"members,omitempty"`
 }
 
+// killDue says whether a kill in flight needs its SIGKILL now: the grace
+// period after SIGTERM is over and none was meant yet, or one was meant
+// killRetry ago and the process still runs. A SIGKILL that was sent ends
+// a process at once, so the watcher that saved that intent died before
+// its signal went out; without a second try the worker would run on.
+// SIGKILL twice does no harm.
+func (w *Watcher) killDue(k *Kill, now time.Time) (due, again bool) {
+	if k.KillAt.IsZero() {
+		return now.Sub(k.TermAt) >= w.Opts.Grace, false
+	}
+	return now.Sub(k.KillAt) >= max(w.Opts.Grace, killRetry), true
+}
+
+// killRetry is how long a meant SIGKILL may go unseen before it is sent
+// again.
+const killRetry = 2 * time.Second
+
+func killAgain(again bool, meant time.Time) string {
+	if !again {
+		return ""
+	}
+	return fmt.Sprintf("again: a SIGKILL meant at %s did not end it; ", meant.UTC().Format(time.RFC3339))
+}
+
 // Status is one worker as `pg-monitor status` and a watch pass see it.
 type Status = protocol.WorkerStatus
 
@@ -197,7 +221,8 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				changed = true
 				continue
 			}
-			if k.KillAt.IsZero() && now.Sub(k.TermAt) >= w.Opts.Grace {
+			if due, again := w.killDue(k, now); due {
+				prev := k.KillAt
 				k.KillAt = now
 				if err := w.saveState(st); err != nil {
 					return res, err
@@ -211,7 +236,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				}
 				if sent {
 					w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
-						Reason: fmt.Sprintf("%d process(es) of its group (pid %s) still running %s after SIGTERM, after the worker ended (grace %s); %s",
+						Reason: killAgain(again, prev) + fmt.Sprintf("%d process(es) of its group (pid %s) still running %s after SIGTERM, after the worker ended (grace %s); %s",
 							len(left), pids(left), round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})
 				}
 			}
@@ -222,9 +247,11 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			k.Members = m
 			changed = true
 		}
-		if k.KillAt.IsZero() && now.Sub(k.TermAt) >= w.Opts.Grace {
+		if due, again := w.killDue(k, now); due {
 			// Write ahead: the intent is saved before the signal, so a
-			// watcher killed in between never leads to a second one.
+			// watcher killed in between never leads to a second one
+			// (unless the process outlives the intent: see killDue).
+			prev := k.KillAt
 			k.KillAt = now
 			if err := w.saveState(st); err != nil {
 				return res, err
@@ -238,7 +265,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			}
 			if sent {
 				w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
-					Reason: fmt.Sprintf("still running %s after SIGTERM (grace %s); %s", round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})
+					Reason: killAgain(again, prev) + fmt.Sprintf("still running %s after SIGTERM (grace %s); %s", round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})
 				waitGone(ctx, k.PID, k.PIDStart, 200*time.Millisecond)
 			}
 		}

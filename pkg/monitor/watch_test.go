@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -178,6 +179,47 @@ func TestPassGrace(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	<-done
+}
+
+// A watcher killed after saving its SIGKILL intent but before sending it
+// leaves the worker running with KillAt set: the next watcher sends the
+// SIGKILL once the intent is killRetry old, rather than wait forever.
+func TestPassKillIntentLost(t *testing.T) {
+	w, _ := newWatcher(t)
+	pid, start, done := sleeper(t, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
+	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: w.Host, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := w.loadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	st.Kills["1"] = &Kill{PID: pid, PIDStart: start, TermAt: now.Add(-time.Minute), KillAt: now.Add(-time.Second), Reason: "stale: test"}
+	if err := w.saveState(st); err != nil {
+		t.Fatal(err)
+	}
+	// A second old intent is not yet overdue: nothing is sent.
+	if got := actions(pass(t, w)); got != "" {
+		t.Fatalf("pass within killRetry: %q", got)
+	}
+	st, _ = w.loadState()
+	st.Kills["1"].KillAt = now.Add(-killRetry - time.Second)
+	if err := w.saveState(st); err != nil {
+		t.Fatal(err)
+	}
+	res := pass(t, w)
+	if got := actions(res); got != "sigkill:1: " {
+		t.Fatalf("pass after the lost intent: %q", got)
+	}
+	if r := res.Events[0].Reason; !strings.Contains(r, "again: a SIGKILL meant at") {
+		t.Fatalf("reason %q", r)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker survived the second SIGKILL")
+	}
 }
 
 // When SIGTERM ends a stale worker's leader but a member of its process

@@ -49,7 +49,9 @@ once. Every action is appended to events.jsonl with its reason.
 
 Several watchers may run at once (a run supervisor, cron, a person): a pass holds an flock on
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each
-action is taken once.`,
+action is taken once. A signal is recorded before it is sent; a watcher killed in between leaves
+its SIGKILL meant but not sent, and the next watcher sends it when the process still runs 2s
+(or --grace, if longer) later.`,
 		CLI:     &CLI{},
 		Schemas: []string{"worker-status", "worker", "journal-event"},
 	}
