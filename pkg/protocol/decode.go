@@ -145,14 +145,11 @@ func DecodeRequest(data []byte) (*Request, error) {
 		return nil, FieldError{Field: "(request)", Msg: "unexpected data after the request"}
 	}
 	if w.Messages != nil {
-		r.Messages = make([]Message, len(w.Messages))
-		for i, m := range w.Messages {
-			c, err := decodeContent(m.Content, fmt.Sprintf("messages[%d].content", i))
-			if err != nil {
-				return nil, err
-			}
-			r.Messages[i] = Message{Role: m.Role, Content: c}
+		msgs, err := decodeMessages(w.Messages)
+		if err != nil {
+			return nil, err
 		}
+		r.Messages = msgs
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -171,6 +168,52 @@ type requestWire struct {
 type messageWire struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+}
+
+// decodeMessages reads the messages' contents: strings directly, and the
+// block arrays all at once, with one strict decoder over a list of them
+// (a decoder per message would cost more than the decoding). When that
+// fails, decodeContent finds the message and the block at fault.
+func decodeMessages(ws []messageWire) ([]Message, error) {
+	out := make([]Message, len(ws))
+	var buf []byte
+	var arrays []int // indexes of the messages whose content is an array
+	for i, m := range ws {
+		out[i].Role = m.Role
+		t := bytes.TrimSpace(m.Content)
+		if len(t) > 0 && t[0] == '[' {
+			if len(arrays) == 0 {
+				buf = append(buf, '[')
+			} else {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, t...)
+			arrays = append(arrays, i)
+			continue
+		}
+		c, err := decodeContent(t, fmt.Sprintf("messages[%d].content", i))
+		if err != nil {
+			return nil, err
+		}
+		out[i].Content = c
+	}
+	if len(arrays) == 0 {
+		return out, nil
+	}
+	buf = append(buf, ']')
+	var all [][]Block
+	if err := strictUnmarshal(buf, &all); err != nil || len(all) != len(arrays) {
+		for _, i := range arrays {
+			if _, err := decodeContent(ws[i].Content, fmt.Sprintf("messages[%d].content", i)); err != nil {
+				return nil, err
+			}
+		}
+		return nil, FieldError{Field: "messages", Msg: "invalid content"}
+	}
+	for j, i := range arrays {
+		out[i].Content = all[j]
+	}
+	return out, nil
 }
 
 // decodeContent reads a request message's content, a string or an array
