@@ -50,8 +50,9 @@ type State struct {
 	Dead  map[string]string `json:"dead"`  // worker name -> "pid/start" whose tasks were released
 }
 
-// Kill is a stop in progress: SIGTERM sent at TermAt, SIGKILL at KillAt
-// (zero until sent). Members are the processes of the worker's group seen
+// Kill is a stop in progress: SIGTERM sent at TermAt, SIGKILL meant at
+// KillAt (zero until then) and sent when KillSent. Members are the
+// processes of the worker's group seen
 // while its leader lived: when the leader ends first, they prove that the
 // group still left is the same one (see proc.SignalLeftovers).
 type Kill struct {
@@ -59,32 +60,37 @@ type Kill struct {
 	PIDStart string        `json:"pid_start"`
 	TermAt   time.Time     `json:"term_at"`
 	KillAt   time.Time     `json:"kill_at,omitzero"`
+	KillSent bool          `json:"kill_sent,omitempty"`
 	Reason   string        `json:"reason"`
 	Members  []proc.Member `json:"members,omitempty"`
 }
 
 // killDue says whether a kill in flight needs its SIGKILL now: the grace
 // period after SIGTERM is over and none was meant yet, or one was meant
-// killRetry ago and the process still runs. A SIGKILL that was sent ends
-// a process at once, so the watcher that saved that intent died before
-// its signal went out; without a second try the worker would run on.
-// SIGKILL twice does no harm.
+// killRetry ago but never recorded as sent. The intent is saved before
+// the signal and KillSent after it, so the watcher that saved it died in
+// between; without a second try the worker would run on. A SIGKILL that
+// was sent is never repeated, even when the process outlives it (a
+// process in uninterruptible sleep): the kill stays in flight.
 func (w *Watcher) killDue(k *Kill, now time.Time) (due, again bool) {
-	if k.KillAt.IsZero() {
+	switch {
+	case k.KillAt.IsZero():
 		return now.Sub(k.TermAt) >= w.Opts.Grace, false
+	case k.KillSent:
+		return false, false
 	}
 	return now.Sub(k.KillAt) >= max(w.Opts.Grace, killRetry), true
 }
 
-// killRetry is how long a meant SIGKILL may go unseen before it is sent
-// again.
+// killRetry is how long a SIGKILL meant but not recorded as sent waits
+// before the next watcher sends it.
 const killRetry = 2 * time.Second
 
 func killAgain(again bool, meant time.Time) string {
 	if !again {
 		return ""
 	}
-	return fmt.Sprintf("again: a SIGKILL meant at %s did not end it; ", meant.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("a SIGKILL meant at %s was never sent (its watcher died); ", meant.UTC().Format(time.RFC3339))
 }
 
 // Status is one worker as `pg-monitor status` and a watch pass see it.
@@ -234,6 +240,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 					changed = true
 					continue
 				}
+				k.KillSent, changed = true, true
 				if sent {
 					w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
 						Reason: killAgain(again, prev) + fmt.Sprintf("%d process(es) of its group (pid %s) still running %s after SIGTERM, after the worker ended (grace %s); %s",
@@ -249,8 +256,8 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 		}
 		if due, again := w.killDue(k, now); due {
 			// Write ahead: the intent is saved before the signal, so a
-			// watcher killed in between never leads to a second one
-			// (unless the process outlives the intent: see killDue).
+			// watcher killed in between never leads to a second one,
+			// except when its signal never went out (see killDue).
 			prev := k.KillAt
 			k.KillAt = now
 			if err := w.saveState(st); err != nil {
@@ -263,6 +270,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				changed = true
 				continue
 			}
+			k.KillSent, changed = true, true
 			if sent {
 				w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
 					Reason: killAgain(again, prev) + fmt.Sprintf("still running %s after SIGTERM (grace %s); %s", round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})

@@ -212,13 +212,23 @@ func TestPassKillIntentLost(t *testing.T) {
 	if got := actions(res); got != "sigkill:1: " {
 		t.Fatalf("pass after the lost intent: %q", got)
 	}
-	if r := res.Events[0].Reason; !strings.Contains(r, "again: a SIGKILL meant at") {
+	if r := res.Events[0].Reason; !strings.Contains(r, "was never sent (its watcher died)") {
 		t.Fatalf("reason %q", r)
 	}
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the worker survived the second SIGKILL")
+	}
+	// A SIGKILL recorded as sent is never repeated, even when its process
+	// outlives it (uninterruptible sleep): each action is taken once.
+	k := &Kill{TermAt: now.Add(-time.Hour), KillAt: now.Add(-time.Hour), KillSent: true}
+	if due, _ := w.killDue(k, now); due {
+		t.Fatal("a sent SIGKILL is due again")
+	}
+	k.KillSent = false
+	if due, again := w.killDue(k, now); !due || !again {
+		t.Fatal("a SIGKILL meant an hour ago and never sent is not due")
 	}
 }
 

@@ -481,9 +481,9 @@ func (s Store) Kill(ctx context.Context, name string, sig syscall.Signal, grace 
 	return s.Wait(wctx, name)
 }
 
-// continueHolder sends SIGCONT to a holder that is stopped (SIGSTOP, or
-// Ctrl-Z in the terminal that started it): a stopped holder cannot see
-// its program end and record it, and kill would wait in vain.
+// continueHolder sends SIGCONT to a holder that is stopped (SIGSTOP or
+// SIGTSTP sent to it: it has no controlling terminal): a stopped holder
+// cannot see its program end and record it, and kill would wait in vain.
 func continueHolder(st *protocol.PtySession) {
 	if !proc.Matches(st.HolderPID, st.HolderStart) {
 		return

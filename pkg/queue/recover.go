@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -261,25 +262,49 @@ func (s *state) rebuildHeader(dir string, got header) error {
 
 // Settle finishes the last change when its writer was killed before
 // appending its events (or renaming a rewritten archive), as the next
-// change would. It takes the team lock.
-func (q *Queue) Settle() error {
-	return q.mutate(func(*state, time.Time, *change) error { return nil })
+// change would. It never waits for the team lock: when another process
+// holds it, Settle does nothing and reports false (a writer settles what
+// it loaded before its own change). It keeps no state cached.
+func (q *Queue) Settle() (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	lk := flock.New(q.dir.Lock())
+	ok, err := lk.TryLock()
+	if err != nil {
+		return false, fmt.Errorf("lock %s: %w", q.dir.Lock(), err)
+	}
+	if !ok {
+		return false, nil
+	}
+	defer lk.Close()
+	defer q.drop()
+	s, err := q.current()
+	if err != nil {
+		return false, err
+	}
+	if err := q.settle(s); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // SettleWhenQuiet is for readers that follow events.jsonl (pg-queue
 // watch): a killed writer's events would otherwise reach them only at the
 // next change. It settles at once, then each time task-queue.json has
 // changed and stayed unchanged for quiet; a busy queue is settled by its
-// own writers. It runs until ctx ends; errors go to onErr.
+// own writers. A settle that finds the lock taken is tried again a period
+// later. It runs until ctx ends; errors go to onErr.
 func (q *Queue) SettleWhenQuiet(ctx context.Context, quiet time.Duration, onErr func(error)) {
-	settle := func() {
-		if err := q.Settle(); err != nil && onErr != nil {
+	// pending: a version not known to be settled yet.
+	settle := func() (pending bool) {
+		done, err := q.Settle()
+		if err != nil && onErr != nil {
 			onErr(err)
 		}
+		return !done && err == nil
 	}
-	settle()
-	last, _ := q.stamp()
-	changed := false
+	last, _ := q.stamp() // before the first settle, so no version slips between them
+	changed := settle()
 	t := time.NewTicker(quiet)
 	defer t.Stop()
 	for {
@@ -293,8 +318,7 @@ func (q *Queue) SettleWhenQuiet(ctx context.Context, quiet time.Duration, onErr 
 		case now != last:
 			last, changed = now, true
 		case changed:
-			changed = false
-			settle()
+			changed = settle()
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
@@ -115,10 +116,41 @@ func TestSettleWhenQuiet(t *testing.T) {
 	if _, err := reopen(t, q).Release("b", 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := reopen(t, q).Settle(); err != nil {
-		t.Fatal(err)
+	if ok, err := reopen(t, q).Settle(); err != nil || !ok {
+		t.Fatal(ok, err)
 	}
 	waitOps("add a,add b,claim a,claim b,release b")
+
+	// While another process holds the team lock (a writer, or a person
+	// editing by hand under flock), a settle does not wait for it: it
+	// returns at once and is tried again, so watch --count, --for and
+	// Ctrl-C never hang on the lock.
+	resume = killing(t, "archived")
+	if _, err := reopen(t, q).Claim("w", time.Minute); !errors.Is(err, errCrashed) {
+		t.Fatalf("claim: %v", err)
+	}
+	resume()
+	lk := flock.New(q.Dir().Lock())
+	if err := lk.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := reopen(t, q).Settle(); err != nil || ok {
+		t.Fatalf("settle under a held lock: %v %v", ok, err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		watcher.SettleWhenQuiet(ctx, 20*time.Millisecond, func(err error) { t.Errorf("settle: %v", err) })
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if got := strings.Join(ops(t, q), ","); got != "add a,add b,claim a,claim b,release b" {
+		t.Fatalf("journal changed under a held lock: %s", got)
+	}
+	lk.Unlock()
+	waitOps("add a,add b,claim a,claim b,release b,claim b")
+	cancel()
+	<-done
 	checkFiles(t, q)
 }
 

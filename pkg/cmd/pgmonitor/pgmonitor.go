@@ -49,9 +49,9 @@ once. Every action is appended to events.jsonl with its reason.
 
 Several watchers may run at once (a run supervisor, cron, a person): a pass holds an flock on
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each
-action is taken once. A signal is recorded before it is sent; a watcher killed in between leaves
-its SIGKILL meant but not sent, and the next watcher sends it when the process still runs 2s
-(or --grace, if longer) later.`,
+action is taken once. A signal is recorded before it is sent and again after: a SIGKILL left
+meant but not sent by a watcher killed in between is sent by a later pass, once, 2s (or --grace,
+if longer) after it was meant; a SIGKILL that was sent is never repeated.`,
 		CLI:     &CLI{},
 		Schemas: []string{"worker-status", "worker", "journal-event"},
 	}

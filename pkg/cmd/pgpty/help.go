@@ -74,7 +74,7 @@ Examples:
 
 // Help details kill.
 func (c *KillCmd) Help() string {
-	return `The signal (default SIGHUP, as when a terminal closes) goes to the program's process group and to the other process groups of its terminal session, such as an interactive shell's jobs. SIGKILL follows when the program has not ended after --grace. The holder then records the end and exits (a stopped holder, SIGSTOP or Ctrl-Z, is sent SIGCONT so it can); the session's files stay until clean. A dead session's orphaned program is killed too.
+	return `The signal (default SIGHUP, as when a terminal closes) goes to the program's process group and to the other process groups of its terminal session, such as an interactive shell's jobs. SIGKILL follows when the program has not ended after --grace. The holder then records the end and exits (a holder stopped by SIGSTOP or SIGTSTP is sent SIGCONT so it can); the session's files stay until clean. A dead session's orphaned program is killed too.
 
 Examples:
   $ pg-pty kill sh

@@ -611,7 +611,7 @@ type WatchCmd struct {
 func (c *WatchCmd) Help() string {
 	return `Prints each line appended to events.jsonl, as tail -f would, and copes with a journal that appears late, is truncated or is replaced. With --jq, each record goes through the filter instead.
 
-A pg-queue killed after committing a change but before journaling it leaves its events for the next change to append. watch appends them itself, under the team lock, when it starts and whenever task-queue.json has changed and then been quiet for a second, so a quiet team's journal is never left short.
+A pg-queue killed after committing a change but before journaling it leaves its events for the next change to append. watch appends them itself, under the team lock, when it starts and whenever task-queue.json has changed and then been quiet for a second, so a quiet team's journal is never left short. It never waits for the lock: while another process holds it, watch tries again a second later.
 
 Examples:
   $ pg-queue watch --jq 'select(.op == "complete") | .task' -r
