@@ -40,6 +40,13 @@ func (e *ModelError) Error() string {
 // Auth reports an authentication failure, which no retry can fix.
 func (e *ModelError) Auth() bool { return e.Event.Kind == protocol.KindAuth }
 
+// NoModel reports a model the provider does not have (HTTP 404, e.g. an
+// Ollama model never pulled): every task would fail the same way.
+func (e *ModelError) NoModel() bool { return e.Event.Status == 404 }
+
+// Unrecoverable reports a model failure that ends the run, not the task.
+func (e *ModelError) Unrecoverable() bool { return e.Auth() || e.NoModel() }
+
 // shellCommand runs cmd through sh, so components are given as shell
 // command lines ('pg-llm serve', 'python3 my-model.py'); args follow as
 // "$@".

@@ -761,7 +761,7 @@ func (r *Runner) modelFailure(err error) (Input, string) {
 	msg := err.Error()
 	r.updateWorker(func(w *protocol.Worker) { w.LastError = &msg })
 	var me *ModelError
-	if errors.As(err, &me) && me.Auth() {
+	if errors.As(err, &me) && me.Unrecoverable() {
 		return r.fatal(err)
 	}
 	if errors.As(err, &me) {

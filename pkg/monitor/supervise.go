@@ -417,7 +417,7 @@ func lastLine(path string, off int64) string {
 //     a new process would start the limit afresh;
 //   - the last line of its stderr says "unrecoverable" (pg-loop's
 //     "error: unrecoverable: ..." when the provider rejects its
-//     credentials).
+//     credentials or does not have its model).
 //
 // Crashes, signals and other failures (<POWERGLIDE_ERROR> after a model
 // or queue error, say) may heal, and are restarted with backoff.

@@ -20,7 +20,7 @@ import (
 )
 
 const description = `The Ralph loop: one worker taking tasks and working them with a model and tools until they pass their checks.
-pg-loop runs a state machine (idle → load_tasks → pick_task → thinking → tool_call → executing → observing → … → verify → commit → pick_task … → done | failed) and writes one JSON event per line on stdout: every state transition, the model's answers, tool calls and results, verify runs, commits, limits and tasks. On a terminal the events are shown readably; --json forces JSON Lines. The last stdout line is <POWERGLIDE_DONE> when every task has ended, or <POWERGLIDE_ERROR> when the run could not go on (a provider auth error included). In team mode every task means the queue's: a worker that finds nothing claimable while tasks are still blocked or claimed by other workers waits for one (pg-queue stats says when the queue is drained), so pg-monitor never retires a worker that work may still come to; --idle-wait bounds that wait (then exit 3, no marker).
+pg-loop runs a state machine (idle → load_tasks → pick_task → thinking → tool_call → executing → observing → … → verify → commit → pick_task … → done | failed) and writes one JSON event per line on stdout: every state transition, the model's answers, tool calls and results, verify runs, commits, limits and tasks. On a terminal the events are shown readably; --json forces JSON Lines. The last stdout line is <POWERGLIDE_DONE> when every task has ended, or <POWERGLIDE_ERROR> when the run could not go on (a provider auth error included, and a model the provider does not have: HTTP 404). In team mode every task means the queue's: a worker that finds nothing claimable while tasks are still blocked or claimed by other workers waits for one (pg-queue stats says when the queue is drained), so pg-monitor never retires a worker that work may still come to; --idle-wait bounds that wait (then exit 3, no marker).
 
 Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
 
@@ -271,8 +271,8 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		if res.Err != nil {
 			msg = res.Err.Error()
 		}
-		if errors.As(res.Err, &me) && me.Auth() {
-			msg, kind = "unrecoverable: "+msg, "auth"
+		if errors.As(res.Err, &me) && me.Unrecoverable() {
+			msg, kind = "unrecoverable: "+msg, me.Event.Kind
 		}
 		return runError(cli.ExitFailure, kind, msg)
 	case res.Limit:
