@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -169,7 +170,7 @@ func (r *Replay) Stream(ctx context.Context, file string, req *protocol.Request,
 		switch ev := v.(type) {
 		case *protocol.StartEvent:
 			started = true
-			em.Start("replay", firstNonEmpty(ev.Model, c.Model, "replay/"+file), ev.RequestID)
+			em.Start("replay", cmp.Or(ev.Model, c.Model, "replay/"+file), ev.RequestID)
 		case *protocol.TextEvent:
 			content = true
 			em.Text(ev.Text)
@@ -197,7 +198,7 @@ func (r *Replay) Stream(ctx context.Context, file string, req *protocol.Request,
 		return nil, &Error{Kind: protocol.KindNetwork, Message: fmt.Sprintf("replay %s: the recorded call has no end event (a cut-off recording)", r.path), noRetry: true}
 	}
 	if !started {
-		em.Start("replay", firstNonEmpty(c.Model, end.Model, "replay/"+file), "")
+		em.Start("replay", cmp.Or(c.Model, end.Model, "replay/"+file), "")
 	}
 	if !content {
 		for _, b := range end.Message.Content {
@@ -284,13 +285,4 @@ func withID(ev any, id string) any {
 		return &c
 	}
 	return ev
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -158,7 +158,7 @@ func DecodeRequest(data []byte) (*Request, error) {
 }
 
 // requestWire is how DecodeRequest reads a request: the fields of Request,
-// but each message's content raw, for decodeContent. (The shallower
+// but each message's content raw, for decodeMessages. (The shallower
 // messages field wins over the embedded one.)
 type requestWire struct {
 	*Request
@@ -173,7 +173,7 @@ type messageWire struct {
 // decodeMessages reads the messages' contents: strings directly, and the
 // block arrays all at once, with one strict decoder over a list of them
 // (a decoder per message would cost more than the decoding). When that
-// fails, decodeContent finds the message and the block at fault.
+// fails, blockError finds the message and the block at fault.
 func decodeMessages(ws []messageWire) ([]Message, error) {
 	out := make([]Message, len(ws))
 	var buf []byte
@@ -191,7 +191,7 @@ func decodeMessages(ws []messageWire) ([]Message, error) {
 			arrays = append(arrays, i)
 			continue
 		}
-		c, err := decodeContent(t, fmt.Sprintf("messages[%d].content", i))
+		c, err := scalarContent(t, contentField(i))
 		if err != nil {
 			return nil, err
 		}
@@ -202,13 +202,13 @@ func decodeMessages(ws []messageWire) ([]Message, error) {
 	}
 	buf = append(buf, ']')
 	var all [][]Block
-	if err := strictUnmarshal(buf, &all); err != nil || len(all) != len(arrays) {
+	if err := strictUnmarshal(buf, &all); err != nil {
 		for _, i := range arrays {
-			if _, err := decodeContent(ws[i].Content, fmt.Sprintf("messages[%d].content", i)); err != nil {
+			if err := blockError(ws[i].Content, contentField(i)); err != nil {
 				return nil, err
 			}
 		}
-		return nil, FieldError{Field: "messages", Msg: "invalid content"}
+		return nil, FieldError{Field: "messages", Msg: "invalid content: " + err.Error()}
 	}
 	for j, i := range arrays {
 		out[i].Content = all[j]
@@ -216,10 +216,11 @@ func decodeMessages(ws []messageWire) ([]Message, error) {
 	return out, nil
 }
 
-// decodeContent reads a request message's content, a string or an array
-// of blocks, rejecting fields a block does not have.
-func decodeContent(raw json.RawMessage, field string) (Content, error) {
-	t := bytes.TrimSpace(raw)
+func contentField(i int) string { return fmt.Sprintf("messages[%d].content", i) }
+
+// scalarContent reads a content that is not an array of blocks: absent,
+// null, or a string (one text block).
+func scalarContent(t []byte, field string) (Content, error) {
 	switch {
 	case len(t) == 0 || string(t) == "null":
 		return nil, nil
@@ -229,17 +230,16 @@ func decodeContent(raw json.RawMessage, field string) (Content, error) {
 			return nil, FieldError{Field: field, Msg: "invalid JSON: " + err.Error()}
 		}
 		return Content{{Type: BlockText, Text: s}}, nil
-	case t[0] != '[':
-		return nil, FieldError{Field: field, Msg: "expected a string or an array of blocks"}
 	}
-	var c Content
-	if err := strictUnmarshal(t, (*[]Block)(&c)); err == nil {
-		return c, nil
-	}
-	// Find the block at fault, to name it.
+	return nil, FieldError{Field: field, Msg: "expected a string or an array of blocks"}
+}
+
+// blockError names the first block of an array that does not decode
+// strictly, with the field at fault; nil when every block does.
+func blockError(raw json.RawMessage, field string) error {
 	var raws []json.RawMessage
-	if err := json.Unmarshal(t, &raws); err != nil {
-		return nil, FieldError{Field: field, Msg: "invalid JSON: " + err.Error()}
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return FieldError{Field: field, Msg: "invalid JSON: " + err.Error()}
 	}
 	for j, rb := range raws {
 		var b Block
@@ -247,12 +247,12 @@ func decodeContent(raw json.RawMessage, field string) (Content, error) {
 			at := fmt.Sprintf("%s[%d]", field, j)
 			var fe FieldError
 			if errors.As(requestError(err), &fe) && fe.Field != "(request)" && fe.Field != "" {
-				return nil, FieldError{Field: at + "." + fe.Field, Msg: fe.Msg}
+				return FieldError{Field: at + "." + fe.Field, Msg: fe.Msg}
 			}
-			return nil, FieldError{Field: at, Msg: "expected a block object"}
+			return FieldError{Field: at, Msg: "expected a block object"}
 		}
 	}
-	return nil, FieldError{Field: field, Msg: "invalid blocks"}
+	return nil
 }
 
 func strictUnmarshal(data []byte, v any) error {

@@ -34,17 +34,24 @@ func ops(t *testing.T, q *Queue) []string {
 	return out
 }
 
+// killedClaim claims as a writer killed after replacing task-queue.json
+// but before appending its events.
+func killedClaim(t *testing.T, q *Queue) {
+	t.Helper()
+	resume := killing(t, "archived")
+	defer resume()
+	if _, err := q.Claim("w", time.Minute); !errors.Is(err, errCrashed) {
+		t.Fatalf("claim: %v", err)
+	}
+}
+
 // TestJournalAfterKill: a writer killed after replacing task-queue.json but
 // before appending its events loses none of them: the next writer appends
 // them, once, before its own.
 func TestJournalAfterKill(t *testing.T) {
 	q, _ := open(t)
 	add(t, q, protocol.Task{ID: "a", Title: "a"}, protocol.Task{ID: "b", Title: "b"})
-	resume := killing(t, "archived")
-	if _, err := q.Claim("w", time.Minute); !errors.Is(err, errCrashed) {
-		t.Fatalf("claim: %v", err)
-	}
-	resume()
+	killedClaim(t, q)
 	// The claim is committed: a reader sees it before the journal does.
 	q2 := reopen(t, q)
 	if got, _ := q2.Show("a"); got.Status != protocol.StatusClaimed {
@@ -77,18 +84,19 @@ func TestJournalAfterKill(t *testing.T) {
 func TestSettleWhenQuiet(t *testing.T) {
 	q, _ := open(t)
 	add(t, q, protocol.Task{ID: "a", Title: "a"}, protocol.Task{ID: "b", Title: "b"})
-	resume := killing(t, "archived")
-	if _, err := q.Claim("w", time.Minute); !errors.Is(err, errCrashed) {
-		t.Fatalf("claim: %v", err)
-	}
-	resume()
+	killedClaim(t, q)
 	watcher := reopen(t, q)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		watcher.SettleWhenQuiet(ctx, 20*time.Millisecond, func(err error) { t.Errorf("settle: %v", err) })
-	}()
+	// follow runs the watcher's settling until the returned stop.
+	follow := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			watcher.SettleWhenQuiet(ctx, 20*time.Millisecond, func(err error) { t.Errorf("settle: %v", err) })
+		}()
+		return func() { cancel(); <-done }
+	}
+	stop := follow()
 	waitOps := func(want string) {
 		t.Helper()
 		for i := 0; ; i++ {
@@ -104,14 +112,9 @@ func TestSettleWhenQuiet(t *testing.T) {
 	}
 	waitOps("add a,add b,claim a") // settled at the start
 	// A second killed writer, while the follower runs.
-	resume = killing(t, "archived")
-	if _, err := reopen(t, q).Claim("w", time.Minute); !errors.Is(err, errCrashed) {
-		t.Fatalf("claim: %v", err)
-	}
-	resume()
+	killedClaim(t, reopen(t, q))
 	waitOps("add a,add b,claim a,claim b")
-	cancel()
-	<-done
+	stop()
 	// Settled versions are not settled twice.
 	if _, err := reopen(t, q).Release("b", 2); err != nil {
 		t.Fatal(err)
@@ -125,11 +128,7 @@ func TestSettleWhenQuiet(t *testing.T) {
 	// editing by hand under flock), a settle does not wait for it: it
 	// returns at once and is tried again, so watch --count, --for and
 	// Ctrl-C never hang on the lock.
-	resume = killing(t, "archived")
-	if _, err := reopen(t, q).Claim("w", time.Minute); !errors.Is(err, errCrashed) {
-		t.Fatalf("claim: %v", err)
-	}
-	resume()
+	killedClaim(t, reopen(t, q))
 	lk := flock.New(q.Dir().Lock())
 	if err := lk.Lock(); err != nil {
 		t.Fatal(err)
@@ -137,20 +136,14 @@ func TestSettleWhenQuiet(t *testing.T) {
 	if ok, err := reopen(t, q).Settle(); err != nil || ok {
 		t.Fatalf("settle under a held lock: %v %v", ok, err)
 	}
-	ctx, cancel = context.WithCancel(context.Background())
-	done = make(chan struct{})
-	go func() {
-		defer close(done)
-		watcher.SettleWhenQuiet(ctx, 20*time.Millisecond, func(err error) { t.Errorf("settle: %v", err) })
-	}()
+	stop = follow()
 	time.Sleep(100 * time.Millisecond)
 	if got := strings.Join(ops(t, q), ","); got != "add a,add b,claim a,claim b,release b" {
 		t.Fatalf("journal changed under a held lock: %s", got)
 	}
 	lk.Unlock()
 	waitOps("add a,add b,claim a,claim b,release b,claim b")
-	cancel()
-	<-done
+	stop()
 	checkFiles(t, q)
 }
 
