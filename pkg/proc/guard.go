@@ -93,9 +93,6 @@ func CheckWorker(pid int) error {
 	if pid <= 1 {
 		return refuse("pid %d cannot be a worker (pids 1 and below are never signalled)", pid)
 	}
-	if pid == os.Getpid() {
-		return refuse("pid %d is this process", pid)
-	}
 	s, err := ReadStat(pid)
 	if err != nil {
 		return err
