@@ -129,13 +129,16 @@ func (w *Watcher) probe(rd *reader, r *protocol.Worker) Process {
 	if r.PID <= 0 || r.PIDStart == "" || (r.Host != "" && w.Host != "" && r.Host != w.Host) {
 		return ProcUnknown
 	}
+	if !rd.matches(r.PID, r.PIDStart) {
+		return ProcGone
+	}
 	if refused(r) != nil {
-		return ProcUnknown // never acted on; the pass warns
+		// pid 1, this process or an ancestor, with the recorded start
+		// time: never signalled, and its tasks are not released while
+		// it runs. The pass warns.
+		return ProcUnknown
 	}
-	if rd.matches(r.PID, r.PIDStart) {
-		return ProcRunning
-	}
-	return ProcGone
+	return ProcRunning
 }
 
 // refused says why the process of record r must never be signalled (pid
@@ -305,10 +308,10 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 	var orphaned []*protocol.Worker // process gone: release its tasks
 	reasons := map[string]string{}
 	for _, r := range recs {
-		if err := refused(r); err != nil {
+		p := w.probe(rd, r)
+		if err := refused(r); err != nil && p == ProcUnknown {
 			res.Errors = append(res.Errors, fmt.Errorf("worker %s: pid %d is never acted on: %w", r.Worker, r.PID, err))
 		}
-		p := w.probe(rd, r)
 		v := Classify(r, now, p, w.Opts)
 		switch {
 		case (v.Liveness == Stale || v.Liveness == Stuck) && p == ProcRunning:
