@@ -171,5 +171,3 @@ func VelocityDelay(v float64) time.Duration {
 	}
 	return time.Duration(float64(time.Second) / v)
 }
-
-
