@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -34,14 +33,14 @@ import (
 )
 
 // File is the ledger's name in the team directory.
-const File = "budget.json"
+const File = teamdir.BudgetFile
 
 // DefaultTTL bounds a reservation whose process cannot be checked (another
 // host) or that never settles: no model call runs this long.
 const DefaultTTL = 30 * time.Minute
 
 // Path is budget.json of the team.
-func Path(d teamdir.Dir) string { return filepath.Join(d.Path(), File) }
+func Path(d teamdir.Dir) string { return d.Budget() }
 
 // Read reads the team's ledger; os.ErrNotExist when the team has none.
 func Read(d teamdir.Dir) (*protocol.TeamBudget, error) {
