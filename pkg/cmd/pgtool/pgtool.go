@@ -29,7 +29,7 @@ Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_se
 
 External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.`,
 		CLI:     &CLI{},
-		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output"},
+		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output", "tool-sandbox"},
 	}
 }
 
@@ -48,10 +48,17 @@ type CLI struct {
 	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
 	MaxOutput     int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
 	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output)." placeholder:"DIR"`
+	Sandbox       string        `help:"Sandbox of every command pg-tool starts (bash, external tools, MCP servers, terminal programs): workspace-write (writes only in --root, a private TMPDIR and build caches; no network), read-only (writes only in the private TMPDIR) or off (default workspace-write)." config:"sandbox" env:"POWERGLIDE_SANDBOX" placeholder:"MODE"`
+	AllowWrite    []string      `name:"allow-write" help:"Let sandboxed commands write in PATH too (repeatable)." placeholder:"PATH"`
+	AllowNet      bool          `name:"allow-net" help:"Let sandboxed commands use the network and unix sockets."`
+	DenyRead      []string      `name:"deny-read" help:"Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable)." placeholder:"PATH"`
+	PassEnv       []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable)." placeholder:"NAME"`
 
-	List  ListCmd  `cmd:"" help:"Print the tool definitions as a JSON array."`
-	Call  CallCmd  `cmd:"" help:"Run one tool call and print its result."`
-	Serve ServeCmd `cmd:"" help:"Run calls read as JSON lines from stdin; write one result line each."`
+	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
+	Call        CallCmd        `cmd:"" help:"Run one tool call and print its result."`
+	Serve       ServeCmd       `cmd:"" help:"Run calls read as JSON lines from stdin; write one result line each."`
+	SandboxInfo SandboxCmd     `cmd:"" name:"sandbox" help:"Print the sandbox mode in force and what enforces each rule on this machine, as JSON."`
+	SandboxExec SandboxExecCmd `cmd:"" name:"sandbox-exec" hidden:"" help:"Run a command under a sandbox policy (used by pg-tool itself)."`
 }
 
 // session builds the tool session from the flags and the configuration.
@@ -68,6 +75,10 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 	if outDir == "" {
 		outDir = filepath.Join(cfg.String("home"), "tool-output")
 	}
+	sb, err := c.sandbox(rt, cfg)
+	if err != nil {
+		return nil, err
+	}
 	s, err := tool.NewSession(tool.Options{
 		Root:          c.Root,
 		Preset:        c.Preset,
@@ -82,9 +93,13 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		OutputDir:     outDir,
 		PersistCwd:    persistCwd,
 		Env:           rt.IO.Env,
+		PassEnv:       c.PassEnv,
+		Sandbox:       sb,
+		Helper:        helperBinary(),
 		Log:           rt.IO.Err,
 	})
 	if err != nil {
+		sb.Close()
 		return nil, cli.Usagef("%v", err)
 	}
 	return s, nil

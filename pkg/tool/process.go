@@ -1,0 +1,131 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/sandbox"
+)
+
+// env is the environment of the commands a session starts: the
+// allow-listed variables of Options.Env (or the process's), --pass-env,
+// and the sandbox's TMPDIR.
+func (s *Session) env() []string {
+	env := s.opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	return s.sandbox.Env(env, s.opts.PassEnv)
+}
+
+// ptyEnv is pg-pty's environment: the commands' one plus what pg-pty needs
+// to find its sessions and settings. The programs it runs inherit it.
+func (s *Session) ptyEnv() []string {
+	env := s.env()
+	src := s.opts.Env
+	if src == nil {
+		src = os.Environ()
+	}
+	for _, kv := range src {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "POWERGLIDE_HOME" || name == "POWERGLIDE_CONFIG" || strings.HasPrefix(name, "POWERGLIDE_PTY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// runGroup runs a command under the session's sandbox and kills every
+// process it started on timeout or cancellation, and when it ends: a
+// sandboxed command is the init of its own PID namespace, so its end ends
+// them all; unsandboxed, its process group is killed. It returns the exit
+// code (128+n for a signal).
+func (s *Session) runGroup(ctx context.Context, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	if w, ok := stdout.(interface{ Write([]byte) (int, error) }); ok {
+		cmd.Stdout = w
+	}
+	if w, ok := stderr.(interface{ Write([]byte) (int, error) }); ok {
+		cmd.Stderr = w
+	}
+	// Children that keep the output pipe open must not hold us forever.
+	cmd.WaitDelay = 2 * time.Second
+	if err := s.sandbox.Start(cmd); err != nil {
+		var ue *sandbox.UnavailableError
+		if errors.As(err, &ue) {
+			return -1, err
+		}
+		return -1, fmt.Errorf("start %s: %w", name, err)
+	}
+	pgid := cmd.Process.Pid
+	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var err error
+	select {
+	case err = <-done:
+		// Background children left behind are ended too: a call must not
+		// leak processes. In a PID namespace the kernel did it already.
+		if s.sandbox.Mode() == sandbox.Off {
+			kill()
+		}
+	case <-timer:
+		kill()
+		<-done
+		return -1, errTimeout
+	case <-ctx.Done():
+		kill()
+		<-done
+		return -1, context.Cause(ctx)
+	}
+	if err == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		return cmd.ProcessState.ExitCode(), nil
+	}
+	return -1, err
+}
+
+// sandboxed is the command line that runs argv under the session's
+// sandbox when another program starts it (pg-pty, the MCP SDK).
+func (s *Session) sandboxed(argv []string) ([]string, error) {
+	if s.sandbox.Mode() == sandbox.Off {
+		return argv, nil
+	}
+	if s.opts.Helper == "" {
+		return nil, errors.New("sandbox: pg-tool's own binary is unknown, so this program cannot be started sandboxed")
+	}
+	return s.sandbox.Wrap(s.opts.Helper, argv)
+}
+
+// SandboxReport says what confines the session's commands.
+func (s *Session) SandboxReport() protocol.SandboxReport {
+	return s.sandbox.Report(s.env())
+}
