@@ -49,6 +49,12 @@ func (s *Session) ptyEnv() []string {
 // them all; unsandboxed, its process group is killed. It returns the exit
 // code (128+n for a signal).
 func (s *Session) runGroup(ctx context.Context, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
+	return runIn(ctx, s.sandbox, timeout, dir, env, stdin, stdout, stderr, name, args...)
+}
+
+// runIn is runGroup under a given sandbox: pg-pty, pg-tool's own helper,
+// runs unconfined (the programs it starts enter the sandbox themselves).
+func runIn(ctx context.Context, sb *sandbox.Sandbox, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -63,7 +69,7 @@ func (s *Session) runGroup(ctx context.Context, timeout time.Duration, dir strin
 	}
 	// Children that keep the output pipe open must not hold us forever.
 	cmd.WaitDelay = 2 * time.Second
-	if err := s.sandbox.Start(cmd); err != nil {
+	if err := sb.Start(cmd); err != nil {
 		var ue *sandbox.UnavailableError
 		if errors.As(err, &ue) {
 			return -1, err
@@ -85,7 +91,7 @@ func (s *Session) runGroup(ctx context.Context, timeout time.Duration, dir strin
 	case err = <-done:
 		// Background children left behind are ended too: a call must not
 		// leak processes. In a PID namespace the kernel did it already.
-		if s.sandbox.Mode() == sandbox.Off {
+		if sb.Mode() == sandbox.Off {
 			kill()
 		}
 	case <-timer:
@@ -129,3 +135,6 @@ func (s *Session) sandboxed(argv []string) ([]string, error) {
 func (s *Session) SandboxReport() protocol.SandboxReport {
 	return s.sandbox.Report(s.env())
 }
+
+// unconfined runs pg-tool's own helpers (pg-pty).
+var unconfined, _ = sandbox.New(sandbox.Policy{Mode: sandbox.Off})

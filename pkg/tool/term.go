@@ -46,7 +46,7 @@ func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...str
 	s.mu.Lock()
 	dir := filepath.Join(s.rootPath, s.cwd)
 	s.mu.Unlock()
-	code, err := s.runGroup(ctx, timeout, dir, s.ptyEnv(), []byte{}, &stdout, &stderr, bin, args...)
+	code, err := runIn(ctx, unconfined, timeout, dir, s.ptyEnv(), []byte{}, &stdout, &stderr, bin, args...)
 	if errors.Is(err, errTimeout) {
 		return stdout.Bytes(), fmt.Errorf("pg-pty %s timed out after %s", args[0], timeout)
 	}
