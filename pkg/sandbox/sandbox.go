@@ -77,11 +77,11 @@ type Policy struct {
 	// DenyRead are paths no command may read, besides the built-in secret
 	// paths under Home.
 	DenyRead []string `json:"deny_read"`
-	Home     string   `json:"home"`        // the user's home: ~/.ssh and the like
-	Config   string   `json:"config"`      // powerglide's config file
-	DataRoot string   `json:"data_root"`   // $POWERGLIDE_HOME
-	Caches   []string `json:"caches"`      // writable build caches (see Caches)
-	Disable  []string `json:"disable"`     // mechanisms to treat as missing (tests)
+	Home     string   `json:"home"`      // the user's home: ~/.ssh and the like
+	Config   string   `json:"config"`    // powerglide's config file
+	DataRoot string   `json:"data_root"` // $POWERGLIDE_HOME
+	Caches   []string `json:"caches"`    // writable build caches (see Caches)
+	Disable  []string `json:"disable"`   // mechanisms to treat as missing (tests)
 }
 
 // Sandbox starts commands under a Policy. Its methods are safe for

@@ -74,7 +74,7 @@ type Options struct {
 	// Helper is pg-tool's binary, which programs started by others
 	// (pg-pty, the MCP SDK) run through to enter the sandbox.
 	Helper string
-	Log        io.Writer // diagnostics (MCP server stderr, warnings); nil discards
+	Log    io.Writer // diagnostics (MCP server stderr, warnings); nil discards
 }
 
 // DefaultMaxOutput is the default output cap in characters.
