@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/sandbox"
 )
@@ -46,8 +47,8 @@ func (s *Session) ptyEnv() []string {
 // runGroup runs a command under the session's sandbox and kills every
 // process it started on timeout or cancellation, and when it ends: a
 // sandboxed command is the init of its own PID namespace, so its end ends
-// them all; unsandboxed, its process group is killed. It returns the exit
-// code (128+n for a signal).
+// them all; unsandboxed, what is left of its process group is killed. It
+// returns the exit code (128+n for a signal).
 func (s *Session) runGroup(ctx context.Context, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
 	return runIn(ctx, s.sandbox, timeout, dir, env, stdin, stdout, stderr, name, args...)
 }
@@ -55,7 +56,7 @@ func (s *Session) runGroup(ctx context.Context, timeout time.Duration, dir strin
 // runIn is runGroup under a given sandbox: pg-pty, pg-tool's own helper,
 // runs unconfined (the programs it starts enter the sandbox themselves).
 func runIn(ctx context.Context, sb *sandbox.Sandbox, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
-	cmd := exec.Command(name, args...)
+	cmd := proc.Command(exec.Command(name, args...))
 	cmd.Dir = dir
 	cmd.Env = env
 	if stdin != nil {
@@ -67,17 +68,26 @@ func runIn(ctx context.Context, sb *sandbox.Sandbox, timeout time.Duration, dir 
 	if w, ok := stderr.(interface{ Write([]byte) (int, error) }); ok {
 		cmd.Stderr = w
 	}
+	// Background children left behind in the group are ended when the
+	// command exits, before it is reaped: a call must not leak processes.
+	// (A sandboxed command's PID namespace has ended them all already.)
+	cmd.EndGroup = true
 	// Children that keep the output pipe open must not hold us forever.
 	cmd.WaitDelay = 2 * time.Second
-	if err := sb.Start(cmd); err != nil {
+	var err error
+	if sb.Mode() == sandbox.Off {
+		cmd.Tied = true // the command ends with pg-tool, even killed by SIGKILL
+		err = cmd.Start()
+	} else {
+		err = sb.Start(cmd.Cmd) // tied to pg-tool by the sandbox
+	}
+	if err != nil {
 		var ue *sandbox.UnavailableError
 		if errors.As(err, &ue) {
 			return -1, err
 		}
 		return -1, fmt.Errorf("start %s: %w", name, err)
 	}
-	pgid := cmd.Process.Pid
-	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var timer <-chan time.Time
@@ -86,20 +96,14 @@ func runIn(ctx context.Context, sb *sandbox.Sandbox, timeout time.Duration, dir 
 		defer t.Stop()
 		timer = t.C
 	}
-	var err error
 	select {
 	case err = <-done:
-		// Background children left behind are ended too: a call must not
-		// leak processes. In a PID namespace the kernel did it already.
-		if sb.Mode() == sandbox.Off {
-			kill()
-		}
 	case <-timer:
-		kill()
+		_, _ = cmd.SignalGroup(syscall.SIGKILL)
 		<-done
 		return -1, errTimeout
 	case <-ctx.Done():
-		kill()
+		_, _ = cmd.SignalGroup(syscall.SIGKILL)
 		<-done
 		return -1, context.Cause(ctx)
 	}
