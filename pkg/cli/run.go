@@ -140,9 +140,15 @@ func SignalContext(parent context.Context) (context.Context, func()) {
 }
 
 // Run parses args and runs the selected command. It never exits the
-// process; it returns the exit code.
+// process; it returns the exit code. The command's stdout is checked: a
+// run whose output could not be written exits 1, never 0.
 func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
+	out := &output{w: io.Out}
+	checked := *io
+	checked.Out = out
+	io = &checked
 	rt := &Runtime{Ctx: ctx, IO: io, Spec: spec}
+	defer func() { code = outputCode(rt, code, out.failed()) }()
 	summary, detail, _ := strings.Cut(spec.Description, "\n")
 	opts := []kong.Option{
 		kong.Name(spec.Name),
@@ -173,6 +179,11 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		}
 	}()
 	kctx, err := parser.Parse(args)
+	var werr *WriteError
+	if errors.As(err, &werr) { // --help could not be written
+		fmt.Fprintf(io.Err, "%s: error: %v\n", spec.Name, werr)
+		return ExitFailure
+	}
 	if err != nil {
 		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, lowerFirst(err.Error()))
 		var pe *kong.ParseError
