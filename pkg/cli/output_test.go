@@ -84,3 +84,20 @@ func TestOutputStopsAtFirstError(t *testing.T) {
 		t.Error("Terminal does not unwrap")
 	}
 }
+
+type toyPanic struct{}
+
+func (toyPanic) Run(*Runtime) error { panic("boom") }
+
+// A panic is a bug, a runtime failure: exit 1, never 2, which means bad
+// input and nothing else.
+func TestPanicIsNotBadInput(t *testing.T) {
+	spec := &Spec{Name: "pg-toy", Description: "A toy.", CLI: &struct {
+		Boom toyPanic `cmd:"" help:"Panic."`
+	}{}}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), spec, []string{"boom"}, Test(nil, &out, &errb))
+	if code != ExitFailure || !strings.HasPrefix(errb.String(), "pg-toy: error: internal error: boom\n") || !strings.Contains(errb.String(), "goroutine") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -175,7 +175,10 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 				code = e.code
 				return
 			}
-			panic(r)
+			// A bug, not bad input: Go would exit 2, which the table
+			// keeps for bad input alone.
+			fmt.Fprintf(io.Err, "%s: error: internal error: %s\n%s", spec.Name, oneLine(fmt.Sprint(r)), debug.Stack())
+			code = ExitFailure
 		}
 	}()
 	kctx, err := parser.Parse(args)
