@@ -108,7 +108,7 @@ func Record(s *Snapshot, now time.Time, stale time.Duration, warnings []string) 
 			t := w.HeartbeatAt.UTC()
 			age := now.Sub(w.HeartbeatAt).Seconds()
 			wr.HeartbeatAt, wr.HeartbeatAgeS = &t, &age
-			wr.Stale = now.Sub(w.HeartbeatAt) > stale && !w.Finished()
+			wr.Stale = (now.Sub(w.HeartbeatAt) > stale || w.BeatFuture(now)) && !w.Finished()
 		}
 		if w.Alive != AliveUnknown {
 			a := w.Alive == AliveYes

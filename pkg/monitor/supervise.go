@@ -82,6 +82,7 @@ type slot struct {
 	name      string
 	pid       int
 	start     string
+	child     *proc.Child // the running process; its group is signalled only until it is reaped
 	running   bool
 	restarts  int
 	retired   bool
@@ -296,11 +297,15 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 			errf.Close()
 			return err
 		}
-		cmd := exec.Command(s.Opts.Argv[0], s.Opts.Argv[1:]...)
+		cmd := proc.Command(exec.Command(s.Opts.Argv[0], s.Opts.Argv[1:]...))
 		cmd.Env = append(append([]string{}, s.Opts.Env...), "POWERGLIDE_TEAM="+d.Team, "POWERGLIDE_WORKER="+sl.name)
 		cmd.Stdout = pw
 		cmd.Stderr = errf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// Leftovers of the worker's process group (a backgrounded child)
+		// would keep its stdout open and run unsupervised: Wait ends them
+		// while the worker is still unreaped, so its group id cannot name
+		// another group.
+		cmd.EndGroup = true
 		err = cmd.Start()
 		pw.Close()
 		errf.Close()
@@ -311,7 +316,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		}
 		pid := cmd.Process.Pid
 		start, _ := proc.StartTime(pid)
-		sl.pid, sl.start, sl.running = pid, start, true
+		sl.pid, sl.start, sl.child, sl.running = pid, start, cmd, true
 		now := time.Now().UTC()
 		old, _ := d.ReadWorker(sl.name)
 		if old == nil || old.PID != pid {
@@ -340,7 +345,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 
 // follow copies the worker's stdout to its log, line by line, watching for
 // the end markers, then reaps the worker and reports its exit.
-func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File, pid int, start string, errPath string, errOff int64) {
+func (s *Supervisor) follow(sl *slot, cmd *proc.Child, pr *os.File, logf *os.File, pid int, start string, errPath string, errOff int64) {
 	var mu sync.Mutex
 	marker := ""
 	eof := make(chan struct{})
@@ -375,10 +380,6 @@ func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File,
 		}
 	}()
 	err := cmd.Wait()
-	// Leftovers of the worker's process group (a backgrounded child) would
-	// keep its stdout open and run unsupervised: end them. The group id
-	// cannot be reused while any member lives, so this reaches only them.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	select {
 	case <-eof:
 	case <-time.After(2 * time.Second):
@@ -538,7 +539,7 @@ func (s *Supervisor) stopAll(ctx context.Context, reason string) {
 			continue
 		}
 		running++
-		if sent, _ := proc.SignalGroup(sl.pid, sl.start, syscall.SIGTERM); sent {
+		if sent, _ := sl.child.SignalGroup(syscall.SIGTERM); sent {
 			_ = s.W.Emit(protocol.MonitorEvent{Action: ActSigterm, Worker: sl.name, PID: sl.pid, Reason: reason})
 		}
 	}
@@ -560,7 +561,7 @@ func (s *Supervisor) stopAll(ctx context.Context, reason string) {
 				if !sl.running {
 					continue
 				}
-				if sent, _ := proc.SignalGroup(sl.pid, sl.start, syscall.SIGKILL); sent {
+				if sent, _ := sl.child.SignalGroup(syscall.SIGKILL); sent {
 					_ = s.W.Emit(protocol.MonitorEvent{Action: ActSigkill, Worker: sl.name, PID: sl.pid,
 						Reason: fmt.Sprintf("still running %s after SIGTERM (%s)", s.W.Opts.Grace, reason)})
 				}

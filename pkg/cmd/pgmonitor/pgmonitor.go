@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -295,7 +294,7 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	_, err = monitor.Beat(d, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
 		Step: b.Step, CostUSD: b.CostUSD, Progress: b.Progress})
 	if err != nil {
-		if strings.Contains(err.Error(), "no such process") {
+		if errors.Is(err, monitor.ErrInvalid) {
 			return cli.Usagef("%v", err)
 		}
 		return cli.Failf("beat", "%v", err)
