@@ -136,6 +136,9 @@ func (h Header) Render(width int) []string {
 		eta,
 	}
 	lines = append(lines, flow(second, "  ", width)...)
+	if s.Budget != nil {
+		lines = append(lines, BudgetLine(s.Budget))
+	}
 	return lines
 }
 

@@ -125,16 +125,8 @@ func (b Budget) Check(spent protocol.Usage, in, maxOut int) error {
 	if cost >= b.USD {
 		return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("$%.4f spent, the budget is $%.4f", cost, b.USD)}
 	}
-	var next float64
-	switch t := spent.Tokens(); {
-	case priced:
-		next = (float64(in)*b.Prices.inputPrice() + float64(maxOut)*b.Prices.OutputPerMTok) / 1e6
-	case t > 0 && cost > 0:
-		// Output tokens cost more than input; price the whole call at
-		// the dearer of the average rate and five times it for output.
-		rate := cost / float64(t)
-		next = rate*float64(in) + 5*rate*float64(maxOut)
-	default:
+	next, ok := b.nextCost(spent, in, maxOut)
+	if !ok {
 		return nil
 	}
 	if cost+next > b.USD {

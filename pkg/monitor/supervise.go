@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
@@ -76,6 +77,9 @@ type Supervisor struct {
 
 	exits chan exitMsg
 	slots []*slot
+	// started is when the run began: a budget refusal after it is this
+	// run's.
+	started time.Time
 }
 
 type slot struct {
@@ -134,8 +138,13 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	}
 	s.exits = make(chan exitMsg, o.Workers)
 	res := &RunResult{}
-	// The budget counts earlier runs: a team that spent it starts nothing.
-	if c := s.teamCost(); o.BudgetUSD > 0 && c >= o.BudgetUSD {
+	if err := s.writeBudget(); err != nil {
+		return nil, err
+	}
+	s.started = time.Now()
+	// The budget counts earlier runs: a team that spent it starts nothing,
+	// unless there is nothing left to do.
+	if c := s.teamCost(); o.BudgetUSD > 0 && c >= o.BudgetUSD && !s.drained(ctx) {
 		reason := fmt.Sprintf("team cost $%.4f already reached the budget $%.4f: no worker started", c, o.BudgetUSD)
 		s.logf("%s", reason)
 		_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
@@ -176,9 +185,10 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			s.restartDue(ctx)
 		}
 		// The budget counts ended processes too, so it is checked after
-		// an exit as well as on each tick.
+		// an exit as well as on each tick. A team whose work is done is
+		// not stopped: its workers are ending on their own.
 		if o.BudgetUSD > 0 {
-			if c := s.teamCost(); c >= o.BudgetUSD {
+			if c := s.teamCost(); s.overBudget(c) && !s.drained(ctx) {
 				reason := fmt.Sprintf("team cost $%.4f reached the budget $%.4f", c, o.BudgetUSD)
 				s.logf("%s: stopping every worker", reason)
 				_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
@@ -206,6 +216,14 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			}
 			_ = s.W.Emit(protocol.MonitorEvent{Action: ActDone, Reason: reason})
 			res.Outcome = OutcomeDone
+			return res, nil
+		}
+		if refused := s.budgetRefused(); refused != "" {
+			// The workers stopped themselves before a call the team's
+			// budget could not pay.
+			s.logf("team budget: %s", refused)
+			_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: "a worker stopped at the team budget: " + refused})
+			res.Outcome = OutcomeBudget
 			return res, nil
 		}
 		res.Outcome = OutcomeUndrained
@@ -265,6 +283,9 @@ func (s *Supervisor) teamCost() float64 {
 	var c float64
 	for _, r := range recs {
 		c += r.Total().CostUSD
+	}
+	if tb, err := ledger.Read(s.W.Dir); err == nil {
+		c = max(c, tb.SpentUSD) // the ledger outlives removed records
 	}
 	return c
 }
