@@ -853,6 +853,8 @@ func (m *Model) workerKeys(msg tea.KeyPressMsg) tea.Cmd {
 		case m.opt.Host == "" || w.Host != m.opt.Host:
 			m.setStatus(fmt.Sprintf("worker %s runs on host %q: stop it there", id, w.Host), "warn")
 		case proc.Guard(w.PID) != nil:
+			// pid 1, pg-dash itself or an ancestor (a record written by
+			// hand or by mistake): never signalled.
 			m.setStatus(fmt.Sprintf("worker %s: %v", id, proc.Guard(w.PID)), "bad")
 		default:
 			m.confirm = &confirmStop{worker: id, pid: w.PID, start: w.PIDStart}

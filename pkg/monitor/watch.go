@@ -54,7 +54,7 @@ type State struct {
 // KillAt (zero until then) and sent when KillSent. Members are the
 // processes of the worker's group seen
 // while its leader lived: when the leader ends first, they prove that the
-// group still left is the same one (see proc.SignalLeftovers).
+// group still left is the same one (see proc.Signaler.SignalLeftovers).
 type Kill struct {
 	PID      int           `json:"pid"`
 	PIDStart string        `json:"pid_start"`

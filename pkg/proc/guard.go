@@ -72,9 +72,6 @@ func (l lineage) guardGroup(pgid int) error {
 	return nil
 }
 
-// GuardGroup is the group counterpart of Guard.
-func GuardGroup(pgid int) error { return ancestry().guardGroup(pgid) }
-
 // LoginShell reports whether s leads a session that has a controlling
 // terminal: an interactive shell of a terminal, tmux pane or ssh login.
 // Workers are never that (pg-monitor run starts each in a new process
