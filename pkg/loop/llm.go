@@ -65,6 +65,7 @@ type coprocess struct {
 	stderr  io.Writer
 	kind    string // "model" or "tools", for errors
 	dir     string
+	env     []string // nil: this process's
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -89,7 +90,7 @@ func (c *coprocess) start() error {
 		}
 	}
 	cmd := shellCommand(context.Background(), c.cmdline)
-	cmd.Dir = c.dir
+	cmd.Dir, cmd.Env = c.dir, c.env
 	cmd.Stderr = c.stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -817,7 +818,7 @@ func (r *Runner) executing() (Input, string) {
 			return r.fatal(fmt.Errorf("tools: %w", err))
 		}
 		for j, i := range idx {
-			tr.results[i] = res[j]
+			tr.results[i] = redactResult(res[j])
 		}
 	}
 	failed := 0
@@ -838,6 +839,18 @@ func (r *Runner) executing() (Input, string) {
 		})
 	}
 	return Executed, fmt.Sprintf("%d ok, %d failed", len(tr.results)-failed, failed)
+}
+
+// redactResult removes secrets from a tool result before the model, the
+// events or the session see it: the tools component runs without the keys
+// pg-loop holds, so it cannot know their values.
+func redactResult(res protocol.ToolResult) protocol.ToolResult {
+	res.Output = secrets.RedactString(res.Output)
+	if res.Error != nil {
+		e := secrets.RedactString(*res.Error)
+		res.Error = &e
+	}
+	return res
 }
 
 func (r *Runner) observing() (Input, string) {

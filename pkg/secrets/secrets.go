@@ -13,6 +13,7 @@ package secrets
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -233,7 +234,15 @@ func Register(list ...Secret) {
 	Default()
 	procMu.Lock()
 	defer procMu.Unlock()
-	procExtra = append(procExtra, list...)
+	n := len(procExtra)
+	for _, s := range list {
+		if len(s.Value) >= MinLen && !slices.Contains(procExtra, s) {
+			procExtra = append(procExtra, s)
+		}
+	}
+	if len(procExtra) == n {
+		return
+	}
 	procRed.Store(New(append(FromEnv(os.Environ()), procExtra...)...))
 }
 

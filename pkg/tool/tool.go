@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // Tool is one tool a model can call.
@@ -90,12 +91,14 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	start := time.Now()
 	out := Outcome{ToolResult: protocol.ToolResult{Type: "result", ID: call.ID, Name: call.Name}}
 	finish := func(output string, err error, kind string) Outcome {
-		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, output, "output")
+		// Secrets are redacted before anything is kept: the model, the
+		// caller and the saved full output never see them.
+		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, secrets.RedactString(output), "output")
 		if err != nil {
 			// Error text (a verifier's output, an external tool's stderr, an
 			// MCP server's message) gets the same cap. Its marker names the
 			// file; full_output names it too when the output was not cut.
-			msg, cut, file := s.capOutput(call, err.Error(), "error")
+			msg, cut, file := s.capOutput(call, secrets.RedactString(err.Error()), "error")
 			if cut {
 				out.Truncated = true
 				if out.FullOutput == "" {

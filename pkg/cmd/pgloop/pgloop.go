@@ -16,6 +16,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -613,8 +614,9 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		llm = loop.NewServeLLM(cmd, rt.IO.Err)
 	}
 	var tools loop.Tools
+	env := toolsEnv(rt)
 	if c.Tools != "" {
-		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Stderr: rt.IO.Err}
+		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
 		if cmd == "" {
@@ -628,7 +630,25 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		if list == "" && strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
 			list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
 		}
-		tools = loop.NewServeTools(cmd, list, workdir, rt.IO.Err)
+		tools = loop.NewServeTools(cmd, list, workdir, env, rt.IO.Err)
 	}
 	return llm, tools
+}
+
+// toolsEnv is the environment of the tools component: pg-loop's own
+// without the variables named like secrets (API keys, tokens, passwords),
+// so that in a running agent only the model component holds a key. Names
+// listed in POWERGLIDE_PASS_ENV (comma-separated) are kept, for a tool
+// that needs one (pg-tool --pass-env lets it through to commands).
+func toolsEnv(rt *cli.Runtime) []string {
+	// The command's environment over the process's: the same in the real
+	// binary, and a test's own variables win.
+	env := append(os.Environ(), rt.IO.Env...)
+	var keep []string
+	for _, name := range strings.Split(rt.IO.Getenv("POWERGLIDE_PASS_ENV"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			keep = append(keep, name)
+		}
+	}
+	return secrets.ScrubEnv(env, keep...)
 }
