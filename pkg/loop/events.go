@@ -117,6 +117,8 @@ func Render(ev any) string {
 		return s
 	case *protocol.LoopLogEvent:
 		return fmt.Sprintf("%s %s: %s", e.TS.Format("15:04:05"), e.Level, e.Message)
+	case *protocol.LoopGuardEvent:
+		return fmt.Sprintf("%s [%d] GUARD %s %s %s (first seen in untrusted output of %s)", e.TS.Format("15:04:05"), e.Step, e.Action, e.Kind, oneLine(e.Match, 120), e.Source)
 	}
 	b, _ := jsonl.Marshal(ev)
 	return strings.TrimSpace(string(b))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -29,6 +30,8 @@ When the task is complete, answer without calling any tool: give a short summary
 type Options struct {
 	Workdir   string
 	System    string
+	// Guard is the exfiltration guard (nil: off).
+	Guard *guard.Guard
 	Model     string
 	MaxTokens int
 	// ModelInfo is the model's row of pg-llm's table, when known (logged
@@ -186,6 +189,9 @@ func NewRunner(o Options) (*Runner, error) {
 	}
 	if o.Workdir == "" {
 		o.Workdir = "."
+	}
+	if o.Guard == nil {
+		o.Guard = guard.New(guard.Off)
 	}
 	return &Runner{o: o, state: Idle}, nil
 }
@@ -386,6 +392,7 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
+	r.o.Guard.Trust(r.sys)
 	if m := r.o.ModelInfo; m != nil {
 		prices := "prices unknown"
 		if m.Priced() {
@@ -435,6 +442,7 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures}
 	if restore != nil && restore.Current != nil && restore.Current.ID == t.ID && len(restore.Conv) > 0 {
 		tr.conv, tr.steps, tr.iter = restore.Conv, restore.Steps, restore.Iter
+		r.o.Guard.Rebuild(r.sys, tr.conv)
 		r.log("info", "resumed task %s with %d messages", t.ID, len(tr.conv))
 	} else {
 		if it, ok := r.o.Source.(interface{ Iterations(*protocol.Task) int }); ok {
@@ -498,6 +506,7 @@ func (r *Runner) waitTask(ctx context.Context, w Waiter) (*protocol.Task, error)
 }
 
 func (r *Runner) userMessage(text string) protocol.Message {
+	r.o.Guard.Trust(text)
 	return protocol.Message{Role: protocol.RoleUser, Content: protocol.Content{{Type: protocol.BlockText, Text: text}}}
 }
 
@@ -737,7 +746,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		r.addMessage(r.userMessage(continueText), nil)
 		return Truncated, "max_tokens: the answer was cut off, asking the model to go on"
 	}
-	tr.answer = tr.partial + text
+	tr.answer = r.guardAnswer(tr.partial + text)
 	tr.partial = ""
 	return Answer, end.StopReason
 }
@@ -794,9 +803,50 @@ func (r *Runner) toolCall() (Input, string) {
 		}
 		if len(c.Input) > 0 && !json.Valid(c.Input) {
 			tr.results[i] = failedResult(c, "the input is not valid JSON")
+			continue
+		}
+		if fs := r.o.Guard.CheckCall(c); len(fs) > 0 {
+			r.guardEvents(fs, &c)
+			if r.o.Guard.Refuses() {
+				tr.results[i] = failedResult(c, guard.Refusal(fs))
+			}
 		}
 	}
 	return Parsed, ""
+}
+
+// guardEvents reports the guard's findings about call (nil: the final
+// answer).
+func (r *Runner) guardEvents(fs []guard.Finding, call *protocol.ToolCall) {
+	action := "warned"
+	if r.o.Guard.Refuses() {
+		action = "refused"
+		if call == nil {
+			action = "removed"
+		}
+	}
+	for _, f := range fs {
+		ev := &protocol.LoopGuardEvent{Type: protocol.LoopGuard, TS: r.now(), Task: r.cur.task.ID, Step: r.step, Mode: string(r.o.Guard.Mode()),
+			Action: action, Kind: f.Kind, Match: f.Match, Source: f.Source}
+		if call != nil {
+			ev.Tool, ev.CallID = call.Name, call.ID
+		}
+		r.o.Events.Emit(ev)
+	}
+}
+
+// guardAnswer checks the final answer's Markdown images; in strict mode
+// the ones from untrusted hosts are removed from what the task records.
+func (r *Runner) guardAnswer(answer string) string {
+	fs := r.o.Guard.CheckAnswer(answer)
+	if len(fs) == 0 {
+		return answer
+	}
+	r.guardEvents(fs, nil)
+	if r.o.Guard.Refuses() {
+		return guard.StripImages(answer, fs)
+	}
+	return answer
 }
 
 func (r *Runner) executing() (Input, string) {
@@ -818,6 +868,9 @@ func (r *Runner) executing() (Input, string) {
 			return r.fatal(fmt.Errorf("tools: %w", err))
 		}
 		for j, i := range idx {
+			if res[j].Untrusted {
+				r.o.Guard.Untrusted(tr.calls[i].Name, res[j].Output)
+			}
 			tr.results[i] = redactResult(res[j])
 		}
 	}
@@ -867,6 +920,9 @@ func (r *Runner) observing() (Input, string) {
 		}
 		if res.Truncated && res.FullOutput != "" {
 			out += "\n[output truncated; the whole output is in " + res.FullOutput + "]"
+		}
+		if res.Untrusted {
+			out = guard.Wrap(tr.calls[i].Name, out)
 		}
 		blocks[i] = protocol.Block{Type: protocol.BlockToolResult, ID: tr.calls[i].ID, Output: out, IsError: !res.OK}
 	}

@@ -144,3 +144,25 @@ func unsafeString(b []byte) string {
 	}
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
+
+// Shapes returns the key-shaped strings of s, in order.
+func Shapes(s string) []string {
+	if !hasShape(s) {
+		return nil
+	}
+	var out []string
+	for i := 0; i < len(s); i++ {
+		if !firstByte[s[i]] {
+			continue
+		}
+		if sh, end, ok := matchAt(s, i); ok {
+			start := i
+			if sh.keep {
+				start += len(prefixAt(sh, s, i))
+			}
+			out = append(out, s[start:end])
+			i = end - 1
+		}
+	}
+	return out
+}

@@ -34,6 +34,9 @@ type Tool struct {
 	// Run does the work. A non-nil error makes the result ok:false; the
 	// output, when not empty, is still returned (e.g. a failing command's output).
 	Run func(ctx context.Context, s *Session, input json.RawMessage) (string, error)
+	// Untrusted reports whether a call's output comes from outside the
+	// workspace (see protocol.ToolResult.Untrusted); nil: never.
+	Untrusted func(input json.RawMessage) bool
 
 	once     sync.Once
 	compiled *jsonschema.Resolved
@@ -128,6 +131,7 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	if err := t.validate(input); err != nil {
 		return finish("", err, KindBadInput)
 	}
+	out.Untrusted = t.Untrusted != nil && t.Untrusted(input)
 	output, err := t.Run(ctx, s, input)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, errTimeout) {
 		err = fmt.Errorf("%s: cancelled: %w", call.Name, context.Cause(ctx))
@@ -138,6 +142,11 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	}
 	return finish(output, err, "")
 }
+
+// always marks every call of a tool as untrusted: MCP and external tools,
+// whose output comes from programs (and often networks) outside the
+// workspace.
+func always(json.RawMessage) bool { return true }
 
 // inputError marks input that passed the schema but that a tool found
 // malformed (a glob or regexp that does not compile): bad input, exit 2.

@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
@@ -103,6 +104,7 @@ type RunCmd struct {
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
+	Guard           string        `help:"Exfiltration guard: a tool call whose arguments carry a URL (or a key-shaped string) that first appeared in untrusted tool output (MCP tools, external tools, network commands), or a Markdown image from such a URL in the final answer, is reported as a guard event. warn: report only; strict: also refuse the call with a tool error the model reads (and remove the image from the task's result); off: no checks. Untrusted output always reaches the model wrapped in <untrusted source=\"TOOL\">." config:"guard" env:"POWERGLIDE_GUARD" enum:"off,warn,strict" default:"warn" placeholder:"MODE" group:"Safety"`
 
 	ContextWindow int    `help:"The model's context window in tokens: older tool outputs are pruned, then older turns summarized, before a request would pass it less max_tokens and the reserve (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
 	Reserve       int    `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
@@ -191,6 +193,11 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := c.check(&o); err != nil {
 		return err
 	}
+	mode, err := guard.ParseMode(c.Guard)
+	if err != nil {
+		return cli.Usagef("--guard: %v", err)
+	}
+	o.Guard = guard.New(mode)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
 		if err != nil || v < 0 {
@@ -318,6 +325,7 @@ func (c *RunCmd) resolve(cfg *config.Config) {
 	c.MaxSteps = cfg.Int("loop_max_steps")
 	c.BudgetTokens = cfg.Int("loop_budget_tokens")
 	c.BudgetUSD = cfg.Float("loop_budget_usd")
+	c.Guard = cfg.String("guard")
 	c.Lease = cfg.Duration("lease").String()
 	c.ContextWindow = 0 // the model's window
 	if cfg.Get("loop_context_window").Source != config.SourceDefault {
