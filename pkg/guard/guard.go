@@ -85,7 +85,7 @@ func (g *Guard) Trust(text string) {
 	if g.mode == Off {
 		return
 	}
-	for _, u := range urlRE.FindAllString(text, -1) {
+	for _, u := range findURLs(text) {
 		if h := host(u); h != "" {
 			g.trusted[h] = true
 		}
@@ -98,7 +98,7 @@ func (g *Guard) Untrusted(source, text string) {
 	if g.mode == Off {
 		return
 	}
-	for _, u := range urlRE.FindAllString(text, -1) {
+	for _, u := range findURLs(text) {
 		if h := host(u); h != "" && !g.trusted[h] {
 			if _, ok := g.hosts[h]; !ok {
 				g.hosts[h] = source
@@ -121,7 +121,7 @@ func (g *Guard) CheckCall(call protocol.ToolCall) []Finding {
 	text := inputText(call.Input)
 	var out []Finding
 	seen := map[string]bool{}
-	for _, u := range urlRE.FindAllString(text, -1) {
+	for _, u := range findURLs(text) {
 		if src, ok := g.hosts[host(u)]; ok && !seen[u] {
 			seen[u] = true
 			out = append(out, Finding{Kind: KindURL, Match: u, Source: src})
@@ -202,12 +202,21 @@ func (g *Guard) Rebuild(system string, conv []protocol.Message) {
 // urlRE finds http and https URLs in text.
 var urlRE = regexp.MustCompile("(?i)\\bhttps?://[^\\s\"'<>()\\[\\]{}\\\\`]+")
 
+// findURLs returns the URLs of text, without the punctuation that ends a
+// sentence or a shell command after them.
+func findURLs(text string) []string {
+	urls := urlRE.FindAllString(text, -1)
+	for i, u := range urls {
+		urls[i] = strings.TrimRight(u, ".,;:!?")
+	}
+	return urls
+}
+
 // imageRE finds Markdown images: ![alt](url "title").
 var imageRE = regexp.MustCompile(`!\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
 
 // host is a URL's lower-case host name, without port; "" when it has none.
 func host(raw string) string {
-	raw = strings.TrimRight(raw, ".,;:!?")
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""

@@ -126,6 +126,6 @@ type LoopGuardEvent struct {
 	Kind   string    `json:"kind" jsonschema:"enum=url,enum=secret,enum=image"`
 	Tool   string    `json:"tool,omitempty" jsonschema:"description=the tool called (empty for an image in the answer)"`
 	CallID string    `json:"call_id,omitempty"`
-	Match  string    `json:"match" jsonschema:"description=the URL\, or the key-shaped string (redacted in files)"`
+	Match  string    `json:"match" jsonschema:"description=the URL\\, or the key-shaped string (redacted in files)"`
 	Source string    `json:"source" jsonschema:"description=the tool whose untrusted output showed it first"`
 }

@@ -28,6 +28,8 @@ Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team
 
 Every safety limit works on its own: --max-steps per task, the circuit breaker, --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
 
+Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
+
 Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win).
 
 All the flags: pg-loop run --help.
@@ -38,6 +40,7 @@ Examples:
   $ pg-loop --team web --worker 3 --verify 'make test' --commit
   $ pg-loop --fresh --promise DONE --task 'port the parser' --verify 'make test' --max-iterations 20
   $ pg-loop --pipeline feature.json --var feature='rate limiting' --var test_cmd='go test ./...'
+  $ pg-loop --guard strict --task 'summarise the issues' --tools-serve "pg-tool serve --mcp 'gh=github-mcp-server stdio'"
   $ pg-loop --continue`
 
 // CLI is pg-loop's grammar.
