@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"io"
 	"sync"
 	"text/tabwriter"
@@ -37,6 +38,10 @@ type line struct {
 // Run serves requests until the end of input.
 func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	rt.JSON = true
+	// A coprocess of pg-loop ends with it, even when pg-loop is killed.
+	if err := proc.DieWithParentIfTied(rt.IO.Getenv); err != nil {
+		return cli.Failf("serve", "%v", err)
+	}
 	if s.Concurrency < 1 {
 		return cli.Usagef("--concurrency must be at least 1")
 	}
