@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
-	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -29,10 +29,10 @@ When the task is complete, answer without calling any tool: give a short summary
 
 // Options configure a run. The zero value of a limit disables it.
 type Options struct {
-	Workdir   string
-	System    string
+	Workdir string
+	System  string
 	// Guard is the exfiltration guard (nil: off).
-	Guard *guard.Guard
+	Guard     *guard.Guard
 	Model     string
 	MaxTokens int
 	// ModelInfo is the model's row of pg-llm's table, when known (logged
