@@ -47,7 +47,7 @@ type SandboxReport struct {
 	TempDir   string        `json:"tmp,omitempty" jsonschema:"description=the private TMPDIR of sandboxed commands"`
 	Writable  []string      `json:"writable,omitempty"`
 	Hidden    []string      `json:"hidden,omitempty" jsonschema:"description=secret paths that exist and no command can read"`
-	NotHidden []string      `json:"not_hidden,omitempty" jsonschema:"description=secret paths inside a writable path, which the sandbox cannot hide"`
+	NotHidden []string      `json:"not_hidden,omitempty" jsonschema:"description=secret paths inside a writable path\\, which the sandbox cannot hide"`
 	AllowNet  bool          `json:"allow_net"`
 	Env       []string      `json:"env" jsonschema:"description=the names of the variables commands get (the allow-list and --pass-env)"`
 	Rules     []SandboxRule `json:"rules"`
