@@ -1,6 +1,9 @@
 package secrets
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // A prefilter finds out in one pass over a text whether it may hold any of
 // a set of patterns (secret values and key prefixes). Each pattern is
@@ -15,29 +18,33 @@ type prefilter struct {
 
 type anchored struct {
 	text  string
-	off   int  // where the anchor byte is in text
-	value bool // a secret value (else a shape prefix)
+	off   int    // where the anchor byte is in text
+	value bool   // a secret value (else a shape prefix)
+	mark  string // what replaces a value
 }
 
-func newPrefilter(values []string) *prefilter {
+// newPrefilter anchors the values (each with its mark) and the shape
+// prefixes.
+func newPrefilter(values, marks []string) *prefilter {
 	p := &prefilter{}
-	add := func(t string, value bool) {
-		off := rarest(t)
-		p.at[t[off]] = append(p.at[t[off]], anchored{t, off, value})
+	add := func(a anchored) {
+		a.off = rarest(a.text)
+		c := a.text[a.off]
+		p.at[c] = append(p.at[c], a)
 	}
-	for _, v := range values {
-		add(v, true)
+	for i, v := range values {
+		add(anchored{text: v, value: true, mark: marks[i]})
 	}
 	for _, sh := range shapes {
 		for _, pre := range sh.prefixes {
-			add(pre, false)
+			add(anchored{text: pre})
 		}
 	}
 	return p
 }
 
 // shapeOnly is the prefilter of a redactor without values.
-var shapeOnly = newPrefilter(nil)
+var shapeOnly = newPrefilter(nil, nil)
 
 // scan reports whether s holds one of the values, and whether it holds a
 // key shape (confirmed in place, not just its prefix).
@@ -63,6 +70,60 @@ func (p *prefilter) scan(s string) (value, shape bool) {
 		}
 	}
 	return
+}
+
+// match is a secret found in a text: s[start:end] is replaced by mark.
+type match struct {
+	start, end int
+	mark       string
+}
+
+// replace returns s with every value and key shape replaced. Where
+// matches overlap, the one starting first wins, the longer of two
+// starting together.
+func (p *prefilter) replace(s string) string {
+	var ms []match
+	for i := 0; i < len(s); i++ {
+		for _, a := range p.at[s[i]] {
+			start := i - a.off
+			if start < 0 || !strings.HasPrefix(s[start:], a.text) {
+				continue
+			}
+			if a.value {
+				ms = append(ms, match{start, start + len(a.text), a.mark})
+				continue
+			}
+			if sh, end, ok := matchAt(s, start); ok && strings.HasPrefix(s[start:], a.text) {
+				m := match{start, end, Mark(sh.name)}
+				if sh.keep {
+					m.start += len(prefixAt(sh, s, start))
+				}
+				ms = append(ms, m)
+			}
+		}
+	}
+	if len(ms) == 0 {
+		return s
+	}
+	sort.Slice(ms, func(i, j int) bool {
+		if ms[i].start != ms[j].start {
+			return ms[i].start < ms[j].start
+		}
+		return ms[i].end > ms[j].end
+	})
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, m := range ms {
+		if m.start < last {
+			continue // inside a match already replaced
+		}
+		b.WriteString(s[last:m.start])
+		b.WriteString(m.mark)
+		last = m.end
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // rarest returns the position of the byte of t least likely in ordinary

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,7 +120,6 @@ func Redactable(v string) bool {
 // and nil redact key shapes only.
 type Redactor struct {
 	values []string // every form of every value
-	repl   *strings.Replacer
 	pre    *prefilter
 }
 
@@ -145,17 +143,13 @@ func New(list ...Secret) *Redactor {
 	if len(forms) == 0 {
 		return &Redactor{}
 	}
-	// Longer forms first: the replacer tries its arguments in order at
-	// each position, so a value containing another is replaced whole.
-	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i].text) > len(forms[j].text) })
 	r := &Redactor{}
-	args := make([]string, 0, 2*len(forms))
+	var marks []string
 	for _, f := range forms {
 		r.values = append(r.values, f.text)
-		args = append(args, f.text, Mark(f.name))
+		marks = append(marks, Mark(f.name))
 	}
-	r.repl = strings.NewReplacer(args...)
-	r.pre = newPrefilter(r.values)
+	r.pre = newPrefilter(r.values, marks)
 	return r
 }
 
@@ -186,14 +180,11 @@ func encodings(v string) []string {
 // String returns s with every secret replaced; s itself when there is
 // nothing to replace.
 func (r *Redactor) String(s string) string {
-	value, shape := r.prefilter().scan(s)
-	if value {
-		s = r.repl.Replace(s)
+	p := r.prefilter()
+	if value, shape := p.scan(s); !value && !shape {
+		return s
 	}
-	if shape {
-		s = redactShapes(s)
-	}
-	return s
+	return p.replace(s)
 }
 
 // Bytes returns b with every secret replaced; b itself (not a copy) when
