@@ -54,6 +54,8 @@ type Options struct {
 	MaxSteps        int
 	BreakerSame     int
 	BreakerFailures int
+	BreakerOutput   int // the same output of a tool this many times in a row
+	BreakerCycle    int // a cycle of 2 to 4 calls repeated this many times
 	Budget          Budget
 	Velocity        float64 // steps per second; 0 with VelocitySet pauses
 	VelocitySet     bool
@@ -329,7 +331,7 @@ func (r *Runner) taskFail(reason string, retry bool) (Input, string) {
 // limit reports a limit; run-scoped limits end the run.
 func (r *Runner) limit(le *LimitError, runScoped bool) (Input, string) {
 	r.res.Limit = true
-	ev := &protocol.LoopLimitEvent{Type: protocol.LoopLimit, TS: r.now(), Step: r.step, Limit: le.Limit, Reason: le.Reason}
+	ev := &protocol.LoopLimitEvent{Type: protocol.LoopLimit, TS: r.now(), Step: r.step, Limit: le.Limit, Pattern: le.Pattern, Reason: le.Reason}
 	if r.cur != nil {
 		ev.Task = r.cur.task.ID
 	}
@@ -431,7 +433,7 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	tr := &taskRun{task: t, ctx: tctx, cancel: cancel, lastRenew: r.now()}
-	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures}
+	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures, OutputMax: r.o.BreakerOutput, CycleMax: r.o.BreakerCycle}
 	if restore != nil && restore.Current != nil && restore.Current.ID == t.ID && len(restore.Conv) > 0 {
 		tr.conv, tr.steps, tr.iter = restore.Conv, restore.Steps, restore.Iter
 		r.log("info", "resumed task %s with %d messages", t.ID, len(tr.conv))
@@ -858,8 +860,8 @@ func (r *Runner) observing() (Input, string) {
 		blocks[i] = protocol.Block{Type: protocol.BlockToolResult, ID: tr.calls[i].ID, Output: out, IsError: !res.OK}
 	}
 	r.addMessage(protocol.Message{Role: protocol.RoleTool, Content: blocks}, nil)
-	for _, res := range tr.results {
-		if err := tr.breaker.Result(res); err != nil {
+	for i, res := range tr.results {
+		if err := tr.breaker.Result(tr.calls[i], res); err != nil {
 			var le *LimitError
 			errors.As(err, &le)
 			return r.limit(le, false)

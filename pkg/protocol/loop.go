@@ -84,12 +84,14 @@ type LoopCommitEvent struct {
 
 // LoopLimitEvent reports a safety limit that stopped the loop.
 type LoopLimitEvent struct {
-	Type   string    `json:"type" jsonschema:"enum=limit"`
-	TS     time.Time `json:"ts"`
-	Task   string    `json:"task,omitempty"`
-	Step   int       `json:"step"`
-	Limit  string    `json:"limit" jsonschema:"description=steps\\, breaker\\, budget_tokens\\, budget_usd\\, iterations\\, verify"`
-	Reason string    `json:"reason"`
+	Type  string    `json:"type" jsonschema:"enum=limit"`
+	TS    time.Time `json:"ts"`
+	Task  string    `json:"task,omitempty"`
+	Step  int       `json:"step"`
+	Limit string    `json:"limit" jsonschema:"description=steps\\, breaker\\, budget_tokens\\, budget_usd\\, iterations\\, verify\\, context"`
+	// Pattern names the loop a breaker trip caught.
+	Pattern string `json:"pattern,omitempty" jsonschema:"enum=same_call,enum=failures,enum=same_output,enum=cycle"`
+	Reason  string `json:"reason"`
 }
 
 // LoopTaskEvent marks a task starting or ending in the loop.

@@ -95,8 +95,10 @@ type RunCmd struct {
 	MaxIterations int    `help:"Iterations (answers checked) per task before it fails (0: no cap)." default:"0" group:"Ralph"`
 
 	MaxSteps        int           `help:"Model turns per task before the step limit fails it." config:"loop_max_steps" env:"POWERGLIDE_MAX_STEPS" default:"200" group:"Safety"`
-	BreakerRepeat   int           `help:"Circuit breaker: the same tool with the same input this many times in a row (0: off)." default:"3" group:"Safety"`
-	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." default:"5" group:"Safety"`
+	BreakerRepeat   int           `help:"Circuit breaker: the same tool with the same input this many times in a row (0: off)." config:"loop_breaker_repeat" env:"POWERGLIDE_BREAKER_REPEAT" default:"3" group:"Safety"`
+	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." config:"loop_breaker_failures" env:"POWERGLIDE_BREAKER_FAILURES" default:"5" group:"Safety"`
+	BreakerOutput   int           `help:"Circuit breaker: the same tool returning the same output this many times in a row, whatever its inputs (0: off). New outputs never trip it." config:"loop_breaker_output" env:"POWERGLIDE_BREAKER_OUTPUT" default:"5" group:"Safety"`
+	BreakerCycle    int           `help:"Circuit breaker: a cycle of 2 to 4 calls (A B A B ..., A B C A B C ...) with the same inputs and the same outputs repeated this many times (0: off)." config:"loop_breaker_cycle" env:"POWERGLIDE_BREAKER_CYCLE" default:"3" group:"Safety"`
 	BudgetTokens    int           `help:"Token budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_tokens" env:"POWERGLIDE_BUDGET_TOKENS" default:"0" group:"Safety"`
 	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run: halt before a call that could pass it (0: none). Each call, the first included, is priced at the model's prices from 'pg-llm models' (its estimated input and its max_tokens of output); for a model without prices there (a custom model, a script component without --model) the price per token seen so far is used, so the first call runs unpriced." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
@@ -180,6 +182,8 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		MaxSteps:        c.MaxSteps,
 		BreakerSame:     c.BreakerRepeat,
 		BreakerFailures: c.BreakerFailures,
+		BreakerOutput:   c.BreakerOutput,
+		BreakerCycle:    c.BreakerCycle,
 		Budget:          loop.Budget{Tokens: c.BudgetTokens, USD: c.BudgetUSD},
 		VelocityFile:    c.VelocityFile,
 		ContextWindow:   c.ContextWindow,
@@ -318,6 +322,10 @@ func (c *RunCmd) resolve(cfg *config.Config) {
 	c.BudgetTokens = cfg.Int("loop_budget_tokens")
 	c.BudgetUSD = cfg.Float("loop_budget_usd")
 	c.Lease = cfg.Duration("lease").String()
+	c.BreakerRepeat = cfg.Int("loop_breaker_repeat")
+	c.BreakerFailures = cfg.Int("loop_breaker_failures")
+	c.BreakerOutput = cfg.Int("loop_breaker_output")
+	c.BreakerCycle = cfg.Int("loop_breaker_cycle")
 	c.ContextWindow = 0 // the model's window
 	if cfg.Get("loop_context_window").Source != config.SourceDefault {
 		c.ContextWindow = cfg.Int("loop_context_window")
@@ -351,6 +359,8 @@ type savedOptions struct {
 	MaxSteps        *int              `json:"max_steps,omitempty"`
 	BreakerRepeat   *int              `json:"breaker_repeat,omitempty"`
 	BreakerFailures *int              `json:"breaker_failures,omitempty"`
+	BreakerOutput   *int              `json:"breaker_output,omitempty"`
+	BreakerCycle    *int              `json:"breaker_cycle,omitempty"`
 	BudgetTokens    *int              `json:"budget_tokens,omitempty"`
 	BudgetUSD       *float64          `json:"budget_usd,omitempty"`
 	Velocity        string            `json:"velocity,omitempty"`
@@ -367,6 +377,7 @@ func (c *RunCmd) saved() savedOptions {
 		Model: c.Model, MaxTokens: &c.MaxTokens, System: c.System, Verify: c.Verify, VerifyTimeout: &c.VerifyTimeout,
 		MaxVerify: &c.MaxVerify, MaxVerifySet: c.maxVerifySet, Commit: &c.Commit, Fresh: &c.Fresh, Promise: c.Promise,
 		MaxIterations: &c.MaxIterations, MaxSteps: &c.MaxSteps, BreakerRepeat: &c.BreakerRepeat, BreakerFailures: &c.BreakerFailures,
+		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
 		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
 		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var}
 	if c.contextWindowSet {
@@ -419,6 +430,8 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	pick(&c.MaxSteps, given("max-steps"), s.MaxSteps)
 	pick(&c.BreakerRepeat, given("breaker-repeat"), s.BreakerRepeat)
 	pick(&c.BreakerFailures, given("breaker-failures"), s.BreakerFailures)
+	pick(&c.BreakerOutput, given("breaker-output"), s.BreakerOutput)
+	pick(&c.BreakerCycle, given("breaker-cycle"), s.BreakerCycle)
 	pick(&c.BudgetTokens, given("budget-tokens"), s.BudgetTokens)
 	pick(&c.BudgetUSD, given("budget-usd"), s.BudgetUSD)
 	pick(&c.Heartbeat, given("heartbeat"), s.Heartbeat)
@@ -495,7 +508,7 @@ func (c *RunCmd) check(o *loop.Options) error {
 		}
 	}
 	for name, v := range map[string]int{"--max-steps": o.MaxSteps, "--max-verify": o.MaxVerify, "--max-iterations": o.MaxIterations, "--budget-tokens": o.Budget.Tokens,
-		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens, "--tool-parallel": c.ToolParallel} {
+		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--breaker-output": o.BreakerOutput, "--breaker-cycle": o.BreakerCycle, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens, "--tool-parallel": c.ToolParallel} {
 		if v < 0 {
 			return cli.Usagef("%s must not be negative", name)
 		}
