@@ -72,3 +72,15 @@ collect:
 	}
 	return b.String()
 }
+
+// paceNote tells the model where its velocity file is, so it can slow
+// itself down (a rate limit, a long build to wait for) and speed up again.
+func paceNote(path string) string {
+	return fmt.Sprintf(`
+
+# Pace
+Your pace is read from the file %s before each step: one number, steps per second (1 = a step a second, 0.2 = one every 5 seconds; empty or missing = full speed). You may write it to slow yourself down, for instance while waiting on something that takes time, e.g. with bash: echo 0.2 > %s . Write 0 only to pause until a person changes it.`, path, ShellQuote(path))
+}
+
+// ShellQuote quotes s for sh.
+func ShellQuote(s string) string { return shellQuote(s) }

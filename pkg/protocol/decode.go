@@ -114,6 +114,7 @@ var (
 		LoopLimit:      func() any { return &LoopLimitEvent{} },
 		LoopTask:       func() any { return &LoopTaskEvent{} },
 		LoopLog:        func() any { return &LoopLogEvent{} },
+		LoopSummary:    func() any { return &LoopSummaryEvent{} },
 		EventError:     func() any { return &ErrorEvent{} },
 	})
 	JournalEvents = family("journal-event", map[string]func() any{

@@ -82,7 +82,9 @@ type RunCmd struct {
 	Tools        string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
 	Model        string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
 	MaxTokens    int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
-	System       string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
+	System         string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
+	NoContextFiles bool   `help:"Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt." group:"Components"`
+	Veto           string `help:"Edit veto for the run: pg-tool runs CMD before and after every edit or write, and a change that makes CMD newly fail is rolled back and the call fails with CMD's output (pg-tool --verify). Needs the default tools component." placeholder:"CMD" group:"Components"`
 	Workdir      string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
 
 	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
@@ -105,8 +107,11 @@ type RunCmd struct {
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
 
-	ContextWindow int    `help:"The model's context window in tokens: older tool outputs are pruned, then older turns summarized, before a request would pass it less max_tokens and the reserve (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
-	Reserve       int    `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
+	ContextWindow int     `help:"The model's context window in tokens. No request is sent that the loop estimates over it, less max_tokens and the reserve (the usable window): past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a conversation still over has its long texts cut; one that cannot fit fails its task, saying so. Tokens are counted with the model's tokenizer when it is known (OpenAI's o200k models), else at 3 bytes a token, raised when the provider counts more (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
+	ContextSoft   float64 `help:"Share of the usable window past which old tool outputs (all but the last few messages) are pruned." config:"loop_context_soft" env:"POWERGLIDE_CONTEXT_SOFT" default:"0.7" placeholder:"F" group:"Memory"`
+	ContextHard   float64 `help:"Share of the usable window past which older turns are summarized by the model. A summary that leaves the conversation over it is not made again before a few new messages." config:"loop_context_hard" env:"POWERGLIDE_CONTEXT_HARD" default:"0.9" placeholder:"F" group:"Memory"`
+	ToolOutputMax int     `help:"Tokens of one tool output kept in the conversation: a longer one keeps its head and tail, and the whole text is saved (0600) in outputs/ of the session, a file the model is told about and the read tool may open (0: a quarter of the usable window)." config:"loop_tool_output_max" env:"POWERGLIDE_TOOL_OUTPUT_MAX" default:"0" placeholder:"N" group:"Memory"`
+	Reserve       int     `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
 	Resume        string `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
 	Continue      bool   `help:"Resume the latest session of this workdir." group:"Memory"`
 
@@ -187,6 +192,10 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		Budget:          loop.Budget{Tokens: c.BudgetTokens, USD: c.BudgetUSD},
 		VelocityFile:    c.VelocityFile,
 		ContextWindow:   c.ContextWindow,
+		ContextSoft:     c.ContextSoft,
+		ContextHard:     c.ContextHard,
+		ToolOutputMax:   c.ToolOutputMax,
+		NoContextFiles:  c.NoContextFiles,
 		Reserve:         c.Reserve,
 		Heartbeat:       c.Heartbeat,
 		Stderr:          rt.IO.Err,
@@ -238,10 +247,14 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	}
 	o.Session = sess
 	o.Source = src
+	if o.VelocityFile == "" {
+		// The model may slow itself down by writing it.
+		o.VelocityFile = filepath.Join(sess.Dir, "velocity")
+	}
 	fmt.Fprintf(rt.IO.Err, "pg-loop: session %s\n", sess.Info.ID)
 
 	// Components.
-	llm, tools := c.components(rt, workdir)
+	llm, tools := c.components(rt, workdir, filepath.Join(sess.Dir, "outputs"))
 	defer llm.Close()
 	defer tools.Close()
 	o.LLM, o.Tools = llm, tools
@@ -326,6 +339,9 @@ func (c *RunCmd) resolve(cfg *config.Config) {
 	c.BreakerFailures = cfg.Int("loop_breaker_failures")
 	c.BreakerOutput = cfg.Int("loop_breaker_output")
 	c.BreakerCycle = cfg.Int("loop_breaker_cycle")
+	c.ContextSoft = cfg.Float("loop_context_soft")
+	c.ContextHard = cfg.Float("loop_context_hard")
+	c.ToolOutputMax = cfg.Int("loop_tool_output_max")
 	c.ContextWindow = 0 // the model's window
 	if cfg.Get("loop_context_window").Source != config.SourceDefault {
 		c.ContextWindow = cfg.Int("loop_context_window")
@@ -368,6 +384,11 @@ type savedOptions struct {
 	Heartbeat       *time.Duration    `json:"heartbeat,omitempty"`
 	ContextWindow   *int              `json:"context_window,omitempty"` // only when set: else the model's
 	Reserve         *int              `json:"reserve,omitempty"`
+	ContextSoft     *float64          `json:"context_soft,omitempty"`
+	ContextHard     *float64          `json:"context_hard,omitempty"`
+	ToolOutputMax   *int              `json:"tool_output_max,omitempty"`
+	NoContextFiles  *bool             `json:"no_context_files,omitempty"`
+	Veto            string            `json:"veto,omitempty"`
 	ToolParallel    *int              `json:"tool_parallel,omitempty"`
 	Var             map[string]string `json:"var,omitempty"`
 }
@@ -379,7 +400,8 @@ func (c *RunCmd) saved() savedOptions {
 		MaxIterations: &c.MaxIterations, MaxSteps: &c.MaxSteps, BreakerRepeat: &c.BreakerRepeat, BreakerFailures: &c.BreakerFailures,
 		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
 		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
-		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var}
+		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var,
+		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, Veto: c.Veto}
 	if c.contextWindowSet {
 		s.ContextWindow = &c.ContextWindow
 	}
@@ -436,6 +458,11 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	pick(&c.BudgetUSD, given("budget-usd"), s.BudgetUSD)
 	pick(&c.Heartbeat, given("heartbeat"), s.Heartbeat)
 	pick(&c.Reserve, given("reserve"), s.Reserve)
+	pick(&c.ContextSoft, given("context-soft"), s.ContextSoft)
+	pick(&c.ContextHard, given("context-hard"), s.ContextHard)
+	pick(&c.ToolOutputMax, given("tool-output-max"), s.ToolOutputMax)
+	pick(&c.NoContextFiles, given("no-context-files"), s.NoContextFiles)
+	str(&c.Veto, "veto", s.Veto)
 	pick(&c.ToolParallel, given("tool-parallel"), s.ToolParallel)
 	if !given("context-window") && s.ContextWindow != nil {
 		c.ContextWindow, c.contextWindowSet = *s.ContextWindow, true
@@ -515,6 +542,15 @@ func (c *RunCmd) check(o *loop.Options) error {
 	}
 	if o.Budget.USD < 0 {
 		return cli.Usagef("--budget-usd must not be negative")
+	}
+	if c.ContextSoft <= 0 || c.ContextHard <= 0 || c.ContextSoft > c.ContextHard || c.ContextHard > 1 {
+		return cli.Usagef("--context-soft %g and --context-hard %g must be shares of the window with 0 < soft ≤ hard ≤ 1", c.ContextSoft, c.ContextHard)
+	}
+	if c.ToolOutputMax < 0 {
+		return cli.Usagef("--tool-output-max must not be negative")
+	}
+	if c.Veto != "" && (c.Tools != "" || c.ToolsServe != "") {
+		return cli.Usagef("--veto sets up the default tools component (pg-tool serve --verify CMD); with --tools or --tools-serve, give --verify CMD to your own pg-tool")
 	}
 	for _, t := range c.Task {
 		if strings.TrimSpace(t) == "" {
@@ -614,7 +650,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 	}
 }
 
-func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Tools) {
+func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs string) (loop.LLM, loop.Tools) {
 	var llm loop.LLM
 	if c.LLM != "" {
 		llm = &loop.CommandLLM{Cmdline: c.LLM, Dir: workdir, Stderr: rt.IO.Err}
@@ -633,7 +669,13 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		if cmd == "" {
 			// pg-tool serves one call at a time unless told otherwise; a
 			// turn's parallel calls should run together.
-			cmd = loop.SiblingCommand("pg-tool", fmt.Sprintf("serve --parallel %d", max(c.ToolParallel, 1)))
+			// Full outputs go to the session, where the loop saves the
+			// outputs it cuts: the read tool may open both.
+			args := fmt.Sprintf("serve --parallel %d --output-dir %s", max(c.ToolParallel, 1), loop.ShellQuote(outputs))
+			if c.Veto != "" {
+				args += " --verify " + loop.ShellQuote(c.Veto)
+			}
+			cmd = loop.SiblingCommand("pg-tool", args)
 			if list == "" {
 				list = loop.SiblingCommand("pg-tool", "list")
 			}
