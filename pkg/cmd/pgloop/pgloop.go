@@ -74,18 +74,18 @@ type RunCmd struct {
 	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
 	Var           map[string]string `help:"Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable)." placeholder:"KEY=VALUE" group:"Tasks"`
 
-	LLMServe     string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
-	ToolsServe   string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
-	ToolParallel int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
-	ToolsList    string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
-	LLM          string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
-	Tools        string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
-	Model        string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
-	MaxTokens    int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
+	LLMServe       string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
+	ToolsServe     string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
+	ToolParallel   int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
+	ToolsList      string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
+	LLM            string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
+	Tools          string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
+	Model          string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
+	MaxTokens      int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
 	System         string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
 	NoContextFiles bool   `help:"Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt." group:"Components"`
 	Veto           string `help:"Edit veto for the run: pg-tool runs CMD before and after every edit or write, and a change that makes CMD newly fail is rolled back and the call fails with CMD's output (pg-tool --verify). Needs the default tools component." placeholder:"CMD" group:"Components"`
-	Workdir      string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
+	Workdir        string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
 
 	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
 	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
@@ -112,8 +112,8 @@ type RunCmd struct {
 	ContextHard   float64 `help:"Share of the usable window past which older turns are summarized by the model. A summary that leaves the conversation over it is not made again before a few new messages." config:"loop_context_hard" env:"POWERGLIDE_CONTEXT_HARD" default:"0.9" placeholder:"F" group:"Memory"`
 	ToolOutputMax int     `help:"Tokens of one tool output kept in the conversation: a longer one keeps its head and tail, and the whole text is saved (0600) in outputs/ of the session, a file the model is told about and the read tool may open (0: a quarter of the usable window)." config:"loop_tool_output_max" env:"POWERGLIDE_TOOL_OUTPUT_MAX" default:"0" placeholder:"N" group:"Memory"`
 	Reserve       int     `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
-	Resume        string `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
-	Continue      bool   `help:"Resume the latest session of this workdir." group:"Memory"`
+	Resume        string  `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
+	Continue      bool    `help:"Resume the latest session of this workdir." group:"Memory"`
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
 
