@@ -343,6 +343,9 @@ func (r *Runner) compact(ctx context.Context, est int, forced bool) error {
 			measure()
 		}
 	}
+	if est > target && forced {
+		return &ContextError{Reason: fmt.Sprintf("the model found the request too long and compacting brought it only to about %d tokens (aimed at %d): nothing more to compact", est, target)}
+	}
 	if est > target {
 		base := r.est.Request(r.request(tr.conv[:1]))
 		return &ContextError{Reason: fmt.Sprintf("the conversation does not fit: about %d tokens after compaction, the limit is %d (window %d less max_tokens %d and reserve %d); the system prompt, tools and task alone take about %d",
