@@ -83,10 +83,6 @@ func (e *Estimator) Tokenizer() string {
 	return "bytes/3"
 }
 
-// cacheMin is the size from which a counted text is remembered: the
-// conversation's long texts are counted once, not on every step.
-const cacheMin = 64
-
 // maxCache bounds the remembered counts; past it the cache starts over.
 const maxCache = 1 << 16
 
@@ -98,21 +94,19 @@ func (e *Estimator) Text(s string) int {
 	if e.enc == nil {
 		return int(float64(len(s))/bytesPerToken) + 1
 	}
-	if len(s) >= cacheMin {
-		if n, ok := e.cache[s]; ok {
-			return n
-		}
+	// Every text is counted once, not on every step: a lookup costs far
+	// less than the tokenizer, even for a short text.
+	if n, ok := e.cache[s]; ok {
+		return n
 	}
 	n, err := e.enc.Count(s)
 	if err != nil {
 		n = int(float64(len(s))/bytesPerToken) + 1
 	}
-	if len(s) >= cacheMin {
-		if len(e.cache) >= maxCache {
-			clear(e.cache)
-		}
-		e.cache[s] = n
+	if len(e.cache) >= maxCache {
+		clear(e.cache)
 	}
+	e.cache[s] = n
 	return n
 }
 

@@ -112,7 +112,7 @@ func BenchmarkCompact1000(b *testing.B) {
 			r := benchRunner(b, c.model, false, 0)
 			est := r.est.Request(r.request(conv))
 			r = benchRunner(b, c.model, false, est+8192+2048)
-			r.o.ContextHard, r.o.ContextSoft = 0.5, 0.4
+			r.o.ContextHard, r.o.ContextSoft = 0.1, 0.1
 			r.est.Request(r.request(conv)) // a real run has counted its messages before
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
