@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -87,6 +88,9 @@ type Options struct {
 
 	Session *Session
 	Resume  *Replay // what a resumed session had in progress
+	// Ledger is the team's budget ledger (team mode): each model call
+	// reserves its estimate there first and settles its cost after.
+	Ledger *ledger.Ledger
 
 	Events *Emitter
 	Stderr io.Writer
@@ -377,7 +381,9 @@ func (r *Runner) limit(le *LimitError, runScoped bool) (Input, string) {
 	}
 	r.o.Events.Emit(ev)
 	if runScoped {
-		r.failLimit = true
+		// The team's budget leaves the task to a worker of a team with
+		// budget left (it is released); the run's own limits fail it.
+		r.failLimit = le.Limit != LimitTeamBudget
 		r.fatalErr = le
 		return Fatal, le.Error()
 	}
@@ -754,6 +760,9 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
 			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), oneLine(me.Event.Message, 200)), false)
 		}
+	}
+	if le := (*LimitError)(nil); errors.As(err, &le) {
+		return r.limit(le, true) // the team's budget refused the call
 	}
 	if err != nil {
 		if tr.ctx.Err() != nil {

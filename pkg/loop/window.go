@@ -425,7 +425,7 @@ func (r *Runner) summarize(ctx context.Context, cut, limit int) error {
 		return err
 	}
 	start := time.Now()
-	end, err := r.o.LLM.Call(ctx, req, nil)
+	end, err := r.call(ctx, req, nil)
 	r.times.model += time.Since(start)
 	if err != nil {
 		return fmt.Errorf("summarize the conversation: %w", err)
@@ -466,7 +466,7 @@ func (r *Runner) windowFailure(err error) (Input, string) {
 // estimate with the input tokens the provider counted.
 func (r *Runner) callModel(ctx context.Context, req *protocol.Request) (*protocol.EndEvent, error) {
 	start := time.Now()
-	end, err := r.o.LLM.Call(ctx, req, r.onModelEvent)
+	end, err := r.call(ctx, req, r.onModelEvent)
 	r.times.model += time.Since(start)
 	if err == nil {
 		u := end.Usage

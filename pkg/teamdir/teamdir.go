@@ -4,6 +4,7 @@
 package teamdir
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ const (
 	QueueFile  = "task-queue.json"
 	EventsFile = "events.jsonl"
 	LockFile   = "lock"
+	BudgetFile = "budget.json"
 	LogsDir    = "logs"
 )
 
@@ -67,6 +69,9 @@ func (d Dir) Queue() string { return filepath.Join(d.Path(), QueueFile) }
 // Events is events.jsonl, the team's journal.
 func (d Dir) Events() string { return filepath.Join(d.Path(), EventsFile) }
 
+// Budget is budget.json, the team budget's ledger (package ledger).
+func (d Dir) Budget() string { return filepath.Join(d.Path(), BudgetFile) }
+
 // Lock is the flock target guarding the queue.
 func (d Dir) Lock() string { return filepath.Join(d.Path(), LockFile) }
 
@@ -75,6 +80,20 @@ func (d Dir) Worker(n string) string { return filepath.Join(d.Path(), "worker-"+
 
 // Log is logs/worker-<n>.jsonl.
 func (d Dir) Log(n string) string { return filepath.Join(d.Path(), LogsDir, "worker-"+n+".jsonl") }
+
+// ErrNoTeam is returned by Exists for a team without a directory.
+var ErrNoTeam = errors.New("not found")
+
+// Exists reports, for commands that only read a team, whether its directory
+// is there: a read must never create it, and an empty answer for a
+// mistyped name would look like an idle team.
+func (d Dir) Exists() error {
+	st, err := os.Stat(d.Path())
+	if err == nil && st.IsDir() {
+		return nil
+	}
+	return fmt.Errorf("team %q %w: no directory %s", d.Team, ErrNoTeam, d.Path())
+}
 
 // Ensure creates the team directory and its logs directory.
 func (d Dir) Ensure() error {
