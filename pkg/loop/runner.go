@@ -431,7 +431,7 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 		r.sys = DefaultSystem
 	}
 	if r.o.VelocityFile != "" {
-		r.sys += paceNote(r.o.VelocityFile)
+		r.sys += paceNote()
 	}
 	if r.o.NoContextFiles {
 		r.log("info", "project context files (AGENTS.md, CLAUDE.md) left out")

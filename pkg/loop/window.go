@@ -265,7 +265,7 @@ func (r *Runner) cutOutput(tool, out string, maxTokens int) string {
 		r.log("warn", "save a cut tool output: %v", err)
 		note = "; saving the whole output failed"
 	} else {
-		note = "; the whole output is in " + p + "; read parts of it with offset/limit or grep"
+		note = "; the whole output is in " + p + "; read parts of it with the read tool (offset, limit)"
 	}
 	cut, _ := r.est.cutText(out, maxTokens, "\n\n[... %d bytes cut to fit the context window"+strings.ReplaceAll(note, "%", "%%")+" ...]\n\n")
 	return cut

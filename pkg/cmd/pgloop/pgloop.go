@@ -29,7 +29,7 @@ Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team
 
 Every safety limit works on its own: --max-steps per task, the circuit breaker (the same call repeated, one tool failing repeatedly, the same output whatever the inputs, a cycle of 2 to 4 calls repeated; each a config key, the limit event naming the pattern), --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
 
-The context window: no request is sent that the loop's estimate puts over the model's window less max_tokens and the reserve. Past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a tool output longer than --tool-output-max keeps its head and tail, the whole text saved in outputs/ of the session, a file the model is told about. A provider's context_overflow compacts harder and retries once; a conversation that cannot fit fails its task, saying so. The model is told its velocity file (--velocity-file; by default worker-<n>.velocity in team mode, else velocity in the session) and may write it to slow itself down.
+The context window: no request is sent that the loop's estimate puts over the model's window less max_tokens and the reserve. Past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a tool output longer than --tool-output-max keeps its head and tail, the whole text saved in outputs/ of the session, a file the model is told about. A provider's context_overflow compacts harder and retries once; a conversation that cannot fit fails its task, saying so. The model is told its velocity file (--velocity-file; by default worker-<n>.velocity in team mode, else velocity in the session), whose path its tools find in $POWERGLIDE_VELOCITY_FILE, and may write it to slow itself down (the default pg-tool gets --pass-env and --allow-write for it).
 
 Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win).
 
@@ -260,7 +260,12 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	fmt.Fprintf(rt.IO.Err, "pg-loop: session %s\n", sess.Info.ID)
 
 	// Components.
-	llm, tools := c.components(rt, workdir, filepath.Join(sess.Dir, "outputs"))
+	// The tools (and the model's bash) find the velocity file in their
+	// environment; it exists, so that the sandbox can let them write it.
+	if f, err := os.OpenFile(o.VelocityFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		f.Close()
+	}
+	llm, tools := c.components(rt, workdir, filepath.Join(sess.Dir, "outputs"), o.VelocityFile)
 	defer llm.Close()
 	defer tools.Close()
 	o.LLM, o.Tools = llm, tools
@@ -672,7 +677,8 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 	}
 }
 
-func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs string) (loop.LLM, loop.Tools) {
+func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) (loop.LLM, loop.Tools) {
+	env := loop.VelocityEnv + "=" + loop.ShellQuote(velocity) + " "
 	var llm loop.LLM
 	if c.LLM != "" {
 		llm = &loop.CommandLLM{Cmdline: c.LLM, Dir: workdir, Stderr: rt.IO.Err}
@@ -685,7 +691,7 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs string) (loop.LLM,
 	}
 	var tools loop.Tools
 	if c.Tools != "" {
-		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Stderr: rt.IO.Err}
+		tools = &loop.CommandTools{Cmdline: env + c.Tools, Dir: workdir, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
 		if cmd == "" {
@@ -693,7 +699,7 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs string) (loop.LLM,
 			// turn's parallel calls should run together.
 			// Full outputs go to the session, where the loop saves the
 			// outputs it cuts: the read tool may open both.
-			args := fmt.Sprintf("serve --parallel %d --output-dir %s", max(c.ToolParallel, 1), loop.ShellQuote(outputs))
+			args := fmt.Sprintf("serve --parallel %d --output-dir %s --pass-env %s --allow-write %s", max(c.ToolParallel, 1), loop.ShellQuote(outputs), loop.VelocityEnv, loop.ShellQuote(velocity))
 			if c.Veto != "" {
 				args += " --verify " + loop.ShellQuote(c.Veto)
 			}
@@ -705,7 +711,7 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs string) (loop.LLM,
 		if list == "" && strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
 			list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
 		}
-		tools = loop.NewServeTools(cmd, list, workdir, rt.IO.Err)
+		tools = loop.NewServeTools(env+cmd, list, workdir, rt.IO.Err)
 	}
 	return llm, tools
 }
