@@ -115,6 +115,7 @@ var (
 		LoopTask:       func() any { return &LoopTaskEvent{} },
 		LoopLog:        func() any { return &LoopLogEvent{} },
 		LoopSummary:    func() any { return &LoopSummaryEvent{} },
+		LoopGuard:      func() any { return &LoopGuardEvent{} },
 		EventError:     func() any { return &ErrorEvent{} },
 	})
 	JournalEvents = family("journal-event", map[string]func() any{

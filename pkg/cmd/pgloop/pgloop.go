@@ -14,9 +14,11 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -31,6 +33,8 @@ Every safety limit works on its own: --max-steps per task, the circuit breaker (
 
 The context window: no request is sent that the loop's estimate puts over the model's window less max_tokens and the reserve. Past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a tool output longer than --tool-output-max keeps its head and tail, the whole text saved in outputs/ of the session, a file the model is told about. A provider's context_overflow compacts harder and retries once; a conversation that cannot fit fails its task, saying so. The model is told its velocity file (--velocity-file; by default worker-<n>.velocity in team mode, else velocity in the session), whose path its tools find in $POWERGLIDE_VELOCITY_FILE, and may write it to slow itself down (the default pg-tool gets --pass-env and --allow-write for it).
 
+Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
+
 Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win).
 
 All the flags: pg-loop run --help.
@@ -41,6 +45,7 @@ Examples:
   $ pg-loop --team web --worker 3 --verify 'make test' --commit
   $ pg-loop --fresh --promise DONE --task 'port the parser' --verify 'make test' --max-iterations 20
   $ pg-loop --pipeline feature.json --var feature='rate limiting' --var test_cmd='go test ./...'
+  $ pg-loop --guard strict --task 'summarise the issues' --tools-serve "pg-tool serve --mcp 'gh=github-mcp-server stdio'"
   $ pg-loop --continue`
 
 // CLI is pg-loop's grammar.
@@ -112,6 +117,7 @@ type RunCmd struct {
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
+	Guard           string        `help:"Exfiltration guard: a tool call whose arguments carry a URL (or a key-shaped string) that first appeared in untrusted tool output (MCP tools, external tools, network commands), or a Markdown image from such a URL in the final answer, is reported as a guard event. warn: report only; strict: also refuse the call with a tool error the model reads (and remove the image from the task's result); off: no checks. Untrusted output always reaches the model wrapped in <untrusted source=\"TOOL\">." config:"guard" env:"POWERGLIDE_GUARD" enum:"off,warn,strict" default:"warn" placeholder:"MODE" group:"Safety"`
 
 	ContextWindow int     `help:"The model's context window in tokens. No request is sent that the loop estimates over it, less max_tokens and the reserve (the usable window): past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a conversation still over has its long texts cut; one that cannot fit fails its task, saying so. Tokens are counted with the model's tokenizer when it is known (OpenAI's o200k models), else at 3 bytes a token, raised when the provider counts more (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
 	ContextSoft   float64 `help:"Share of the usable window past which old tool outputs (all but the last few messages) are pruned." config:"loop_context_soft" env:"POWERGLIDE_CONTEXT_SOFT" default:"0.7" placeholder:"F" group:"Memory"`
@@ -209,6 +215,11 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := c.check(&o); err != nil {
 		return err
 	}
+	mode, err := guard.ParseMode(c.Guard)
+	if err != nil {
+		return cli.Usagef("--guard: %v", err)
+	}
+	o.Guard = guard.New(mode)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
 		if err != nil || v < 0 {
@@ -345,6 +356,7 @@ func (c *RunCmd) resolve(cfg *config.Config) {
 	c.MaxSteps = cfg.Int("loop_max_steps")
 	c.BudgetTokens = cfg.Int("loop_budget_tokens")
 	c.BudgetUSD = cfg.Float("loop_budget_usd")
+	c.Guard = cfg.String("guard")
 	c.Lease = cfg.Duration("lease").String()
 	c.BreakerRepeat = cfg.Int("loop_breaker_repeat")
 	c.BreakerFailures = cfg.Int("loop_breaker_failures")
@@ -678,7 +690,6 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 }
 
 func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) (loop.LLM, loop.Tools) {
-	env := loop.VelocityEnv + "=" + loop.ShellQuote(velocity) + " "
 	var llm loop.LLM
 	if c.LLM != "" {
 		llm = &loop.CommandLLM{Cmdline: c.LLM, Dir: workdir, Stderr: rt.IO.Err}
@@ -690,8 +701,10 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		llm = loop.NewServeLLM(cmd, rt.IO.Err)
 	}
 	var tools loop.Tools
+	// The tools (and the model's bash) find the velocity file here.
+	env := append(toolsEnv(rt), loop.VelocityEnv+"="+velocity)
 	if c.Tools != "" {
-		tools = &loop.CommandTools{Cmdline: env + c.Tools, Dir: workdir, Stderr: rt.IO.Err}
+		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
 		if cmd == "" {
@@ -711,7 +724,25 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		if list == "" && strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
 			list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
 		}
-		tools = loop.NewServeTools(env+cmd, list, workdir, rt.IO.Err)
+		tools = loop.NewServeTools(cmd, list, workdir, env, rt.IO.Err)
 	}
 	return llm, tools
+}
+
+// toolsEnv is the environment of the tools component: pg-loop's own
+// without the variables named like secrets (API keys, tokens, passwords),
+// so that in a running agent only the model component holds a key. Names
+// listed in POWERGLIDE_PASS_ENV (comma-separated) are kept, for a tool
+// that needs one (pg-tool --pass-env lets it through to commands).
+func toolsEnv(rt *cli.Runtime) []string {
+	// The command's environment over the process's: the same in the real
+	// binary, and a test's own variables win.
+	env := append(os.Environ(), rt.IO.Env...)
+	var keep []string
+	for _, name := range strings.Split(rt.IO.Getenv("POWERGLIDE_PASS_ENV"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			keep = append(keep, name)
+		}
+	}
+	return secrets.ScrubEnv(env, keep...)
 }
