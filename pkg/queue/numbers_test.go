@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,46 @@ func TestNewerVersionRefused(t *testing.T) {
 	got, _ := os.ReadFile(q.Dir().Queue())
 	if string(got) != string(doc) {
 		t.Fatalf("file changed:\n%s", got)
+	}
+}
+
+func TestJSONDepth(t *testing.T) {
+	cases := map[string]int{
+		`1`: 0, `"[[["`: 0, `[]`: 1, `{"a":1}`: 1, `[[],[[]]]`: 3, `{"a":"}]\"[","b":[{}]}`: 3,
+		strings.Repeat("[", 300) + strings.Repeat("]", 300): 300,
+	}
+	for in, want := range cases {
+		if got := jsonDepth([]byte(in)); got != want {
+			t.Errorf("jsonDepth(%.20s) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// A result nested deeper than task-queue.json can hold for jq is refused;
+// the deepest allowed keeps the whole document within MaxDepth.
+func TestResultDepth(t *testing.T) {
+	q, _ := open(t)
+	add(t, q, protocol.Task{ID: "a", Title: "a"})
+	got, err := q.Claim("w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nest := func(n int) []byte { return []byte(strings.Repeat("[", n) + strings.Repeat("]", n)) }
+	var ie *InputError
+	if _, err := q.Complete("a", got.Claim.Token, nest(300)); !errors.As(err, &ie) {
+		t.Fatalf("300 levels: %v, want InputError", err)
+	}
+	if _, err := q.Complete("a", got.Claim.Token, nest(maxValueDepth+1)); !errors.As(err, &ie) {
+		t.Fatalf("%d levels: %v, want InputError", maxValueDepth+1, err)
+	}
+	if _, err := q.Complete("a", got.Claim.Token, nest(maxValueDepth)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(q.Dir().Queue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := jsonDepth(data); d != MaxDepth {
+		t.Fatalf("task-queue.json nests %d levels, want %d", d, MaxDepth)
 	}
 }

@@ -800,12 +800,16 @@ func (q *Queue) Renew(id string, token int64, lease time.Duration) (*protocol.Ta
 	return out, err
 }
 
-// Complete marks a held task done with its result (any JSON; nil is null).
+// Complete marks a held task done with its result (any JSON nested at most
+// MaxDepth-3 levels, so task-queue.json stays readable by jq; nil is null).
 // Completing again with the same token is a harmless success that changes
 // nothing.
 func (q *Queue) Complete(id string, token int64, result json.RawMessage) (*protocol.Task, error) {
 	if len(result) > 0 && !json.Valid(result) {
 		return nil, &InputError{Index: -1, Msg: "result is not valid JSON"}
+	}
+	if d := jsonDepth(result); d > maxValueDepth {
+		return nil, &InputError{Index: -1, Msg: fmt.Sprintf("result is nested %d levels deep, at most %d: task-queue.json must stay within %d levels for jq", d, maxValueDepth, MaxDepth)}
 	}
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
