@@ -185,6 +185,10 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 		q.drop()
 		return err
 	}
+	if err := q.trimArchive(s); err != nil {
+		q.drop()
+		return err
+	}
 	now := q.now()
 	var c change
 	if err := fn(s, now, &c); err != nil {
@@ -315,6 +319,14 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 	}
 	s.hdr.Journal = &pendingEvents{Offset: off, Events: raws}
 	s.hdr.ArchiveRewrite = c.rewrite
+	size := int64(len(c.archiveData))
+	if !c.rewrite {
+		var err error
+		if size, err = q.archiveSize(); err != nil {
+			return err
+		}
+	}
+	s.hdr.ArchiveSize = &size
 	gen := s.hdr.Generation + 1
 	if c.rewrite {
 		if err := q.writeArchiveNext(gen, c.archiveData); err != nil {
