@@ -73,14 +73,17 @@ func (p *prefilter) scan(s string) (value, shape bool) {
 }
 
 // match is a secret found in a text: s[start:end] is replaced by mark.
+// value tells a known value (named) from a key shape (a kind).
 type match struct {
 	start, end int
 	mark       string
+	value      bool
 }
 
 // replace returns s with every value and key shape replaced. Where
 // matches overlap, the one starting first wins, the longer of two
-// starting together.
+// starting together, and a value's name over a shape's kind for the
+// same text.
 func (p *prefilter) replace(s string) string {
 	var ms []match
 	for i := 0; i < len(s); i++ {
@@ -90,11 +93,11 @@ func (p *prefilter) replace(s string) string {
 				continue
 			}
 			if a.value {
-				ms = append(ms, match{start, start + len(a.text), a.mark})
+				ms = append(ms, match{start, start + len(a.text), a.mark, true})
 				continue
 			}
 			if sh, end, ok := matchAt(s, start); ok && strings.HasPrefix(s[start:], a.text) {
-				m := match{start, end, Mark(sh.name)}
+				m := match{start, end, Mark(sh.name), false}
 				if sh.keep {
 					m.start += len(prefixAt(sh, s, start))
 				}
@@ -109,7 +112,10 @@ func (p *prefilter) replace(s string) string {
 		if ms[i].start != ms[j].start {
 			return ms[i].start < ms[j].start
 		}
-		return ms[i].end > ms[j].end
+		if ms[i].end != ms[j].end {
+			return ms[i].end > ms[j].end
+		}
+		return ms[i].value && !ms[j].value
 	})
 	var b strings.Builder
 	b.Grow(len(s))

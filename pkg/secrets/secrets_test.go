@@ -100,6 +100,18 @@ func TestRedactShapes(t *testing.T) {
 	}
 }
 
+// A known value that is also shaped like a key is redacted by its name.
+func TestValueNameBeatsShape(t *testing.T) {
+	r := New(Secret{Name: "ANTHROPIC_API_KEY", Value: fakeAnthropic}, Secret{Name: "BEARER_TOKEN", Value: "abcdefghijklmnopqrstuvwxyz"})
+	in := "k=" + fakeAnthropic + " Authorization: Bearer abcdefghijklmnopqrstuvwxyz"
+	want := "k=[redacted:ANTHROPIC_API_KEY] Authorization: Bearer [redacted:BEARER_TOKEN]"
+	for i := 0; i < 20; i++ {
+		if got := r.String(in); got != want {
+			t.Fatalf("got %q", got)
+		}
+	}
+}
+
 func TestBytesNoCopyWhenClean(t *testing.T) {
 	r := New(Secret{Name: "X_KEY", Value: "abcdefghijk"})
 	in := []byte(`{"type":"text","text":"hello world"}`)
