@@ -64,6 +64,7 @@ var Keys = []Key{
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
 	{Name: "mcp_timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_MCP_TIMEOUT"}, Default: 10 * time.Minute, Help: "pg-tool: time limit of one MCP tool call; a server that does not answer in time is stopped and restarted on the next call"},
+	{Name: "tool_max_saved_output", Kind: KindInt, Env: []string{"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT"}, Default: 16 << 20, Help: "pg-tool: cap in bytes on one saved full output of a capped result; a longer one keeps its first and last halves (negative: no cap)"},
 	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Default: "default", Help: "team name: the queue and workers in $POWERGLIDE_HOME/teams/<team>/"},
 	{Name: "queue_sync", Kind: KindBool, Env: []string{"POWERGLIDE_QUEUE_SYNC"}, Default: true, Help: "fsync the task queue after each change (false: faster; a power loss may lose the last changes, a killed process never corrupts it)"},
 	{Name: "queue_keep_finished", Kind: KindInt, Env: []string{"POWERGLIDE_QUEUE_KEEP_FINISHED"}, Default: 500, Help: "finished tasks kept in task-queue.json; beyond that the oldest move to task-archive.jsonl"},

@@ -47,7 +47,8 @@ type CLI struct {
 	Verify        string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output. When CMD already failed, only a change that adds failure lines (compared without line numbers and timings) is rolled back." placeholder:"CMD"`
 	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
 	MaxOutput     int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
-	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output)." placeholder:"DIR"`
+	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output). read opens only the files pg-tool saved there." placeholder:"DIR"`
+	MaxSaved      int           `name:"max-saved-output" help:"Cap in bytes on one saved full output; a longer one keeps its first and last halves (default 16777216, 16 MiB; negative: no cap)." config:"tool_max_saved_output" env:"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT" placeholder:"BYTES"`
 
 	List  ListCmd  `cmd:"" help:"Print the tool definitions as a JSON array."`
 	Call  CallCmd  `cmd:"" help:"Run one tool call and print its result."`
@@ -80,6 +81,7 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		VerifyTimeout: c.VerifyTimeout,
 		MaxOutput:     c.MaxOutput,
 		OutputDir:     outDir,
+		MaxSaved:      cfg.Int("tool_max_saved_output"),
 		PersistCwd:    persistCwd,
 		Env:           rt.IO.Env,
 		Log:           rt.IO.Err,
