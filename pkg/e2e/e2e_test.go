@@ -66,6 +66,7 @@ func Params(dir string) testscript.Params {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"validate": cmdValidate,
+			"private":  cmdPrivate,
 		},
 	}
 }

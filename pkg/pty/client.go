@@ -20,6 +20,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // HolderExec is how start runs the holder: Path with Args (Args[0] is the
@@ -56,11 +57,11 @@ func (s Store) Start(o StartOptions) (*protocol.PtySession, error) {
 	if _, err := exec.LookPath(o.Command[0]); err != nil {
 		return nil, errorf(ErrNotFound, "command not found: %s", o.Command[0])
 	}
-	if err := os.MkdirAll(s.Root, 0o755); err != nil {
+	if err := os.MkdirAll(s.Root, teamdir.DirMode); err != nil {
 		return nil, err
 	}
 	dir := s.Dir(o.Name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, teamdir.DirMode); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			status := "unknown"
 			if st, err := s.Load(o.Name); err == nil {
@@ -83,7 +84,7 @@ func (s Store) spawn(dir string, o StartOptions) (*protocol.PtySession, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, HolderLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(dir, HolderLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, teamdir.FileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +401,7 @@ func (s Store) finishRead(dir string, out *protocol.PtyOutput, data []byte, save
 	out.Data = string(data)
 	out.NextOffset = out.Offset + int64(len(data))
 	if save {
-		if err := atomicfile.WriteFile(filepath.Join(dir, CursorFile), []byte(strconv.FormatInt(out.NextOffset, 10)+"\n"), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, CursorFile), []byte(strconv.FormatInt(out.NextOffset, 10)+"\n"), teamdir.FileMode); err != nil {
 			return nil, err
 		}
 	}

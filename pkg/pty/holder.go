@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // holderSpec is what start hands the holder on its stdin.
@@ -80,7 +81,7 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, OutputFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(dir, OutputFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, teamdir.FileMode)
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 func (h *holder) finish(code int, sig string, werr error) {
 	scr := h.emu.snapshot(h.state.Name)
 	if b, err := json.Marshal(scr); err == nil {
-		atomicfile.WriteFile(filepath.Join(h.dir, ScreenFile), append(b, '\n'), 0o644)
+		atomicfile.WriteFile(filepath.Join(h.dir, ScreenFile), append(b, '\n'), teamdir.FileMode)
 	}
 	h.mu.Lock()
 	h.state.Status = protocol.PtyExited

@@ -80,7 +80,7 @@ func Open(dir teamdir.Dir) (*Queue, error) {
 	if err := teamdir.ValidName("team", dir.Team); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir.Path(), 0o755); err != nil {
+	if err := os.MkdirAll(dir.Path(), teamdir.DirMode); err != nil {
 		return nil, fmt.Errorf("create team dir: %w", err)
 	}
 	return &Queue{dir: dir, Now: time.Now}, nil
