@@ -77,6 +77,7 @@ var Keys = []Key{
 	{Name: "dash_refresh", Kind: KindDuration, Env: []string{"POWERGLIDE_DASH_REFRESH"}, Default: time.Second, Help: "pg-dash: polling interval when file notifications are unavailable"},
 	{Name: "pty_cols", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_COLS"}, Default: 80, Help: "pg-pty terminal width in columns"},
 	{Name: "pty_rows", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_ROWS"}, Default: 24, Help: "pg-pty terminal height in rows"},
+	{Name: "pty_max_output", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_MAX_OUTPUT"}, Default: 64 << 20, Help: "pg-pty: cap in bytes on a session's output.log; older output is discarded, offsets stay valid (0 or negative: no cap)"},
 	{Name: "pty_term", Kind: KindString, Env: []string{"POWERGLIDE_PTY_TERM"}, Default: "xterm-256color", Help: "TERM given to programs pg-pty runs"},
 }
 

@@ -30,7 +30,9 @@ func newTestSession(t *testing.T, opts Options) *Session {
 func callWithin(t *testing.T, s *Session, d time.Duration, name, input string) Outcome {
 	t.Helper()
 	done := make(chan Outcome, 1)
-	go func() { done <- s.Call(context.Background(), protocol.ToolCall{ID: "c", Name: name, Input: json.RawMessage(input)}) }()
+	go func() {
+		done <- s.Call(context.Background(), protocol.ToolCall{ID: "c", Name: name, Input: json.RawMessage(input)})
+	}()
 	select {
 	case out := <-done:
 		return out

@@ -155,7 +155,7 @@ The result ends with the offset to pass as "since" next time, so each read retur
   "properties": {
     ` + termNameSchema + `,
     "since": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (the next_offset of the previous read)."},
-    "wait": {"type": "string", "description": "Regular expression to wait for in the output, e.g. \"\\\\$ $\" for a prompt."},
+    "wait": {"type": "string", "description": "Regular expression to wait for in the output as this tool shows it (escape sequences removed unless raw), e.g. \"\\\\$ $\" for a prompt."},
     "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long to wait for the pattern (default 10000)."},
     "raw": {"type": "boolean", "description": "Return the bytes as the program wrote them, terminal escape sequences included (default false: escapes removed, CRLF as LF)."}
   },
@@ -175,6 +175,10 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			return "", err
 		}
 		args := []string{"read", in.Name, "--json"}
+		if !in.Raw {
+			// The text the model sees, and the text "wait" is matched against.
+			args = append(args, "--plain")
+		}
 		if in.Since != nil {
 			args = append(args, "--since="+strconv.FormatInt(*in.Since, 10))
 		}
@@ -203,9 +207,6 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			return "", fmt.Errorf("pg-pty read printed no output record: %v", jerr)
 		}
 		out := rec.Data
-		if !in.Raw {
-			out = plainText(out)
-		}
 		if out != "" && !strings.HasSuffix(out, "\n") {
 			out += "\n"
 		}
@@ -285,46 +286,6 @@ var termKillTool = &Tool{
 		}
 		return fmt.Sprintf("killed session %s\n", in.Name), nil
 	},
-}
-
-// plainText removes terminal escape sequences (CSI, OSC and two-byte
-// escapes) and turns CRLF into LF, so a model reads what a person would see
-// in a scrolling terminal.
-func plainText(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == 0x1b && i+1 < len(s) && s[i+1] == '[': // CSI ... final byte
-			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-				j++
-			}
-			i = j
-		case c == 0x1b && i+1 < len(s) && s[i+1] == ']': // OSC ... BEL or ST
-			j := i + 2
-			for j < len(s) && s[j] != 0x07 && !(s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\') {
-				j++
-			}
-			if j < len(s) && s[j] == 0x1b {
-				j++
-			}
-			i = j
-		case c == 0x1b:
-			i++ // ESC and the byte after it, with an intermediate: ESC ( B
-			for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f && i+1 < len(s) {
-				i++
-			}
-		case c == '\r':
-			if i+1 < len(s) && s[i+1] == '\n' {
-				continue
-			}
-		case c < 0x20 && c != '\n' && c != '\t':
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
 
 func lastLine(b []byte) []byte {

@@ -87,11 +87,3 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 		t.Errorf("bad name: %+v", r.ToolResult)
 	}
 }
-
-func TestPlainText(t *testing.T) {
-	in := "\x1b[?2004hbash-5.2# echo hi\r\n\x1b[?2004l\rhi\r\n\x1b]0;title\x07\x1b[1;32mgreen\x1b[0m\x1b(B done\x07\n"
-	want := "bash-5.2# echo hi\nhi\ngreen done\n"
-	if got := plainText(in); got != want {
-		t.Errorf("plainText = %q, want %q", got, want)
-	}
-}
