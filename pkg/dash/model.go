@@ -46,6 +46,7 @@ type Options struct {
 	Now     func() time.Time                 // the clock shown; tests fix it
 	Host    string                           // this host: only its pids are checked or signalled
 	Alive   func(pid int, start string) bool // liveness check; nil means proc.Matches
+	Signals *proc.Signaler                   // checks and sends the kill key's signal; nil means proc.Default
 	View    string                           // the view to start in
 	Worker  string                           // the worker to select first
 }
@@ -679,7 +680,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.confirm = nil
 		switch msg.String() {
 		case "y", "Y":
-			return stopWorker(m.opt.Dir, c)
+			return stopWorker(m.opt.Dir, c, m.opt.Signals)
 		default:
 			m.setStatus("not stopped", "dim")
 			return nil
@@ -851,6 +852,8 @@ func (m *Model) workerKeys(msg tea.KeyPressMsg) tea.Cmd {
 			m.setStatus(fmt.Sprintf("worker %s has no pid recorded: nothing to stop", id), "warn")
 		case m.opt.Host == "" || w.Host != m.opt.Host:
 			m.setStatus(fmt.Sprintf("worker %s runs on host %q: stop it there", id, w.Host), "warn")
+		case proc.Guard(w.PID) != nil:
+			m.setStatus(fmt.Sprintf("worker %s: %v", id, proc.Guard(w.PID)), "bad")
 		default:
 			m.confirm = &confirmStop{worker: id, pid: w.PID, start: w.PIDStart}
 		}
@@ -904,9 +907,12 @@ func (m *Model) setVelocity(id string, v float64) tea.Cmd {
 // pid still names the process that started at the recorded time, and
 // journals it in events.jsonl. Escalating to SIGKILL is left to
 // pg-monitor, which stops a worker that outlives its heartbeat.
-func stopWorker(d teamdir.Dir, c *confirmStop) tea.Cmd {
+func stopWorker(d teamdir.Dir, c *confirmStop, sig *proc.Signaler) tea.Cmd {
+	if sig == nil {
+		sig = proc.Default
+	}
 	return func() tea.Msg {
-		sent, err := proc.SignalGroup(c.pid, c.start, syscall.SIGTERM)
+		sent, err := sig.SignalGroup(proc.Target{PID: c.pid, Start: c.start}, syscall.SIGTERM)
 		switch {
 		case err != nil:
 			return actionMsg{text: fmt.Sprintf("stop worker %s: %v", c.worker, err), tone: "bad"}

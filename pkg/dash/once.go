@@ -26,6 +26,8 @@ type SnapshotRecord struct {
 	Tasks    []TaskRecord   `json:"tasks"`
 	Warnings []string       `json:"warnings"`
 	Stream   *StreamRecord  `json:"stream,omitempty"`
+	// Budget is the team budget's ledger (budget.json), when the team has one.
+	Budget *protocol.TeamBudget `json:"budget,omitempty"`
 }
 
 // WorkerRecord is one worker in a snapshot.
@@ -85,7 +87,7 @@ func Record(s *Snapshot, now time.Time, stale time.Duration, warnings []string) 
 	rec := SnapshotRecord{
 		Type: "snapshot", TS: now.UTC(), Team: s.Team, Counts: c, Progress: c.Progress(),
 		Usage: s.Usage(), ElapsedS: s.Elapsed(now).Seconds(),
-		Workers: []WorkerRecord{}, Tasks: []TaskRecord{}, Warnings: warnings,
+		Workers: []WorkerRecord{}, Tasks: []TaskRecord{}, Warnings: warnings, Budget: s.Budget,
 	}
 	if rec.Warnings == nil {
 		rec.Warnings = []string{}
@@ -108,7 +110,7 @@ func Record(s *Snapshot, now time.Time, stale time.Duration, warnings []string) 
 			t := w.HeartbeatAt.UTC()
 			age := now.Sub(w.HeartbeatAt).Seconds()
 			wr.HeartbeatAt, wr.HeartbeatAgeS = &t, &age
-			wr.Stale = now.Sub(w.HeartbeatAt) > stale && !w.Finished()
+			wr.Stale = (now.Sub(w.HeartbeatAt) > stale || w.BeatFuture(now)) && !w.Finished()
 		}
 		if w.Alive != AliveUnknown {
 			a := w.Alive == AliveYes
@@ -157,6 +159,9 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 		}
 	}
 	fmt.Fprintf(&b, "tokens %s, cost %s, elapsed %s, ETA %s\n", Tokens(usageTokens(rec.Usage)), Cost(rec.Usage.CostUSD), Age(time.Duration(rec.ElapsedS*float64(time.Second))), eta)
+	if rec.Budget != nil {
+		b.WriteString(BudgetLine(rec.Budget) + "\n")
+	}
 	if rec.Stream != nil {
 		fmt.Fprintf(&b, "%d events, %d invalid line%s", rec.Stream.Events, rec.Stream.Invalid, plural(rec.Stream.Invalid))
 		if rec.Stream.Ended != "" {

@@ -2,6 +2,7 @@ package dash
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -80,6 +81,7 @@ type Snapshot struct {
 	Started     time.Time // first journal event, else earliest worker start or task
 	Problems    []Problem // this load's problems with whole files
 	LoadedAt    time.Time
+	Budget      *protocol.TeamBudget // budget.json, when the team has a budget ledger
 }
 
 // Counts of the snapshot's tasks.
@@ -169,6 +171,7 @@ func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
 		markBlocked(doc.Tasks, doc.FinishedDeps)
 		s.Tasks, s.Archived = doc.Tasks, doc.Archived
 	}
+	s.Budget = l.loadBudget(s)
 	workers, errs := l.Dir.Workers()
 	for _, err := range errs {
 		s.Problems = append(s.Problems, Problem{relName(l.Dir, err), trimPath(err.Error())})
@@ -346,4 +349,33 @@ func sortTasks(tasks []protocol.Task) []protocol.Task {
 		return statusRank(StatusOf(out[i])) < statusRank(StatusOf(out[j]))
 	})
 	return out
+}
+
+// loadBudget reads the team budget's ledger, budget.json.
+func (l Loader) loadBudget(s *Snapshot) *protocol.TeamBudget {
+	b, err := os.ReadFile(l.Dir.Budget())
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.Problems = append(s.Problems, Problem{teamdir.BudgetFile, err.Error()})
+		}
+		return nil
+	}
+	var tb protocol.TeamBudget
+	if err := json.Unmarshal(b, &tb); err != nil {
+		s.Problems = append(s.Problems, Problem{teamdir.BudgetFile, err.Error()})
+		return nil
+	}
+	return &tb
+}
+
+// BudgetLine sums up the team budget: spent, reserved by the calls in
+// flight, and the budget.
+func BudgetLine(tb *protocol.TeamBudget) string {
+	line := fmt.Sprintf("budget: %s spent, %s reserved (%d in flight)", Cost(tb.SpentUSD), Cost(tb.ReservedUSD), len(tb.Reservations))
+	if tb.BudgetUSD > 0 {
+		line += fmt.Sprintf(" of %s, %s left", Cost(tb.BudgetUSD), Cost(max(0, tb.BudgetUSD-tb.SpentUSD-tb.ReservedUSD)))
+	} else {
+		line += ", no limit"
+	}
+	return line
 }

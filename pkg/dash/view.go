@@ -136,6 +136,9 @@ func (h Header) Render(width int) []string {
 		eta,
 	}
 	lines = append(lines, flow(second, "  ", width)...)
+	if s.Budget != nil {
+		lines = append(lines, BudgetLine(s.Budget))
+	}
 	return lines
 }
 
@@ -338,7 +341,7 @@ func (t WorkersTable) Render(width, height int) string {
 
 func (t WorkersTable) row(w WorkerInfo, cols []column, sel bool, width int) string {
 	age := t.Now.Sub(w.HeartbeatAt)
-	stale := !w.HeartbeatAt.IsZero() && age > t.Stale && !w.Finished()
+	stale := !w.HeartbeatAt.IsZero() && (age > t.Stale || w.BeatFuture(t.Now)) && !w.Finished()
 	state := w.State
 	switch {
 	case w.Alive == AliveNo && !w.Finished():
@@ -380,7 +383,10 @@ func (t WorkersTable) row(w WorkerInfo, cols []column, sel bool, width int) stri
 			s = rcell(Cost(w.Total().CostUSD), c.width)
 		case "BEAT":
 			txt := "–"
-			if !w.HeartbeatAt.IsZero() {
+			switch {
+			case w.BeatFuture(t.Now):
+				txt = "future"
+			case !w.HeartbeatAt.IsZero():
 				txt = Age(age)
 			}
 			st := stDim
@@ -463,7 +469,10 @@ func (m *Model) workerHeader(width int, now time.Time) []string {
 	if !w.HeartbeatAt.IsZero() {
 		age := now.Sub(w.HeartbeatAt)
 		beat = "beat " + Age(age)
-		if age > m.opt.Stale && !w.Finished() {
+		if w.BeatFuture(now) {
+			beat = "beat in the future"
+		}
+		if (age > m.opt.Stale || w.BeatFuture(now)) && !w.Finished() {
 			beat = stBadB.Render(beat + " stale")
 		}
 	}

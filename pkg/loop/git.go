@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
 )
 
 // VerifyOutcome is a verify command's result.
@@ -36,8 +38,8 @@ func RunVerify(ctx context.Context, command, dir string, timeout time.Duration) 
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
-	setGroup(cmd)
+	cmd := proc.Command(exec.CommandContext(ctx, "sh", "-c", command))
+	cmd.WaitDelay = 2 * time.Second
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -50,10 +51,12 @@ func (e *ModelError) Unrecoverable() bool { return e.Auth() || e.NoModel() }
 // shellCommand runs cmd through sh, so components are given as shell
 // command lines ('pg-llm serve', 'python3 my-model.py'); args follow as
 // "$@".
-func shellCommand(ctx context.Context, cmd string, args ...string) *exec.Cmd {
-	c := exec.CommandContext(ctx, "sh", append([]string{"-c", cmd + ` "$@"`, "sh"}, args...)...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+//
+// The command leads a process group of its own; cancelling ctx kills the
+// group, but only until the command is reaped (proc.Child): call its
+// Start and Wait.
+func shellCommand(ctx context.Context, cmd string, args ...string) *proc.Child {
+	c := proc.Command(exec.CommandContext(ctx, "sh", append([]string{"-c", cmd + ` "$@"`, "sh"}, args...)...))
 	c.WaitDelay = 2 * time.Second
 	return c
 }
@@ -67,7 +70,7 @@ type coprocess struct {
 	dir     string
 
 	mu      sync.Mutex
-	cmd     *exec.Cmd
+	cmd     *proc.Child
 	in      io.WriteCloser
 	waiters map[string]*waiter
 	dead    chan struct{}
@@ -89,6 +92,11 @@ func (c *coprocess) start() error {
 		}
 	}
 	cmd := shellCommand(context.Background(), c.cmdline)
+	// A coprocess must not outlive pg-loop, even killed by SIGKILL
+	// (PR_SET_PDEATHSIG); what it leaves in its group ends with it.
+	cmd.Tied = true
+	cmd.EndGroup = true
+	cmd.Env = append(os.Environ(), proc.EnvTied+"=1")
 	cmd.Dir = c.dir
 	cmd.Stderr = c.stderr
 	in, err := cmd.StdinPipe()
@@ -110,7 +118,7 @@ func (c *coprocess) start() error {
 }
 
 // read routes reply lines to their waiters by id until the child's stdout closes.
-func (c *coprocess) read(cmd *exec.Cmd, out io.Reader, dead chan struct{}) {
+func (c *coprocess) read(cmd *proc.Child, out io.Reader, dead chan struct{}) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
@@ -213,12 +221,12 @@ func (c *coprocess) Close() error {
 	case <-dead:
 		return nil
 	case <-time.After(200 * time.Millisecond):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		_, _ = cmd.SignalGroup(syscall.SIGTERM)
 	}
 	select {
 	case <-dead:
 	case <-kill:
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_, _ = cmd.SignalGroup(syscall.SIGKILL)
 		<-dead
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -73,6 +74,9 @@ type Options struct {
 
 	Session *Session
 	Resume  *Replay // what a resumed session had in progress
+	// Ledger is the team's budget ledger (team mode): each model call
+	// reserves its estimate there first and settles its cost after.
+	Ledger *ledger.Ledger
 
 	Events *Emitter
 	Stderr io.Writer
@@ -335,7 +339,9 @@ func (r *Runner) limit(le *LimitError, runScoped bool) (Input, string) {
 	}
 	r.o.Events.Emit(ev)
 	if runScoped {
-		r.failLimit = true
+		// The team's budget leaves the task to a worker of a team with
+		// budget left (it is released); the run's own limits fail it.
+		r.failLimit = le.Limit != LimitTeamBudget
 		r.fatalErr = le
 		return Fatal, le.Error()
 	}
@@ -690,7 +696,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	}
 	r.step++
 	tr.steps++
-	end, err := r.o.LLM.Call(tr.ctx, req, r.onModelEvent)
+	end, err := r.call(tr.ctx, req, r.onModelEvent)
 	var me *ModelError
 	if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
 		// The estimate was short: compact as if the window were full, once.
@@ -700,8 +706,11 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 			if berr := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); berr != nil {
 				return r.limit(berr.(*LimitError), true)
 			}
-			end, err = r.o.LLM.Call(tr.ctx, req, r.onModelEvent)
+			end, err = r.call(tr.ctx, req, r.onModelEvent)
 		}
+	}
+	if le := (*LimitError)(nil); errors.As(err, &le) {
+		return r.limit(le, true) // the team's budget refused the call
 	}
 	if err != nil {
 		if tr.ctx.Err() != nil {
@@ -1116,7 +1125,7 @@ func (r *Runner) compact(ctx context.Context, limit int) error {
 	if err := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); err != nil {
 		return err
 	}
-	end, err := r.o.LLM.Call(ctx, req, nil)
+	end, err := r.call(ctx, req, nil)
 	if err != nil {
 		return fmt.Errorf("summarize the conversation: %w", err)
 	}

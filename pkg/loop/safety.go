@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -127,16 +125,8 @@ func (b Budget) Check(spent protocol.Usage, in, maxOut int) error {
 	if cost >= b.USD {
 		return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("$%.4f spent, the budget is $%.4f", cost, b.USD)}
 	}
-	var next float64
-	switch t := spent.Tokens(); {
-	case priced:
-		next = (float64(in)*b.Prices.inputPrice() + float64(maxOut)*b.Prices.OutputPerMTok) / 1e6
-	case t > 0 && cost > 0:
-		// Output tokens cost more than input; price the whole call at
-		// the dearer of the average rate and five times it for output.
-		rate := cost / float64(t)
-		next = rate*float64(in) + 5*rate*float64(maxOut)
-	default:
+	next, ok := b.nextCost(spent, in, maxOut)
+	if !ok {
 		return nil
 	}
 	if cost+next > b.USD {
@@ -172,10 +162,4 @@ func VelocityDelay(v float64) time.Duration {
 		return 0
 	}
 	return time.Duration(float64(time.Second) / v)
-}
-
-func setGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
 }

@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gofrs/flock"
 	"github.com/powerglide/powerglide/pkg/jsonl"
@@ -27,20 +31,66 @@ type BeatOptions struct {
 	Now      time.Time
 }
 
+// ErrInvalid marks a heartbeat refused for what it would record: nothing
+// was written.
+var ErrInvalid = errors.New("invalid heartbeat")
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
+}
+
+// validate checks everything the heartbeat would record, before anything
+// is written, and returns the start time of its pid. The pid must be a
+// live process that can be a worker (see proc.CheckWorker): the monitor
+// signals it when its heartbeat goes stale.
+func (o *BeatOptions) validate() (string, error) {
+	if err := teamdir.ValidName("worker", o.Worker); err != nil {
+		return "", invalid("%v", err)
+	}
+	if err := proc.CheckWorker(o.PID); err != nil {
+		if errors.Is(err, proc.ErrGone) {
+			return "", invalid("--pid %d: no such process", o.PID)
+		}
+		return "", invalid("--pid: %v", err)
+	}
+	st, err := proc.ReadStat(o.PID)
+	if err != nil {
+		return "", invalid("--pid %d: %v", o.PID, err)
+	}
+	if o.Step != nil && *o.Step < 0 {
+		return "", invalid("--step must be 0 or more, got %d", *o.Step)
+	}
+	if o.CostUSD != nil && !(*o.CostUSD >= 0 && !math.IsInf(*o.CostUSD, 1)) { // false for NaN too
+		return "", invalid("--cost-usd must be a finite number of 0 or more, got %v", *o.CostUSD)
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"state", o.State}, {"task", o.Task}} {
+		if f.v == nil {
+			continue
+		}
+		if f.name == "state" && *f.v == "" {
+			return "", invalid("--state must not be empty")
+		}
+		if len(*f.v) > 256 || strings.ContainsFunc(*f.v, unicode.IsControl) || !utf8.ValidString(*f.v) {
+			return "", invalid("--%s must be printable text of at most 256 bytes, got %q", f.name, *f.v)
+		}
+	}
+	if !o.Now.IsZero() && Future(time.Now(), o.Now) {
+		return "", invalid("heartbeat time %s is in the future", o.Now.UTC().Format(time.RFC3339))
+	}
+	return st.Start, nil
+}
+
 // Beat creates or updates worker-<n>.json with a fresh heartbeat, the way
 // pg-loop does, for workers written as shell scripts. A new process (pid or
 // start time differ) starts a new epoch. A change of state or task, or
 // Progress, also moves progress_at. State changes are journaled.
 func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
-	if err := teamdir.ValidName("worker", o.Worker); err != nil {
-		return nil, err
-	}
-	if o.PID <= 0 {
-		return nil, fmt.Errorf("invalid pid %d", o.PID)
-	}
-	start, err := proc.StartTime(o.PID)
+	start, err := o.validate()
 	if err != nil {
-		return nil, fmt.Errorf("pid %d: %w", o.PID, err)
+		return nil, err
 	}
 	if err := d.Ensure(); err != nil {
 		return nil, err

@@ -88,6 +88,14 @@ func Classify(w *protocol.Worker, now time.Time, p Process, o Options) Verdict {
 		v.Liveness, v.Reason = Dead, fmt.Sprintf("pid %d is gone or reused (start time differs from %q)", w.PID, w.PIDStart)
 	case w.HeartbeatAt.IsZero():
 		v.Liveness, v.Reason = Stale, "no heartbeat recorded"
+	case Future(now, w.HeartbeatAt):
+		// A heartbeat from the future would keep the worker alive
+		// forever: it proves nothing, as if there were none.
+		v.Liveness, v.Reason = Stale, fmt.Sprintf("heartbeat dated in the future (%s, %s ahead of this clock; up to %s is tolerated)",
+			w.HeartbeatAt.UTC().Format(time.RFC3339), round(w.HeartbeatAt.Sub(now)), MaxSkew)
+	case o.Stall > 0 && !ended && !paused(w) && Future(now, progress):
+		v.Liveness, v.Reason = Stuck, fmt.Sprintf("progress dated in the future (%s, %s ahead of this clock)",
+			progress.UTC().Format(time.RFC3339), round(progress.Sub(now)))
 	case o.Heartbeat > 0 && v.HeartbeatAge > o.Heartbeat:
 		v.Liveness, v.Reason = Stale, fmt.Sprintf("last heartbeat %s ago, limit %s", round(v.HeartbeatAge), o.Heartbeat)
 	case o.Stall > 0 && !ended && !paused(w) && !progress.IsZero() && v.ProgressAge > o.Stall:
@@ -97,6 +105,13 @@ func Classify(w *protocol.Worker, now time.Time, p Process, o Options) Verdict {
 	}
 	return v
 }
+
+// MaxSkew is how far in the future a record's time may lie, for clocks
+// that differ a little between hosts, before it is taken as false.
+const MaxSkew = protocol.MaxClockSkew
+
+// Future reports whether t lies more than MaxSkew after now.
+func Future(now, t time.Time) bool { return t.Sub(now) > MaxSkew }
 
 // paused workers (velocity 0, or flagged) make no progress on purpose.
 func paused(w *protocol.Worker) bool { return w.Paused || w.State == "paused" }

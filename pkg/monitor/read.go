@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -69,16 +69,8 @@ func (r *reader) matches(pid int, start string) bool {
 	if err != nil {
 		return false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return false
-	}
-	fields := bytes.Fields(b[i+1:])
-	if len(fields) < 20 {
-		return false
-	}
-	st := string(fields[0])
-	return string(fields[19]) == start && st != "Z" && st != "X"
+	st, err := proc.ParseStat(b)
+	return err == nil && st.Start == start && st.Alive()
 }
 
 // workers is teamdir.Dir.Workers over the reused buffer: every

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -77,12 +78,16 @@ type Supervisor struct {
 
 	exits chan exitMsg
 	slots []*slot
+	// started is when the run began: a budget refusal after it is this
+	// run's.
+	started time.Time
 }
 
 type slot struct {
 	name      string
 	pid       int
 	start     string
+	child     *proc.Child // the running process; its group is signalled only until it is reaped
 	running   bool
 	restarts  int
 	retired   bool
@@ -134,8 +139,13 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	}
 	s.exits = make(chan exitMsg, o.Workers)
 	res := &RunResult{}
-	// The budget counts earlier runs: a team that spent it starts nothing.
-	if c := s.teamCost(); o.BudgetUSD > 0 && c >= o.BudgetUSD {
+	if err := s.writeBudget(); err != nil {
+		return nil, err
+	}
+	s.started = time.Now()
+	// The budget counts earlier runs: a team that spent it starts nothing,
+	// unless there is nothing left to do.
+	if c := s.teamCost(); o.BudgetUSD > 0 && c >= o.BudgetUSD && !s.drained(ctx) {
 		reason := fmt.Sprintf("team cost $%.4f already reached the budget $%.4f: no worker started", c, o.BudgetUSD)
 		s.logf("%s", reason)
 		_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
@@ -176,9 +186,10 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			s.restartDue(ctx)
 		}
 		// The budget counts ended processes too, so it is checked after
-		// an exit as well as on each tick.
+		// an exit as well as on each tick. A team whose work is done is
+		// not stopped: its workers are ending on their own.
 		if o.BudgetUSD > 0 {
-			if c := s.teamCost(); c >= o.BudgetUSD {
+			if c := s.teamCost(); s.overBudget(c) && !s.drained(ctx) {
 				reason := fmt.Sprintf("team cost $%.4f reached the budget $%.4f", c, o.BudgetUSD)
 				s.logf("%s: stopping every worker", reason)
 				_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
@@ -206,6 +217,14 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			}
 			_ = s.W.Emit(protocol.MonitorEvent{Action: ActDone, Reason: reason})
 			res.Outcome = OutcomeDone
+			return res, nil
+		}
+		if refused := s.budgetRefused(); refused != "" {
+			// The workers stopped themselves before a call the team's
+			// budget could not pay.
+			s.logf("team budget: %s", refused)
+			_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: "a worker stopped at the team budget: " + refused})
+			res.Outcome = OutcomeBudget
 			return res, nil
 		}
 		res.Outcome = OutcomeUndrained
@@ -266,6 +285,9 @@ func (s *Supervisor) teamCost() float64 {
 	for _, r := range recs {
 		c += r.Total().CostUSD
 	}
+	if tb, err := ledger.Read(s.W.Dir); err == nil {
+		c = max(c, tb.SpentUSD) // the ledger outlives removed records
+	}
 	return c
 }
 
@@ -297,11 +319,15 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 			errf.Close()
 			return err
 		}
-		cmd := exec.Command(s.Opts.Argv[0], s.Opts.Argv[1:]...)
+		cmd := proc.Command(exec.Command(s.Opts.Argv[0], s.Opts.Argv[1:]...))
 		cmd.Env = append(append([]string{}, s.Opts.Env...), "POWERGLIDE_TEAM="+d.Team, "POWERGLIDE_WORKER="+sl.name)
 		cmd.Stdout = pw
 		cmd.Stderr = errf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// Leftovers of the worker's process group (a backgrounded child)
+		// would keep its stdout open and run unsupervised: Wait ends them
+		// while the worker is still unreaped, so its group id cannot name
+		// another group.
+		cmd.EndGroup = true
 		err = cmd.Start()
 		pw.Close()
 		errf.Close()
@@ -312,7 +338,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		}
 		pid := cmd.Process.Pid
 		start, _ := proc.StartTime(pid)
-		sl.pid, sl.start, sl.running = pid, start, true
+		sl.pid, sl.start, sl.child, sl.running = pid, start, cmd, true
 		now := time.Now().UTC()
 		old, _ := d.ReadWorker(sl.name)
 		if old == nil || old.PID != pid {
@@ -341,7 +367,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 
 // follow copies the worker's stdout to its log, line by line, watching for
 // the end markers, then reaps the worker and reports its exit.
-func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File, pid int, start string, errPath string, errOff int64) {
+func (s *Supervisor) follow(sl *slot, cmd *proc.Child, pr *os.File, logf *os.File, pid int, start string, errPath string, errOff int64) {
 	var mu sync.Mutex
 	marker := ""
 	eof := make(chan struct{})
@@ -376,10 +402,6 @@ func (s *Supervisor) follow(sl *slot, cmd *exec.Cmd, pr *os.File, logf *os.File,
 		}
 	}()
 	err := cmd.Wait()
-	// Leftovers of the worker's process group (a backgrounded child) would
-	// keep its stdout open and run unsupervised: end them. The group id
-	// cannot be reused while any member lives, so this reaches only them.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	select {
 	case <-eof:
 	case <-time.After(2 * time.Second):
@@ -539,7 +561,7 @@ func (s *Supervisor) stopAll(ctx context.Context, reason string) {
 			continue
 		}
 		running++
-		if sent, _ := proc.SignalGroup(sl.pid, sl.start, syscall.SIGTERM); sent {
+		if sent, _ := sl.child.SignalGroup(syscall.SIGTERM); sent {
 			_ = s.W.Emit(protocol.MonitorEvent{Action: ActSigterm, Worker: sl.name, PID: sl.pid, Reason: reason})
 		}
 	}
@@ -561,7 +583,7 @@ func (s *Supervisor) stopAll(ctx context.Context, reason string) {
 				if !sl.running {
 					continue
 				}
-				if sent, _ := proc.SignalGroup(sl.pid, sl.start, syscall.SIGKILL); sent {
+				if sent, _ := sl.child.SignalGroup(syscall.SIGKILL); sent {
 					_ = s.W.Emit(protocol.MonitorEvent{Action: ActSigkill, Worker: sl.name, PID: sl.pid,
 						Reason: fmt.Sprintf("still running %s after SIGTERM (%s)", s.W.Opts.Grace, reason)})
 				}

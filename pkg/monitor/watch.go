@@ -103,6 +103,16 @@ type Watcher struct {
 	Opts  Options
 	Host  string           // this host's name; records from other hosts are never signalled
 	Now   func() time.Time // nil: time.Now
+	// Signals checks and sends every signal of a pass; nil: proc.Default.
+	// Tests give one with a recording Sender.
+	Signals *proc.Signaler
+}
+
+func (w *Watcher) signals() *proc.Signaler {
+	if w.Signals != nil {
+		return w.Signals
+	}
+	return proc.Default
 }
 
 func (w *Watcher) now() time.Time {
@@ -119,10 +129,26 @@ func (w *Watcher) probe(rd *reader, r *protocol.Worker) Process {
 	if r.PID <= 0 || r.PIDStart == "" || (r.Host != "" && w.Host != "" && r.Host != w.Host) {
 		return ProcUnknown
 	}
-	if rd.matches(r.PID, r.PIDStart) {
-		return ProcRunning
+	if !rd.matches(r.PID, r.PIDStart) {
+		return ProcGone
 	}
-	return ProcGone
+	if refused(r) != nil {
+		// pid 1, this process or an ancestor, with the recorded start
+		// time: never signalled, and its tasks are not released while
+		// it runs. The pass warns.
+		return ProcUnknown
+	}
+	return ProcRunning
+}
+
+// refused says why the process of record r must never be signalled (pid
+// 1 and below, this process or an ancestor: a hand-written or mistaken
+// record), or nil.
+func refused(r *protocol.Worker) error {
+	if r.PID == 0 {
+		return nil // no process recorded
+	}
+	return proc.Guard(r.PID)
 }
 
 // Statuses classifies every worker record without acting (pg-monitor
@@ -233,7 +259,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				if err := w.saveState(st); err != nil {
 					return res, err
 				}
-				sent, err := proc.SignalLeftovers(k.PID, k.Members, syscall.SIGKILL)
+				sent, err := w.signals().SignalLeftovers(k.PID, k.Members, syscall.SIGKILL)
 				if err != nil {
 					res.Errors = append(res.Errors, fmt.Errorf("kill the rest of worker %s's process group %d: %w", name, k.PID, err))
 					k.KillAt = time.Time{}
@@ -250,7 +276,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			continue
 		}
 		// Children started since the SIGTERM belong to the group too.
-		if m, err := proc.GroupMembers(k.PID); err == nil && !slices.Equal(m, k.Members) {
+		if m := proc.GroupOf(proc.Target{PID: k.PID, Start: k.PIDStart}); m != nil && !slices.Equal(m, k.Members) {
 			k.Members = m
 			changed = true
 		}
@@ -263,7 +289,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			if err := w.saveState(st); err != nil {
 				return res, err
 			}
-			sent, err := proc.SignalGroup(k.PID, k.PIDStart, syscall.SIGKILL)
+			sent, err := w.signals().SignalGroup(proc.Target{PID: k.PID, Start: k.PIDStart}, syscall.SIGKILL)
 			if err != nil {
 				res.Errors = append(res.Errors, fmt.Errorf("kill worker %s (pid %d): %w", name, k.PID, err))
 				k.KillAt = time.Time{}
@@ -283,6 +309,9 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 	reasons := map[string]string{}
 	for _, r := range recs {
 		p := w.probe(rd, r)
+		if err := refused(r); err != nil && p == ProcUnknown {
+			res.Errors = append(res.Errors, fmt.Errorf("worker %s: pid %d is never acted on: %w", r.Worker, r.PID, err))
+		}
 		v := Classify(r, now, p, w.Opts)
 		switch {
 		case (v.Liveness == Stale || v.Liveness == Stuck) && p == ProcRunning:
@@ -293,12 +322,12 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			// Write ahead, as for SIGKILL: a watcher that dies after this
 			// leaves a kill in flight, which the next one escalates after
 			// the grace period, instead of a second SIGTERM.
-			members, _ := proc.GroupMembers(r.PID)
+			members := proc.GroupOf(proc.Target{PID: r.PID, Start: r.PIDStart})
 			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, TermAt: now, Reason: reason, Members: members}
 			if err := w.saveState(st); err != nil {
 				return res, err
 			}
-			sent, err := proc.SignalGroup(r.PID, r.PIDStart, syscall.SIGTERM)
+			sent, err := w.signals().SignalGroup(proc.Target{PID: r.PID, Start: r.PIDStart}, syscall.SIGTERM)
 			if err != nil || !sent { // an error, or it ended between the probe and the signal
 				if err != nil {
 					res.Errors = append(res.Errors, fmt.Errorf("stop worker %s (pid %d): %w", r.Worker, r.PID, err))

@@ -68,6 +68,18 @@ type Worker struct {
 	LastResult  string    `json:"last_result,omitempty"`
 }
 
+// MaxClockSkew is how far in the future a worker's heartbeat may lie
+// (clocks differ a little between hosts) before it is taken as false: a
+// heartbeat dated later would keep a worker looking alive until then.
+const MaxClockSkew = time.Minute
+
+// BeatFuture reports whether the heartbeat lies more than MaxClockSkew
+// after now. Such a heartbeat proves nothing: readers treat the worker as
+// stale.
+func (w *Worker) BeatFuture(now time.Time) bool {
+	return !w.HeartbeatAt.IsZero() && w.HeartbeatAt.Sub(now) > MaxClockSkew
+}
+
 // Total is the worker's usage over all its processes: spent plus usage.
 func (w *Worker) Total() Usage {
 	if w.Spent == nil {

@@ -565,53 +565,36 @@ func (s Store) Kill(ctx context.Context, name string, sig syscall.Signal, grace 
 // SIGTSTP sent to it: it has no controlling terminal): a stopped holder
 // cannot see its program end and record it, and kill would wait in vain.
 func continueHolder(st *protocol.PtySession) {
-	if !proc.Matches(st.HolderPID, st.HolderStart) {
-		return
-	}
 	if state, err := proc.State(st.HolderPID); err == nil && state == "T" {
-		syscall.Kill(st.HolderPID, syscall.SIGCONT)
+		proc.Default.Signal(proc.Target{PID: st.HolderPID, Start: st.HolderStart}, syscall.SIGCONT)
 	}
 }
 
 // killSession signals the program's process group and the other process
 // groups of its terminal session (jobs of an interactive shell), but only
-// while the program is still the process that was started.
+// while the program is still the process that was started: a pg-pty
+// program leads its own session and process group, which session.json
+// (a file anyone may edit) cannot change. Refused targets (pid 1, this
+// process, its ancestors) get nothing.
 func killSession(st *protocol.PtySession, sig syscall.Signal) {
-	if !proc.Matches(st.PID, st.PIDStart) {
+	lead := proc.Target{PID: st.PID, Start: st.PIDStart, PGID: st.PID, SID: st.PID, Terminal: true}
+	if sent, err := proc.Default.SignalGroup(lead, sig); err != nil || !sent {
 		return
 	}
-	proc.SignalGroup(st.PID, st.PIDStart, sig)
-	for _, pid := range sessionMembers(st.PID) {
-		syscall.Kill(pid, sig)
+	for _, m := range sessionMembers(st.PID) {
+		proc.Default.Signal(proc.Target{PID: m.PID, Start: m.Start, SID: st.PID}, sig)
 	}
 }
 
-// sessionMembers lists the processes whose session id is sid.
-func sessionMembers(sid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == sid {
-			continue
+// sessionMembers lists the processes whose session id is sid, but for
+// its leader.
+func sessionMembers(sid int) []proc.Member {
+	var out []proc.Member
+	proc.Scan(func(s proc.Stat) {
+		if s.SID == sid && s.PID != sid {
+			out = append(out, proc.Member{PID: s.PID, Start: s.Start})
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		// f[0] is field 3 (state); the session id is field 6.
-		if len(f) > 3 && string(f[3]) == strconv.Itoa(sid) {
-			out = append(out, pid)
-		}
-	}
+	})
 	return out
 }
 

@@ -56,7 +56,7 @@ type holder struct {
 	dir    string
 	master *os.File
 	emu    *emulator
-	pgid   int
+	child  *proc.Child // the program
 	log    io.Writer
 
 	mu    sync.Mutex // guards state, out, dirty and the state's file
@@ -116,7 +116,10 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 		return fmt.Errorf("start %s: %w", sp.Command[0], err)
 	}
 	defer master.Close()
-	h := &holder{dir: dir, master: master, pgid: cmd.Process.Pid, log: logw, exited: make(chan struct{}),
+	// The program leads its session and process group: its group is
+	// signalled only until it is reaped.
+	child := proc.Adopt(cmd)
+	h := &holder{dir: dir, master: master, child: child, log: logw, exited: make(chan struct{}),
 		out: &outputLog{f: logf, max: sp.MaxOutput}}
 	hpid, hstart, _ := proc.Self()
 	cstart, _ := proc.StartTime(cmd.Process.Pid)
@@ -126,8 +129,8 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 		Cols: sp.Cols, Rows: sp.Rows, CreatedAt: nowRFC3339(), OutputMax: sp.MaxOutput,
 	}
 	if err := writeState(dir, &h.state, false); err != nil {
-		syscall.Kill(-h.pgid, syscall.SIGKILL)
-		cmd.Wait()
+		child.SignalGroup(syscall.SIGKILL)
+		child.Wait()
 		return err
 	}
 	// start waits for this "ok": what is not needed to report the program
@@ -154,10 +157,10 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	go h.flushState()
 	// Asked to stop (SIGTERM, SIGINT): hang up on the program, as closing
 	// a terminal window does, and record its end as usual.
-	stopHangup := context.AfterFunc(ctx, func() { syscall.Kill(-h.pgid, syscall.SIGHUP) })
+	stopHangup := context.AfterFunc(ctx, func() { child.SignalGroup(syscall.SIGHUP) })
 	defer stopHangup()
 
-	werr := cmd.Wait()
+	werr := child.Wait()
 	exitAt := time.Now()
 	p.drain(exitAt)
 	code, sig := exitStatus(cmd.ProcessState)
@@ -252,7 +255,7 @@ func (h *holder) watchDir(orig os.FileInfo) {
 		case <-t.C:
 			fi, err := os.Stat(h.dir)
 			if err != nil || !os.SameFile(fi, orig) {
-				syscall.Kill(-h.pgid, syscall.SIGKILL)
+				h.child.SignalGroup(syscall.SIGKILL)
 				return
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/powerglide/powerglide/pkg/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -103,13 +104,15 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		go forwardInput(master, o.Input, !o.Interactive, exited)
 	}
 
+	// The program leads its session and process group: the group is
+	// signalled only until the program is reaped.
+	child := proc.Adopt(cmd)
 	var waitErr error
 	go func() {
-		waitErr = cmd.Wait()
+		waitErr = child.Wait()
 		close(exited)
 	}()
 
-	pid := cmd.Process.Pid
 	var timedOut bool
 	var timeout <-chan time.Time
 	if o.Timeout > 0 {
@@ -120,12 +123,12 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	var once sync.Once
 	terminate := func(sig syscall.Signal) {
 		once.Do(func() {
-			syscall.Kill(-pid, sig)
+			child.SignalGroup(sig)
 			go func() {
 				select {
 				case <-exited:
 				case <-time.After(o.KillGrace):
-					syscall.Kill(-pid, syscall.SIGKILL)
+					child.SignalGroup(syscall.SIGKILL)
 				}
 			}()
 		})
@@ -140,6 +143,9 @@ wait:
 		case <-timeout:
 			timedOut = true
 			timeout = nil
+			// The whole group goes, grandchildren included, when the
+			// program exits (before it is reaped).
+			child.SetEndGroup()
 			terminate(syscall.SIGTERM)
 		case sig := <-stop:
 			stop = nil
@@ -152,10 +158,6 @@ wait:
 		}
 	}
 	exitAt := time.Now()
-	if timedOut {
-		// The whole group goes, grandchildren included.
-		syscall.Kill(-pid, syscall.SIGKILL)
-	}
 	p.drain(exitAt)
 
 	res := &RunResult{Duration: time.Since(start), TimedOut: timedOut}

@@ -842,6 +842,17 @@ func (q *Queue) Fail(id string, token int64, msg string, retry bool) (*protocol.
 // Release hands a held task back: it is pending again. The attempt it used
 // still counts.
 func (q *Queue) Release(id string, token int64) (*protocol.Task, error) {
+	return q.release(id, token, false, "")
+}
+
+// Unclaim takes back a claim that never reached its worker (pg-queue claim
+// could not write the task record): the task is pending again, and the
+// attempt is given back, since no work was done. reason goes in the journal.
+func (q *Queue) Unclaim(id string, token int64, reason string) (*protocol.Task, error) {
+	return q.release(id, token, true, reason)
+}
+
+func (q *Queue) release(id string, token int64, refund bool, reason string) (*protocol.Task, error) {
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
 		i, t, err := held(s, id, token)
@@ -850,10 +861,13 @@ func (q *Queue) Release(id string, token int64) (*protocol.Task, error) {
 		}
 		worker := t.Claim.Worker
 		t.Status, t.Claim, t.UpdatedAt = protocol.StatusPending, nil, now
+		if refund && t.Attempts > 0 {
+			t.Attempts--
+		}
 		if err := s.put(i, t); err != nil {
 			return err
 		}
-		c.event(now, "release", t, "")
+		c.event(now, "release", t, reason)
 		c.events[len(c.events)-1].Worker, c.events[len(c.events)-1].Token = worker, token
 		out = t
 		return nil

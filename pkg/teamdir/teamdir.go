@@ -14,6 +14,7 @@ const (
 	QueueFile  = "task-queue.json"
 	EventsFile = "events.jsonl"
 	LockFile   = "lock"
+	BudgetFile = "budget.json"
 	LogsDir    = "logs"
 )
 
@@ -76,6 +77,9 @@ func (d Dir) Queue() string { return filepath.Join(d.Path(), QueueFile) }
 
 // Events is events.jsonl, the team's journal.
 func (d Dir) Events() string { return filepath.Join(d.Path(), EventsFile) }
+
+// Budget is budget.json, the team budget's ledger (package ledger).
+func (d Dir) Budget() string { return filepath.Join(d.Path(), BudgetFile) }
 
 // Lock is the flock target guarding the queue.
 func (d Dir) Lock() string { return filepath.Join(d.Path(), LockFile) }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
 )
 
 const (
@@ -177,7 +179,7 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 // group (grandchildren included) on timeout or cancellation. It returns the
 // exit code (128+n for a signal).
 func runGroup(ctx context.Context, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, extra []*os.File, name string, args ...string) (int, error) {
-	cmd := exec.Command(name, args...)
+	cmd := proc.Command(exec.Command(name, args...))
 	cmd.Dir = dir
 	if env != nil {
 		cmd.Env = env
@@ -192,13 +194,16 @@ func runGroup(ctx context.Context, timeout time.Duration, dir string, env []stri
 		cmd.Stderr = w
 	}
 	cmd.ExtraFiles = extra
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Background children left behind in the group are ended when the
+	// command exits, before it is reaped: a call must not leak processes.
+	cmd.EndGroup = true
+	// And the command ends with pg-tool, even killed by SIGKILL.
+	cmd.Tied = true
 	// Children that keep the output pipe open must not hold us forever.
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return -1, fmt.Errorf("start %s: %w", name, err)
 	}
-	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var timer <-chan time.Time
@@ -210,15 +215,12 @@ func runGroup(ctx context.Context, timeout time.Duration, dir string, env []stri
 	var err error
 	select {
 	case err = <-done:
-		// Background children left behind in the group are ended too:
-		// a call must not leak processes.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	case <-timer:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_, _ = cmd.SignalGroup(syscall.SIGKILL)
 		<-done
 		return -1, errTimeout
 	case <-ctx.Done():
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_, _ = cmd.SignalGroup(syscall.SIGKILL)
 		<-done
 		return -1, context.Cause(ctx)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/powerglide/powerglide/pkg/proc"
 )
 
 // MCP servers: each "name=command args" spec is a server started (once, on
@@ -44,6 +45,7 @@ type mcpServer struct {
 	mu    sync.Mutex
 	cs    *mcp.ClientSession
 	cmd   *exec.Cmd
+	start string        // the server's start time, read when it answered
 	dead  chan struct{} // closed when the connection ends
 	tools []*Tool
 }
@@ -161,12 +163,16 @@ func (srv *mcpServer) startLocked(ctx context.Context) error {
 	defer cancel()
 	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
 	if err != nil {
-		if cmd.Process != nil {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// The SDK may have reaped it already (closing the failed
+		// connection): its group is killed only while it is not, which
+		// the pidfd of the os.Process tells.
+		if cmd.Process != nil && cmd.Process.Signal(syscall.Signal(0)) == nil {
+			_, _ = proc.Adopt(cmd).SignalGroup(syscall.SIGKILL)
 			_ = cmd.Wait()
 		}
 		return fmt.Errorf("mcp server %s (%s) did not start: %w", srv.name, srv.cmdline, err)
 	}
+	start, _ := proc.StartTime(cmd.Process.Pid)
 	dead := make(chan struct{})
 	go func() { _ = cs.Wait(); close(dead) }()
 	var tools []*Tool
@@ -177,7 +183,7 @@ func (srv *mcpServer) startLocked(ctx context.Context) error {
 		}
 		tools = append(tools, srv.wrap(t))
 	}
-	srv.cs, srv.cmd, srv.dead, srv.tools = cs, cmd, dead, tools
+	srv.cs, srv.cmd, srv.start, srv.dead, srv.tools = cs, cmd, start, dead, tools
 	return nil
 }
 
@@ -189,12 +195,18 @@ func (srv *mcpServer) closeLocked(kill bool) error {
 	if srv.cs == nil {
 		return nil
 	}
-	pgid := srv.cmd.Process.Pid
+	// The SDK reaps the server when the connection closes, which it may
+	// do by itself when the server dies: its group is signalled only
+	// through checks that cannot reach a group that reused its id (the
+	// server still alive with its start time; a member seen before the
+	// close still alive in the group).
+	lead := proc.Target{PID: srv.cmd.Process.Pid, Start: srv.start}
 	if kill {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_, _ = proc.Default.SignalGroup(lead, syscall.SIGKILL)
 	}
+	members := proc.GroupOf(lead)
 	err := srv.cs.Close()
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_, _ = proc.Default.SignalLeftovers(lead.PID, members, syscall.SIGKILL)
 	srv.cs, srv.cmd, srv.tools = nil, nil, nil
 	if kill {
 		return nil

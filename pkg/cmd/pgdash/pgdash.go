@@ -165,7 +165,7 @@ func (c *ShowCmd) live(rt *cli.Runtime, opt dash.Options) error {
 	var out io.Writer
 	switch {
 	case rt.IO.OutTTY:
-		out = rt.IO.Out
+		out = cli.Terminal(rt.IO.Out)
 	case rt.IO.ErrTTY:
 		out = rt.IO.Err
 	default:

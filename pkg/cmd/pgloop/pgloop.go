@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -99,6 +100,7 @@ type RunCmd struct {
 	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." default:"5" group:"Safety"`
 	BudgetTokens    int           `help:"Token budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_tokens" env:"POWERGLIDE_BUDGET_TOKENS" default:"0" group:"Safety"`
 	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run: halt before a call that could pass it (0: none). Each call, the first included, is priced at the model's prices from 'pg-llm models' (its estimated input and its max_tokens of output); for a model without prices there (a custom model, a script component without --model) the price per token seen so far is used, so the first call runs unpriced." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
+	TeamBudgetUSD   *float64      `name:"team-budget-usd" help:"Team mode: set the team's dollar budget in its ledger (budget.json in the team directory; 0 removes the budget), as pg-monitor run --budget-usd does. Whatever sets it, every worker of the team reserves each call's estimated cost in the ledger before the call and settles the real cost after; a call that could take the team past its budget is not made: the task is released and the run exits 4. For cron workers started without pg-monitor." env:"POWERGLIDE_TEAM_BUDGET_USD" placeholder:"X" group:"Safety"`
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
@@ -445,7 +447,7 @@ func (c *RunCmd) model(rt *cli.Runtime, cfg *config.Config, o *loop.Options, wor
 	if id == "" && c.LLM == "" && c.LLMServe == "" {
 		id = cfg.String("model")
 	}
-	if id != "" && (o.Budget.USD > 0 || !c.contextWindowSet) {
+	if id != "" && (o.Budget.USD > 0 || o.Ledger != nil || !c.contextWindowSet) {
 		table, err := loop.ReadModels(rt.Ctx, loop.SiblingCommand("pg-llm", "models --json"), workdir)
 		if err != nil {
 			fmt.Fprintf(rt.IO.Err, "pg-loop: warning: %v\n", err)
@@ -503,6 +505,14 @@ func (c *RunCmd) check(o *loop.Options) error {
 	if o.Budget.USD < 0 {
 		return cli.Usagef("--budget-usd must not be negative")
 	}
+	if c.TeamBudgetUSD != nil {
+		if *c.TeamBudgetUSD < 0 {
+			return cli.Usagef("--team-budget-usd must not be negative")
+		}
+		if c.Team == "" {
+			return cli.Usagef("--team-budget-usd needs team mode: --team T --worker N")
+		}
+	}
 	for _, t := range c.Task {
 		if strings.TrimSpace(t) == "" {
 			return cli.Usagef("--task: the prompt is empty")
@@ -533,6 +543,14 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 			q = loop.SiblingCommand("pg-queue", "")
 		}
 		o.Team, o.Worker, o.Lease, o.IdleWait = &d, c.Worker, lease, c.IdleWait
+		if c.TeamBudgetUSD != nil {
+			tb, err := ledger.SetBudget(d, *c.TeamBudgetUSD, time.Now())
+			if err != nil {
+				return nil, cli.Failf("team", "team budget: %v", err)
+			}
+			fmt.Fprintf(rt.IO.Err, "pg-loop: team %s budget $%.4f, $%.4f spent\n", c.Team, tb.BudgetUSD, tb.SpentUSD)
+		}
+		o.Ledger = ledger.New(d, c.Worker)
 		if o.VelocityFile == "" {
 			o.VelocityFile = d.Velocity(c.Worker)
 		}

@@ -7,14 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/itchyny/gojq"
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/monitor"
+	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -28,7 +29,7 @@ type CLI struct {
 	Run    RunCmd    `cmd:"" help:"Spawn N workers and supervise them until the queue is drained."`
 	Watch  WatchCmd  `cmd:"" help:"Watch workers started elsewhere (cron, by hand): stop stale ones, release dead ones' tasks."`
 	Beat   BeatCmd   `cmd:"" help:"Write a heartbeat to worker-<n>.json (for shell-script workers)."`
-	Status StatusCmd `cmd:"" help:"List the team's workers with their liveness, heartbeat age, task and usage."`
+	Status StatusCmd `cmd:"" help:"List the team's workers with their liveness, heartbeat age, task and usage, then the team budget's spent and reserved (team_budget)."`
 }
 
 // Spec describes pg-monitor.
@@ -53,7 +54,7 @@ action is taken once. A signal is recorded before it is sent and again after: a 
 meant but not sent by a watcher killed in between is sent by a later pass, once, 2s (or --grace,
 if longer) after it was meant; a SIGKILL that was sent is never repeated.`,
 		CLI:     &CLI{},
-		Schemas: []string{"worker-status", "worker", "journal-event"},
+		Schemas: []string{"worker-status", "worker", "journal-event", "team-budget"},
 	}
 }
 
@@ -142,7 +143,7 @@ type RunCmd struct {
 	Restart     string        `help:"Restart policy: on-failure restarts a worker that exits without <POWERGLIDE_DONE> (a crash, a signal, <POWERGLIDE_ERROR>), except when a restart cannot help: exit status 2 (usage error or bad input), exit status 4 (a limit of the worker, such as pg-loop's budget) or a last stderr line saying unrecoverable (pg-loop's authentication failure, or a model the provider does not have); always restarts after any exit, while the queue has work; never." enum:"on-failure,always,never" default:"on-failure"`
 	MaxRestarts int           `help:"Restarts allowed per worker; -1 for no limit." default:"5" placeholder:"K"`
 	Backoff     time.Duration `help:"Delay before a worker's first restart, doubled for each further restart (at most 30s)." default:"1s" placeholder:"D"`
-	BudgetUSD   float64       `name:"budget-usd" help:"Team budget in USD: when the team's spending reaches it, every worker is stopped and pg-monitor exits 4. The spending is the sum over worker-<n>.json of spent and usage.cost_usd: restarted workers' earlier processes and earlier runs of the team count. 0: no budget." placeholder:"X"`
+	BudgetUSD   float64       `name:"budget-usd" help:"Team budget in USD, written into the team's ledger (budget.json): every pg-loop worker reserves a model call's estimated cost there before the call and settles its real cost after, and makes no call that could take the team past the budget (it releases its task and exits 4). The spending counts earlier runs of the team. Workers that only report their cost (pg-monitor beat --cost-usd, counted from worker-<n>.json) are all stopped when it reaches the budget. A queue drained at the budget exits 0; workers stopped by it with work left, 4. 0: no budget (clears an earlier run's)." placeholder:"X"`
 	Limits      `embed:""`
 	Cmd         []string `arg:"" optional:"" passthrough:"" help:"The worker command, after --." placeholder:"CMD"`
 }
@@ -254,7 +255,16 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 // Examples:
 //
 //	$ pg-monitor beat --team T --worker "$POWERGLIDE_WORKER" --state executing --task t-12
-//	$ while sleep 10; do pg-monitor beat --team T --worker 3; done &
+//	$ while sleep 10; do pg-monitor beat --team T --worker 3 --pid $$; done &
+//
+// The recorded pid is the process the watcher stops (SIGTERM, then SIGKILL
+// to its process group) when the heartbeat goes stale: the worker script's
+// own shell, $$, or by default the parent of pg-monitor (the script that
+// runs it). Everything is checked before anything is written, and nonsense
+// exits 2 leaving no file: a pid of 1 or below, a pid that does not exist,
+// a login shell (a terminal's session leader: beat typed at a prompt), an
+// ancestor outside the caller's session; a negative, NaN or infinite
+// --cost-usd; a negative --step; an empty --state; control characters.
 type BeatCmd struct {
 	Worker   string   `help:"Worker name (the n of worker-<n>.json)." env:"POWERGLIDE_WORKER" placeholder:"N"`
 	State    *string  `help:"Worker state to record; a change also counts as progress." placeholder:"S"`
@@ -262,7 +272,7 @@ type BeatCmd struct {
 	Step     *int     `help:"Current step; a change also counts as progress." placeholder:"N"`
 	CostUSD  *float64 `name:"cost-usd" help:"The worker's spending so far in USD (usage.cost_usd, counted in a team budget)." placeholder:"X"`
 	Progress bool     `help:"Record progress (progress_at) even without a change."`
-	PID      int      `name:"pid" help:"The worker's pid (default: the parent of pg-monitor, i.e. the calling script)." placeholder:"PID"`
+	PID      int      `name:"pid" help:"The worker's pid: a live process, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script's shell)." placeholder:"PID"`
 }
 
 // Run writes the heartbeat.
@@ -295,7 +305,7 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	_, err = monitor.Beat(d, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
 		Step: b.Step, CostUSD: b.CostUSD, Progress: b.Progress})
 	if err != nil {
-		if strings.Contains(err.Error(), "no such process") {
+		if errors.Is(err, monitor.ErrInvalid) {
 			return cli.Usagef("%v", err)
 		}
 		return cli.Failf("beat", "%v", err)
@@ -308,15 +318,17 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 // Examples:
 //
 //	$ pg-monitor status --team T
-//	$ pg-monitor status --team T --jq 'select(.liveness != "alive") | .worker'
+//	$ pg-monitor status --team T --jq 'select(.type == "worker_status" and .liveness != "alive") | .worker'
+//	$ pg-monitor status --team T --jq 'select(.type == "team_budget") | [.spent_usd, .reserved_usd]'
 type StatusCmd struct {
 	JSON   bool   `help:"Print JSON Lines even on a terminal."`
-	Jq     string `help:"Apply a jq filter to each worker's record (in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`
+	Jq     string `help:"Apply a jq filter to each record, the workers' and the team budget's (tell them apart by .type; in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`
 	Raw    bool   `short:"r" help:"With --jq, print string results as plain text, like jq -r."`
 	Limits `embed:""`
 }
 
-// Run prints one worker_status record per worker.
+// Run prints one worker_status record per worker, then the team's ledger
+// (a team_budget record) when the team has one.
 func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 	w, _, err := setup(rt, root)
 	if err != nil {
@@ -336,12 +348,23 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 	for _, e := range errs {
 		fmt.Fprintf(rt.IO.Err, "pg-monitor: warning: %v\n", e)
 	}
+	tb, err := teamBudget(w.Dir)
+	if err != nil {
+		fmt.Fprintf(rt.IO.Err, "pg-monitor: warning: %v\n", err)
+	}
 	if code == nil && !rt.IO.JSON(s.JSON) {
-		return table(rt, sts)
+		return table(rt, sts, tb)
 	}
 	rt.JSON = true
 	enc := jsonl.NewEncoder(rt.IO.Out)
+	recs := make([]any, 0, len(sts)+1)
 	for _, st := range sts {
+		recs = append(recs, st)
+	}
+	if tb != nil {
+		recs = append(recs, tb)
+	}
+	for _, st := range recs {
 		if code == nil {
 			if err := enc.Encode(st); err != nil {
 				return err
@@ -379,7 +402,19 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 	return nil
 }
 
-func table(rt *cli.Runtime, sts []monitor.Status) error {
+// teamBudget reads the team's ledger, its dead and expired reservations
+// dropped first; nil when the team has none.
+func teamBudget(d teamdir.Dir) (*protocol.TeamBudget, error) {
+	if _, err := ledger.Read(d); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if _, err := ledger.Expire(d, time.Now()); err != nil {
+		return nil, err
+	}
+	return ledger.Read(d)
+}
+
+func table(rt *cli.Runtime, sts []monitor.Status, tb *protocol.TeamBudget) error {
 	tw := tabwriter.NewWriter(rt.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKER\tLIVENESS\tPID\tSTATE\tTASK\tHEARTBEAT\tCOST\tREASON")
 	for _, s := range sts {
@@ -389,7 +424,14 @@ func table(rt *cli.Runtime, sts []monitor.Status) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%.1fs ago\t$%.4f\t%s\n", s.Worker, s.Liveness, s.PID, s.State, s.Task, s.HeartbeatAgeS, cost, s.Reason)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if tb != nil {
+		_, err := fmt.Fprintln(rt.IO.Out, budgetLine(tb))
+		return err
+	}
+	return nil
 }
 
 // toAny turns a record into the plain values gojq works on.
@@ -400,4 +442,13 @@ func toAny(v any) (any, error) {
 	}
 	var out any
 	return out, json.Unmarshal(b, &out)
+}
+
+// budgetLine is the ledger in one line, for people.
+func budgetLine(tb *protocol.TeamBudget) string {
+	limit := "no budget"
+	if tb.BudgetUSD > 0 {
+		limit = fmt.Sprintf("budget $%.4f, $%.4f left", tb.BudgetUSD, max(0, tb.BudgetUSD-tb.SpentUSD-tb.ReservedUSD))
+	}
+	return fmt.Sprintf("team: $%.4f spent in %d calls, $%.4f reserved by %d in flight; %s", tb.SpentUSD, tb.Calls, tb.ReservedUSD, len(tb.Reservations), limit)
 }

@@ -341,7 +341,7 @@ func TestRunSpendingSurvivesRestarts(t *testing.T) {
 		t.Fatalf("exit %d, %d new spawns; want 4 and none; stderr:\n%s", code, tm.count("spawn", "")-spawns, errs)
 	}
 	// status shows what the earlier processes spent.
-	code, out, _ := tm.run(context.Background(), "status", "--jq", ".spent.cost_usd + .usage.cost_usd")
+	code, out, _ := tm.run(context.Background(), "status", "--jq", `select(.type == "worker_status") | .spent.cost_usd + .usage.cost_usd`)
 	if code != 0 || strings.TrimSpace(out) != "1.2000000000000002" && strings.TrimSpace(out) != "1.2" {
 		t.Fatalf("status: exit %d:\n%s", code, out)
 	}

@@ -319,7 +319,15 @@ func (c *ClaimCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return fail(err)
 	}
-	return printTasks(rt, *t)
+	if err := printTasks(rt, *t); err != nil {
+		// No worker will ever see this claim: hand the task back now
+		// rather than when the lease runs out.
+		if _, rerr := q.Unclaim(t.ID, t.Claim.Token, "the claimed task could not be written: "+err.Error()); rerr != nil {
+			return fmt.Errorf("%w; the claim of %s (token %d) could not be released: %v", err, t.ID, t.Claim.Token, rerr)
+		}
+		return fmt.Errorf("%w; the claim of %s was released", err, t.ID)
+	}
+	return nil
 }
 
 // tokenArgs are the id and fencing token of a claimed task.

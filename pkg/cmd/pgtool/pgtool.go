@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"io"
 	"path/filepath"
 	"strings"
@@ -209,6 +210,10 @@ type ServeCmd struct {
 // Run serves until the end of the input.
 func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	rt.JSON = true
+	// A coprocess of pg-loop ends with it, even when pg-loop is killed.
+	if err := proc.DieWithParentIfTied(rt.IO.Getenv); err != nil {
+		return cli.Failf("serve", "%v", err)
+	}
 	if sc.Parallel < 1 {
 		return cli.Usagef("--parallel must be at least 1, got %d", sc.Parallel)
 	}

@@ -40,6 +40,7 @@ func write(dir string) error {
 		"task":          reflectType(reflect.TypeFor[protocol.Task]()),
 		"worker":        reflectType(reflect.TypeFor[protocol.Worker]()),
 		"worker-status": reflectType(reflect.TypeFor[protocol.WorkerStatus]()),
+		"team-budget":   reflectType(reflect.TypeFor[protocol.TeamBudget]()),
 		"error":         reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
 		"queue-stats":   reflectType(reflect.TypeFor[protocol.QueueStats]()),
 		"queue-count":   reflectType(reflect.TypeFor[protocol.QueueCount]()),

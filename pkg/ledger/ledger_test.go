@@ -1,0 +1,230 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// TestMain doubles as a worker process of TestProcessesShareTheBudget.
+func TestMain(m *testing.M) {
+	if os.Getenv("LEDGER_WORKER") != "" {
+		os.Exit(worker())
+	}
+	os.Exit(m.Run())
+}
+
+// worker reserves and settles calls until the budget refuses one; it
+// prints how many it made.
+func worker() int {
+	d := teamdir.Dir{Home: os.Getenv("LEDGER_HOME"), Team: "t"}
+	est, _ := strconv.ParseFloat(os.Getenv("LEDGER_EST"), 64)
+	cost, _ := strconv.ParseFloat(os.Getenv("LEDGER_COST"), 64)
+	l := New(d, os.Getenv("LEDGER_WORKER"))
+	calls := 0
+	for {
+		id, err := l.Reserve(est)
+		var busy *BusyError
+		var out *ExhaustedError
+		switch {
+		case errors.As(err, &out):
+			fmt.Println(calls)
+			return 0
+		case errors.As(err, &busy):
+			time.Sleep(time.Millisecond)
+			continue
+		case err != nil:
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		time.Sleep(2 * time.Millisecond) // the call
+		if err := l.Settle(id, cost); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		calls++
+	}
+}
+
+// Worker processes sharing a budget never spend past it when the
+// estimates hold, and pass it by at most one call's estimate error per
+// worker when they do not.
+func TestProcessesShareTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		est, cost float64
+	}{
+		{"estimate above the cost", 0.016, 0.01},
+		{"estimate below the cost", 0.008, 0.01},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const workers, budget = 4, 0.15
+			d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
+			if _, err := SetBudget(d, budget, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			cmds := make([]*exec.Cmd, workers)
+			outs := make([][]byte, workers)
+			errs := make(chan error, workers)
+			for i := range cmds {
+				cmds[i] = exec.Command(os.Args[0])
+				cmds[i].Env = append(os.Environ(), "LEDGER_WORKER="+strconv.Itoa(i+1), "LEDGER_HOME="+d.Home,
+					fmt.Sprintf("LEDGER_EST=%g", tc.est), fmt.Sprintf("LEDGER_COST=%g", tc.cost))
+				cmds[i].Stderr = os.Stderr
+				go func(i int) {
+					var err error
+					outs[i], err = cmds[i].Output()
+					errs <- err
+				}(i)
+			}
+			for range cmds {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			calls := 0
+			for _, o := range outs {
+				n, err := strconv.Atoi(string(o[:len(o)-1]))
+				if err != nil {
+					t.Fatalf("worker output %q", o)
+				}
+				calls += n
+			}
+			tb, err := Read(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tb.Calls != calls || math.Abs(tb.SpentUSD-float64(calls)*tc.cost) > 1e-9 {
+				t.Fatalf("ledger: %d calls, $%g spent; the workers made %d calls at $%g", tb.Calls, tb.SpentUSD, calls, tc.cost)
+			}
+			bound := budget
+			if tc.cost > tc.est {
+				bound += workers * (tc.cost - tc.est)
+			}
+			if tb.SpentUSD > bound+1e-9 {
+				t.Fatalf("spent $%g, past $%g", tb.SpentUSD, bound)
+			}
+			if tb.SpentUSD+tc.est <= budget {
+				t.Fatalf("spent $%g: the workers stopped while a call of $%g still fit $%g", tb.SpentUSD, tc.est, budget)
+			}
+			if len(tb.Reservations) != 0 || tb.ReservedUSD != 0 || tb.Refused == nil {
+				t.Fatalf("after the run: %+v", tb)
+			}
+			t.Logf("%d workers: %d calls, $%.4f spent of $%.2f", workers, calls, tb.SpentUSD, budget)
+		})
+	}
+}
+
+// A call that fits only once other calls settle is told to wait (Busy);
+// one that cannot fit is refused and the refusal recorded.
+func TestReserveBusyAndExhausted(t *testing.T) {
+	d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
+	if _, err := SetBudget(d, 0.1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	a, b := New(d, "1"), New(d, "2")
+	ida, err := a.Reserve(0.06)
+	if err != nil || ida == "" {
+		t.Fatalf("first reservation: %q %v", ida, err)
+	}
+	var busy *BusyError
+	if _, err := b.Reserve(0.06); !errors.As(err, &busy) {
+		t.Fatalf("second reservation: %v, want busy", err)
+	}
+	if err := a.Settle(ida, 0.05); err != nil {
+		t.Fatal(err)
+	}
+	var out *ExhaustedError
+	if _, err := b.Reserve(0.06); !errors.As(err, &out) {
+		t.Fatalf("after $0.05 spent: %v, want exhausted", err)
+	}
+	tb, _ := Read(d)
+	if tb.Refused == nil || tb.Refused.Worker != "2" || tb.SpentUSD != 0.05 || len(tb.Reservations) != 0 {
+		t.Fatalf("ledger: %+v", tb)
+	}
+	if _, err := b.Reserve(0.05); err != nil {
+		t.Fatalf("a call that fits exactly: %v", err)
+	}
+	// A new budget clears the refusal; 0 removes the limit.
+	if tb, err := SetBudget(d, 0, time.Now()); err != nil || tb.Refused != nil {
+		t.Fatalf("budget 0: %+v %v", tb, err)
+	}
+	if _, err := b.Reserve(100); err != nil {
+		t.Fatalf("no budget: %v", err)
+	}
+}
+
+// A team without a ledger reserves nothing; SetBudget seeds spent from the
+// worker records, so earlier runs count.
+func TestNoLedgerAndSeed(t *testing.T) {
+	d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
+	if err := d.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := New(d, "1").Reserve(5); id != "" || err != nil {
+		t.Fatalf("without a ledger: %q %v", id, err)
+	}
+	if _, err := os.Stat(Path(d)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a reservation made the ledger")
+	}
+	if err := d.WriteWorker(&protocol.Worker{Worker: "1", Usage: protocol.Usage{CostUSD: 0.25}, Spent: &protocol.Usage{CostUSD: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := SetBudget(d, 1, time.Now())
+	if err != nil || tb.SpentUSD != 0.75 {
+		t.Fatalf("seeded ledger: %+v %v", tb, err)
+	}
+	if _, err := SetBudget(d, -1, time.Now()); err == nil {
+		t.Fatal("a negative budget was taken")
+	}
+}
+
+// The reservation of a worker that died is dropped at the next change; one
+// that outlives its TTL too (another host's, which cannot be checked).
+func TestDeadAndExpiredReservations(t *testing.T) {
+	d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
+	if _, err := SetBudget(d, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// A process that has ended: its pid and start time no longer match.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	dead := New(d, "1")
+	dead.PID, dead.PIDStart = cmd.Process.Pid, "1"
+	if _, err := dead.Reserve(0.9); err != nil {
+		t.Fatal(err)
+	}
+	other := New(d, "2")
+	other.Host, other.TTL = "elsewhere", time.Minute
+	other.Now = func() time.Time { return now }
+	if _, err := other.Reserve(0.05); err != nil {
+		t.Fatal(err)
+	}
+	live := New(d, "3")
+	live.Now = func() time.Time { return now }
+	if _, err := live.Reserve(0.9); err != nil {
+		t.Fatalf("the dead worker's reservation still holds the budget: %v", err)
+	}
+	tb, _ := Read(d)
+	if len(tb.Reservations) != 2 || math.Abs(tb.ReservedUSD-0.95) > 1e-9 {
+		t.Fatalf("reservations: %+v", tb.Reservations)
+	}
+	if n, err := Expire(d, now.Add(2*time.Minute)); err != nil || n != 1 {
+		t.Fatalf("expire after the TTL: %d %v", n, err)
+	}
+	tb, _ = Read(d)
+	if len(tb.Reservations) != 1 || tb.Reservations[0].Worker != "3" {
+		t.Fatalf("reservations after the TTL: %+v", tb.Reservations)
+	}
+}

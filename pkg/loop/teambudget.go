@@ -1,0 +1,104 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/ledger"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// LimitTeamBudget is the limit of a call the team's budget refused.
+const LimitTeamBudget = "team_budget"
+
+// budgetRetry is how often a call waiting for other calls to settle asks
+// the ledger again.
+const budgetRetry = 250 * time.Millisecond
+
+// call makes one model call within the team's budget: it reserves the
+// call's estimated cost in the team ledger first (waiting while only other
+// calls in flight stand in the way), and settles the real cost after. A
+// call the budget refuses returns a *LimitError (LimitTeamBudget).
+func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) (*protocol.EndEvent, error) {
+	id, err := r.reserve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	end, err := r.o.LLM.Call(ctx, req, on)
+	if id != "" {
+		cost := 0.0
+		if end != nil {
+			cost = r.callCost(end.Usage)
+		}
+		if serr := r.o.Ledger.Settle(id, cost); serr != nil {
+			r.log("error", "team budget: settle $%.4f: %v", cost, serr)
+		}
+	}
+	return end, err
+}
+
+func (r *Runner) reserve(ctx context.Context, req *protocol.Request) (string, error) {
+	if r.o.Ledger == nil {
+		return "", nil
+	}
+	est, _ := r.o.Budget.nextCost(r.usage, EstimateTokens(req), req.MaxTokens)
+	waited := false
+	defer func() {
+		if waited {
+			r.waiting.Store(false)
+		}
+	}()
+	for {
+		id, err := r.o.Ledger.Reserve(est)
+		var busy *ledger.BusyError
+		var out *ledger.ExhaustedError
+		switch {
+		case errors.As(err, &out):
+			return "", &LimitError{Limit: LimitTeamBudget, Reason: out.Error()}
+		case errors.As(err, &busy):
+			if !waited {
+				waited = true
+				// Waiting on other workers' calls is not a stall.
+				r.waiting.Store(true)
+				r.log("info", "team budget: waiting for calls in flight to settle: %v", busy)
+			}
+			if err := sleep(ctx, budgetRetry); err != nil {
+				return "", err
+			}
+		case err != nil:
+			return "", fmt.Errorf("team budget: %w", err)
+		default:
+			return id, nil
+		}
+	}
+}
+
+// callCost is a call's cost: the component's, or at the model's prices
+// when it reports none.
+func (r *Runner) callCost(u protocol.Usage) float64 {
+	if p := r.o.Budget.Prices; p != nil && p.Priced() {
+		return max(u.CostUSD, p.Cost(u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens))
+	}
+	return u.CostUSD
+}
+
+// nextCost estimates a call of in input tokens and at most maxOut output
+// tokens after spent. With the model's prices the input is priced at the
+// cache-write price when dearer (a request with caching on may write its
+// prompt) and the output at maxOut tokens. Without them (a model pg-llm
+// does not know, a script component) it uses the cost per token seen so
+// far; the first call has no estimate (ok false).
+func (b Budget) nextCost(spent protocol.Usage, in, maxOut int) (usd float64, ok bool) {
+	if b.Prices != nil && b.Prices.Priced() {
+		return (float64(in)*b.Prices.inputPrice() + float64(maxOut)*b.Prices.OutputPerMTok) / 1e6, true
+	}
+	if t := spent.Tokens(); t > 0 && spent.CostUSD > 0 {
+		// Output tokens cost more than input; price the output at five
+		// times the average rate.
+		rate := spent.CostUSD / float64(t)
+		return rate*float64(in) + 5*rate*float64(maxOut), true
+	}
+	return 0, false
+}

@@ -1,0 +1,130 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/proc/proctest"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// writeRecord writes a worker record with a stale heartbeat.
+func writeRecord(t testing.TB, w *Watcher, name string, pid int, start, host string, beat time.Time) {
+	t.Helper()
+	r := &protocol.Worker{Worker: name, PID: pid, PIDStart: start, Host: host, Epoch: 1, State: "executing",
+		HeartbeatAt: beat, ProgressAt: beat, StartedAt: beat, Velocity: 1}
+	if err := w.Dir.WriteWorker(r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 20: `beat --pid 1` then `watch --once` sent SIGTERM and SIGKILL
+// to process group -1, every process. In a PID namespace of its own
+// (where this test is pid 1, and kill(-1) would end the bystander), stale
+// records naming pid 1, 0, -1, this process and its process group are
+// never acted on, and a pass warns about them.
+func TestWatchNeverSignalsHostileRecords(t *testing.T) {
+	if !proctest.InNamespace(t) {
+		return
+	}
+	bystander := exec.Command("sleep", "60")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer bystander.Process.Kill()
+	bstart, _ := proc.StartTime(bystander.Process.Pid)
+	w, _ := newWatcher(t)
+	w.Opts.Grace = 10 * time.Millisecond
+	old := time.Now().Add(-time.Hour)
+	self, _ := proc.ReadStat(os.Getpid())
+	one, _ := proc.StartTime(1)
+	for i, pid := range []int{1, 0, -1, os.Getpid(), self.PGID} {
+		writeRecord(t, w, fmt.Sprint(i+1), pid, one, w.Host, old)
+	}
+	for range 3 {
+		res, err := w.Pass(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range res.Events {
+			if ev.Action == ActSigterm || ev.Action == ActSigkill {
+				t.Fatalf("signalled: %+v", ev)
+			}
+		}
+		if !strings.Contains(fmt.Sprint(res.Errors), "pid 1 is never acted on") {
+			t.Fatalf("no warning about pid 1: %v", res.Errors)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !proc.Matches(bystander.Process.Pid, bstart) {
+		t.Fatal("a bystander was killed")
+	}
+}
+
+// FuzzWatchSignals runs watch passes over random worker records
+// (random pids including 0, 1, -1, this process, its parent and group,
+// random start times, heartbeats in the past and the future) next to one
+// real worker of the test's own, with a Sender that records: every signal
+// must target that worker, never anything else.
+func FuzzWatchSignals(f *testing.F) {
+	for _, seed := range []struct {
+		pid   int
+		start string
+		beat  int64
+	}{{1, "", -3600}, {0, "1", -3600}, {-1, "1", -3600}, {-2, "", 0}, {-3, "x", 1 << 40}, {-4, "", -3600},
+		{2, "1", -10}, {1 << 22, "5", 4102444800}, {-5, "", -1}} {
+		f.Add(seed.pid, seed.start, seed.beat, true)
+	}
+	rec := &proctest.Recorder{}
+	f.Fuzz(func(t *testing.T, pid int, start string, beat int64, withChild bool) {
+		w, _ := newWatcher(t)
+		w.Opts.Grace = 0
+		w.Signals = &proc.Signaler{Sender: rec}
+		// Negative seeds name this process's relatives.
+		self, _ := proc.ReadStat(os.Getpid())
+		switch pid {
+		case -2:
+			pid = os.Getpid()
+		case -3:
+			pid = os.Getppid()
+		case -4:
+			pid = self.PGID
+		case -5:
+			pid = self.SID
+		}
+		if start == "" {
+			start, _ = proc.StartTime(pid) // the real one: only the guards stand in the way
+		}
+		now := time.Now()
+		writeRecord(t, w, "9", pid, start, w.Host, now.Add(time.Duration(beat)*time.Second))
+		allowed := map[int]bool{}
+		if withChild {
+			c := exec.Command("sleep", "60")
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { c.Process.Kill(); c.Wait() }()
+			cs, _ := proc.StartTime(c.Process.Pid)
+			allowed[c.Process.Pid] = true
+			writeRecord(t, w, "1", c.Process.Pid, cs, w.Host, now.Add(-time.Hour))
+		}
+		for range 2 {
+			if _, err := w.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range rec.Sent() {
+			if !allowed[s.Pid] && !allowed[s.Group] {
+				t.Fatalf("record pid %d start %q beat %d: signal %v to pid %d group %d, not a process of this test", pid, start, beat, s.Sig, s.Pid, s.Group)
+			}
+		}
+	})
+}

@@ -1,0 +1,5 @@
+package proc
+
+import "syscall"
+
+func syscallGetpgid() (int, error) { return syscall.Getpgid(0) }
