@@ -143,3 +143,29 @@ func TestReadHonoursCancellation(t *testing.T) {
 		t.Errorf("read with a cancelled context: ok=%v error=%v", out.OK, out.Error)
 	}
 }
+
+// A FIFO named .gitignore (or .git/info/exclude) does not hang glob or
+// grep: ignore files are read only when regular.
+func TestSearchSkipsSpecialIgnoreFiles(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"sub", ".git/info"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{".gitignore", ".git/info/exclude", "sub/.gitignore"} {
+		if err := syscall.Mkfifo(filepath.Join(root, p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "sub", "a.txt"), []byte("needle\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newTestSession(t, Options{Root: root})
+	if out := callWithin(t, s, 10*time.Second, "glob", `{"pattern":"**/*.txt","path":"sub"}`); !out.OK || !strings.Contains(out.Output, "a.txt") {
+		t.Errorf("glob: ok=%v output=%q error=%v", out.OK, out.Output, out.Error)
+	}
+	if out := callWithin(t, s, 10*time.Second, "grep", `{"pattern":"needle"}`); !out.OK || !strings.Contains(out.Output, "a.txt") {
+		t.Errorf("grep: ok=%v output=%q error=%v", out.OK, out.Output, out.Error)
+	}
+}

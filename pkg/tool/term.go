@@ -155,7 +155,7 @@ The result ends with the offset to pass as "since" next time, so each read retur
   "properties": {
     ` + termNameSchema + `,
     "since": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (the next_offset of the previous read)."},
-    "wait": {"type": "string", "description": "Regular expression to wait for in the output as this tool shows it (escape sequences removed unless raw), e.g. \"\\\\$ $\" for a prompt."},
+    "wait": {"type": "string", "description": "Regular expression to wait for in the output, e.g. \"\\\\$ $\" for a prompt."},
     "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long to wait for the pattern (default 10000)."},
     "raw": {"type": "boolean", "description": "Return the bytes as the program wrote them, terminal escape sequences included (default false: escapes removed, CRLF as LF)."}
   },
