@@ -34,7 +34,7 @@ complete -c pg-pty -n '__fish_seen_subcommand_from start' -l cols -r -F -d 'Term
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l rows -r -F -d 'Terminal height (default 24).'
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l term -r -F -d 'TERM for the program (default xterm-256color).'
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l dir -s C -r -F -d 'Working directory of the program (default the current one).'
-complete -c pg-pty -n '__fish_seen_subcommand_from start' -l max-output -r -F -d 'Cap in bytes on the session'\''s output.log (default 67108864, 64 MiB): past it the oldest output is discarded, so about the last this many bytes stay readable; offsets stay valid (0 or negative: no cap).'
+complete -c pg-pty -n '__fish_seen_subcommand_from start' -l max-output -r -F -d 'Cap in bytes on the session'\''s output.log (default 67108864, 64 MiB): past it the oldest output is discarded, so about the last this many bytes stay readable; offsets stay valid (0: no cap).'
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l json -d 'Print the session record as JSON.'
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l version -d 'Print the version and exit.'

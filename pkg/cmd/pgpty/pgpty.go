@@ -252,7 +252,7 @@ type StartCmd struct {
 	Term string `config:"pty_term" env:"POWERGLIDE_PTY_TERM" help:"TERM for the program (default xterm-256color)."`
 	Dir  string `short:"C" help:"Working directory of the program (default the current one)." type:"existingdir"`
 	// MaxOutput: resolved through the config (pty_max_output).
-	MaxOutput int64    `name:"max-output" config:"pty_max_output" env:"POWERGLIDE_PTY_MAX_OUTPUT" help:"Cap in bytes on the session's output.log (default 67108864, 64 MiB): past it the oldest output is discarded, so about the last this many bytes stay readable; offsets stay valid (0 or negative: no cap)." placeholder:"BYTES"`
+	MaxOutput int64    `name:"max-output" config:"pty_max_output" env:"POWERGLIDE_PTY_MAX_OUTPUT" help:"Cap in bytes on the session's output.log (default 67108864, 64 MiB): past it the oldest output is discarded, so about the last this many bytes stay readable; offsets stay valid (0: no cap)." placeholder:"BYTES"`
 	JSON      bool     `help:"Print the session record as JSON."`
 	Command   []string `arg:"" passthrough:"" help:"The command and its arguments (after --)."`
 }
@@ -287,7 +287,7 @@ func (c *StartCmd) Run(rt *cli.Runtime) error {
 	}
 	maxOut := int64(cfg.Int("pty_max_output"))
 	if maxOut == 0 {
-		maxOut = -1 // 0 in the config: no cap, as a negative value
+		maxOut = -1 // 0 in the configuration means no cap
 	}
 	st, err := s.Start(pty.StartOptions{
 		Name: c.Name, Command: cmdline, Dir: dir, Env: childEnv(rt, termName), Cols: cols, Rows: rows, MaxOutput: maxOut,

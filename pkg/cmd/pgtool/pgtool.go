@@ -3,6 +3,7 @@
 package pgtool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,7 @@ type CLI struct {
 	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
 	MaxOutput     int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
 	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output). read opens only the files pg-tool saved there." placeholder:"DIR"`
-	MaxSaved      int           `name:"max-saved-output" help:"Cap in bytes on one saved full output; a longer one keeps its first and last halves (default 16777216, 16 MiB; negative: no cap)." config:"tool_max_saved_output" env:"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT" placeholder:"BYTES"`
+	MaxSaved      int           `name:"max-saved-output" help:"Cap in bytes on one saved full output; a longer one keeps its first and last halves (default 16777216, 16 MiB; 0: no cap)." config:"tool_max_saved_output" env:"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT" placeholder:"BYTES"`
 	Sandbox       string        `help:"Sandbox of every command pg-tool starts (bash, external tools, MCP servers, terminal programs): workspace-write (writes only in --root, a private TMPDIR and build caches; no network), read-only (writes only in the private TMPDIR) or off (default workspace-write)." config:"sandbox" env:"POWERGLIDE_SANDBOX" placeholder:"MODE"`
 	AllowWrite    []string      `name:"allow-write" help:"Let sandboxed commands write in PATH too (repeatable)." placeholder:"PATH"`
 	AllowNet      bool          `name:"allow-net" help:"Let sandboxed commands use the network and unix sockets."`
@@ -95,7 +96,7 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		VerifyTimeout: c.VerifyTimeout,
 		MaxOutput:     c.MaxOutput,
 		OutputDir:     outDir,
-		MaxSaved:      cfg.Int("tool_max_saved_output"),
+		MaxSaved:      cmp.Or(cfg.Int("tool_max_saved_output"), -1), // 0: no cap
 		PersistCwd:    persistCwd,
 		Env:           rt.IO.Env,
 		PassEnv:       c.PassEnv,
