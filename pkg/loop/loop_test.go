@@ -144,7 +144,7 @@ func (h *harness) count(typ string) int { return strings.Count(h.out.String(), `
 
 func TestRunWithCoprocesses(t *testing.T) {
 	llm := NewServeLLM(fakeCmd(t, "llm 3"), os.Stderr)
-	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", os.Stderr)
+	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", nil, os.Stderr)
 	defer llm.Close()
 	defer tools.Close()
 	h := newHarness(t, llm, tools, "one", "two")
@@ -178,7 +178,7 @@ func TestParallelCallsKeepOrder(t *testing.T) {
 		},
 		say("done"),
 	}}
-	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", os.Stderr)
+	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", nil, os.Stderr)
 	defer tools.Close()
 	h := newHarness(t, llm, tools, "p")
 	if res := h.run(t); res.State != Done {

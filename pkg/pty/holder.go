@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -66,6 +67,10 @@ type holder struct {
 
 	exited chan struct{} // closed once the exit is recorded
 }
+
+// heldFlush is how long output that may be the start of a secret is held
+// back when no more output follows.
+const heldFlush = 50 * time.Millisecond
 
 // Hold is the holder process of a session: it reads its spec from spec,
 // starts the program on a new terminal, reports "ok" (or the error) on
@@ -142,13 +147,19 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	// What it allocates per chunk of output is garbage at once.
 	debug.SetGCPercent(25)
 	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited, h.noteError))
+	// The output file is redacted as a stream: a key the program prints
+	// never reaches it, even split across chunks. What may be the start of
+	// one is held back until the next chunk, or briefly when none comes.
+	secrets.Register(secrets.FromEnv(sp.Env)...)
+	outw := secrets.Default().NewWriter(logSink{h})
+	flush := time.AfterFunc(time.Hour, func() { outw.Flush() })
+	flush.Stop()
+	defer outw.Flush()
 	p := newPump(master, 32<<10, func(b []byte) {
-		h.mu.Lock()
-		if h.out.write(b) {
-			h.out.report(&h.state)
-			h.dirty = true
+		outw.Write(b) // one write per chunk: readers never see half a chunk
+		if outw.Held() > 0 {
+			flush.Reset(heldFlush)
 		}
-		h.mu.Unlock()
 		h.emu.Write(b)
 	})
 
@@ -163,6 +174,8 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	werr := child.Wait()
 	exitAt := time.Now()
 	p.drain(exitAt)
+	flush.Stop()
+	outw.Flush()
 	code, sig := exitStatus(cmd.ProcessState)
 	if cmd.ProcessState == nil {
 		code = 1
@@ -196,6 +209,21 @@ func (h *holder) finish(code int, sig string, werr error) {
 	h.mu.Unlock()
 	close(h.exited)
 	os.Remove(filepath.Join(h.dir, SocketFile))
+}
+
+// logSink appends to output.log through the holder's outputLog, and
+// records in the state what it discarded or could not write. It never
+// fails: a lost write is counted, not returned.
+type logSink struct{ h *holder }
+
+func (s logSink) Write(b []byte) (int, error) {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	if s.h.out.write(b) {
+		s.h.out.report(&s.h.state)
+		s.h.dirty = true
+	}
+	return len(b), nil
 }
 
 // maxErrors bounds the holder errors a state keeps.

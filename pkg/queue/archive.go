@@ -14,6 +14,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 func (q *Queue) archivePath() string { return filepath.Join(q.dir.Path(), ArchiveFile) }
@@ -64,6 +65,9 @@ func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *ch
 			delete(s.hdr.FinishedDeps, id)
 		}
 	}
+	// Redacted before it is indexed (task lines written by a process that
+	// did not know a secret may hold it).
+	buf = secrets.Redact(buf)
 	if c.rewrite {
 		// A prune replaces the archive in this change: the tasks go
 		// into its new content.

@@ -21,6 +21,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -343,12 +344,14 @@ func (s *state) find(id string) (int, *entry, error) {
 	return pos, &found, nil
 }
 
+// marshalTask encodes a task as stored, secrets redacted: the stored bytes
+// are indexed, so they are redacted here and never changed later.
 func marshalTask(t *protocol.Task) ([]byte, error) {
 	b, err := jsonl.Marshal(t)
 	if err != nil {
 		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
 	}
-	return bytes.TrimSuffix(b, []byte{'\n'}), nil
+	return secrets.Redact(bytes.TrimSuffix(b, []byte{'\n'})), nil
 }
 
 // normalize makes the lists empty instead of null, as DESIGN.md §3 shows.
