@@ -311,6 +311,11 @@ func handleModelLine(line []byte, onEvent func(any)) (*protocol.EndEvent, bool, 
 	}
 	switch e := ev.(type) {
 	case *protocol.EndEvent:
+		// Negative or NaN usage would evade the budgets: the component
+		// is broken.
+		if err := e.Usage.Check(); err != nil {
+			return nil, true, fmt.Errorf("model component: end: usage: %w", err)
+		}
 		return e, true, nil
 	case *protocol.ErrorEvent:
 		return nil, true, &ModelError{Event: *e}

@@ -292,10 +292,18 @@ func ReadMemory(r io.Reader) (*Replay, error) {
 	wg.Wait()
 	rp := &Replay{Ended: map[string]string{}}
 	for i := range recs {
-		if ok[i] {
-			rp.Records++
-			rp.apply(&recs[i])
+		if !ok[i] {
+			continue
 		}
+		// A resumed session's usage counts against the budgets: a
+		// negative one (edited by hand) would buy calls.
+		if u := recs[i].Usage; u != nil {
+			if err := u.Check(); err != nil {
+				return nil, fmt.Errorf("%s: record %d: usage: %w", MemoryFile, i+1, err)
+			}
+		}
+		rp.Records++
+		rp.apply(&recs[i])
 	}
 	return rp, nil
 }

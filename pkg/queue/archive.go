@@ -104,6 +104,49 @@ func (q *Queue) appendArchive(data []byte) error {
 	return nil
 }
 
+// archiveSize is the size of task-archive.jsonl, 0 when there is none.
+func (q *Queue) archiveSize() (int64, error) {
+	fi, err := os.Stat(q.archivePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", ArchiveFile, err)
+	}
+	return fi.Size(), nil
+}
+
+// trimArchive cuts off what a writer killed before its commit appended to
+// task-archive.jsonl: tasks its change would have archived, which are
+// still live in the loaded version (and would be archived again). The
+// archive thus holds each task once, for jq as for this package. Callers
+// hold the team lock; the version is settled (a committed prune's rewrite
+// is in place).
+func (q *Queue) trimArchive(s *state) error {
+	if s.hdr.ArchiveSize == nil {
+		return nil
+	}
+	size, err := q.archiveSize()
+	if err != nil || size <= *s.hdr.ArchiveSize {
+		return err
+	}
+	f, err := os.OpenFile(q.archivePath(), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("trim %s: %w", ArchiveFile, err)
+	}
+	err = f.Truncate(*s.hdr.ArchiveSize)
+	if err == nil && !q.NoSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("trim %s: %w", ArchiveFile, err)
+	}
+	return nil
+}
+
 // archivedID reads the id of an archive line without decoding it: tasks
 // are written by this package with "id" first.
 func archivedID(line []byte) (string, bool) {

@@ -66,6 +66,13 @@ type header struct {
 	// rewrote task-archive.jsonl: the new archive waits in
 	// archiveNextName(generation) until it is renamed into place.
 	ArchiveRewrite bool `json:"archive_rewrite,omitempty"`
+	// ArchiveSize is the size of task-archive.jsonl that goes with this
+	// version. Tasks are appended to the archive before the version that
+	// drops them from the live file is committed; a writer killed in
+	// between leaves lines past this size, which the next writer cuts off
+	// before archiving again, so the archive never holds a task twice.
+	// Absent in files written by hand or by older versions.
+	ArchiveSize *int64 `json:"archive_size,omitempty"`
 }
 
 // pendingEvents are the journal lines of one change.
