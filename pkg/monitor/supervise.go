@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // The lines a worker prints last (DESIGN.md §4, pg-loop).
@@ -175,6 +176,12 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			s.exited(ctx, m, res, true)
 		case <-tick.C:
 			if pr, err := s.W.Pass(ctx); err != nil {
+				var ie *IntervalError
+				if errors.As(err, &ie) {
+					s.logf("%v: stopping every worker", err)
+					s.stopAll(context.WithoutCancel(ctx), "the stale limit is too short for the workers' beat")
+					return nil, err
+				}
 				if ctx.Err() == nil {
 					s.logf("watch pass: %v", err)
 				}
@@ -298,11 +305,11 @@ func (s *Supervisor) teamCost() float64 {
 func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string) error {
 	d := s.W.Dir
 	err := s.W.Locked(ctx, func() error {
-		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 		if err != nil {
 			return fmt.Errorf("open worker log: %w", err)
 		}
-		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 		if err != nil {
 			logf.Close()
 			return fmt.Errorf("open worker stderr log: %w", err)
