@@ -161,6 +161,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		kong.Bind(rt, io),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	}
+	opts = append(opts, numberMappers()...)
 	opts = append(opts, spec.Options...)
 	parser, err := kong.New(spec.CLI, opts...)
 	if err != nil {
@@ -189,11 +190,13 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		return ExitFailure
 	}
 	if err != nil {
-		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, lowerFirst(err.Error()))
+		// One line, as every error (DESIGN.md §2), naming where help is.
+		msg := lowerFirst(err.Error())
 		var pe *kong.ParseError
 		if errors.As(err, &pe) && pe.Context != nil {
-			fmt.Fprintf(io.Err, "run '%s --help' for usage\n", commandLine(spec.Name, pe.Context))
+			msg += fmt.Sprintf(" (see '%s --help')", commandLine(spec.Name, pe.Context))
 		}
+		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, oneLine(msg))
 		return ExitUsage
 	}
 	rt.kctx = kctx

@@ -149,8 +149,8 @@ func (c *ShowCmd) once(rt *cli.Runtime, opt dash.Options) error {
 		}
 		return nil
 	}
-	if st, err := os.Stat(opt.Dir.Path()); err != nil || !st.IsDir() {
-		return cli.Failf("not_found", "team %q not found: no directory %s", opt.Dir.Team, opt.Dir.Path())
+	if err := opt.Dir.Exists(); err != nil {
+		return cli.Failf("not_found", "%v", err)
 	}
 	r := dash.Loader{Dir: opt.Dir, Host: opt.Host}.Load(dash.TailPos{}, now)
 	r.Snap.Started = dash.StartOf(r.First, &r.Snap)

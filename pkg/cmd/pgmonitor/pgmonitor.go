@@ -164,6 +164,9 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if r.BudgetUSD < 0 {
 		return cli.Usagef("--budget-usd cannot be negative")
 	}
+	if r.MaxRestarts < -1 {
+		return cli.Usagef("--max-restarts must be -1 (no limit) or more, got %d", r.MaxRestarts)
+	}
 	w, interval, err := setup(rt, c)
 	if err != nil {
 		return err
@@ -333,6 +336,9 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 	w, _, err := setup(rt, root)
 	if err != nil {
 		return err
+	}
+	if err := w.Dir.Exists(); err != nil {
+		return cli.Failf("not_found", "%v", err)
 	}
 	var code *gojq.Code
 	if s.Jq != "" {
