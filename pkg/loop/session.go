@@ -57,6 +57,7 @@ const (
 	MemPrune   = "prune"   // tool outputs of messages before Before were pruned
 	MemSummary = "summary" // messages 1..KeepFrom-1 were replaced by Summary
 	MemFresh   = "fresh"   // a Ralph iteration restarted the conversation
+	MemReplace = "replace" // message Index was replaced by Message (a long text cut to fit the window)
 )
 
 // MemoryRecord is one line of memory.jsonl.
@@ -73,6 +74,7 @@ type MemoryRecord struct {
 	Summary   string            `json:"summary,omitempty"`
 	Iteration int               `json:"iteration,omitempty"`
 	Reason    string            `json:"reason,omitempty"`
+	Index     int               `json:"index,omitempty"`
 }
 
 // Session is an open session directory.
@@ -243,6 +245,7 @@ type memLine struct {
 	KeepFrom  int             `json:"keep_from"`
 	Summary   string          `json:"summary"`
 	Iteration int             `json:"iteration"`
+	Index     int             `json:"index"`
 }
 
 // ReadMemory replays a memory file. Lines are decoded in parallel, then
@@ -281,7 +284,7 @@ func ReadMemory(r io.Reader) (*Replay, error) {
 					continue
 				}
 				rec := MemoryRecord{Type: m.Type, Task: m.Task, Status: m.Status, TaskRec: m.TaskRec, Usage: m.Usage,
-					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration}
+					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration, Index: m.Index}
 				if m.Message != nil {
 					rec.Message = &protocol.Message{Role: m.Message.Role, Content: m.Message.Content}
 				}
@@ -341,6 +344,10 @@ func (rp *Replay) apply(rec *MemoryRecord) {
 		rp.Conv = applySummary(rp.Conv, rec.KeepFrom, rec.Summary)
 		if rec.Usage != nil {
 			rp.Usage = rp.Usage.Add(*rec.Usage)
+		}
+	case MemReplace:
+		if rec.Message != nil && rec.Index >= 0 && rec.Index < len(rp.Conv) {
+			rp.Conv[rec.Index] = *rec.Message
 		}
 	case MemFresh:
 		if len(rp.Conv) > 0 {
