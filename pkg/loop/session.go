@@ -97,7 +97,7 @@ func NewSessionID(now time.Time) string {
 func CreateSession(home, workdir string, now time.Time) (*Session, error) {
 	id := NewSessionID(now)
 	dir := filepath.Join(teamdir.Sessions(home), id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, teamdir.DirMode); err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
 	s := &Session{Dir: dir, Info: SessionInfo{ID: id, Workdir: workdir, Status: "running", State: string(Idle), PID: os.Getpid(), CreatedAt: now.UTC(), UpdatedAt: now.UTC()}}
@@ -167,7 +167,7 @@ func LatestSession(home, workdir string) (string, error) {
 }
 
 func (s *Session) open() error {
-	f, err := os.OpenFile(filepath.Join(s.Dir, MemoryFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(s.Dir, MemoryFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 	if err != nil {
 		return fmt.Errorf("open session memory: %w", err)
 	}
@@ -204,7 +204,7 @@ func (s *Session) Save(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(s.Dir, SessionFile), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(filepath.Join(s.Dir, SessionFile), append(b, '\n'), teamdir.FileMode)
 }
 
 // Close closes the memory file.

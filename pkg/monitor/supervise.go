@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // The lines a worker prints last (DESIGN.md §4, pg-loop).
@@ -304,11 +305,11 @@ func (s *Supervisor) teamCost() float64 {
 func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string) error {
 	d := s.W.Dir
 	err := s.W.Locked(ctx, func() error {
-		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 		if err != nil {
 			return fmt.Errorf("open worker log: %w", err)
 		}
-		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 		if err != nil {
 			logf.Close()
 			return fmt.Errorf("open worker stderr log: %w", err)

@@ -1,76 +1,70 @@
-// Package termtext makes untrusted text safe to show on a terminal: task
-// titles, tool output, model text and hand-edited records may carry
-// control sequences (ESC ]0;… retitles the terminal, ESC [2J clears it,
-// others rewrite what was shown). Readable output renders them visibly
-// instead; JSON output keeps the text exact and never comes here.
+// Package termtext turns what a program wrote to a terminal into the text a
+// person reads in a scrolling terminal: escape sequences (CSI, OSC and
+// two-byte escapes) removed, CRLF as LF, other control characters dropped.
+// pg-pty's read --plain and pg-tool's term_read show this text, and a
+// pattern waited for is matched against it, so a model can wait for what
+// it saw. Visible (visible.go) goes the other way: it shows the control
+// characters of untrusted text (a task's title, a tool's output) on a
+// terminal instead of letting the terminal obey them.
 package termtext
 
-import (
-	"fmt"
-	"strings"
-	"unicode/utf8"
-)
+// Plain is the text of raw terminal output.
+func Plain(s string) string {
+	plain, _, _ := Map([]byte(s))
+	return string(plain)
+}
 
-// Visible renders the control characters of s visibly and keeps the rest:
-// C0 controls and DEL in caret notation as cat -v shows them (ESC is ^[,
-// CR is ^M), C1 controls as \u009b, and bytes that are not UTF-8 as \x9b.
-// Newlines and tabs stay as they are.
-func Visible(s string) string {
-	if clean(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
+// Map returns the plain text of raw; for each byte of it, the offset in
+// raw just past the byte it came from (so a match ending at plain[:e] ends
+// at raw[:ends[e-1]]); and complete, the length of the longest prefix of
+// raw that does not end inside an unfinished escape sequence (the rest may
+// be completed by output still to come).
+func Map(raw []byte) (plain []byte, ends []int, complete int) {
+	plain = make([]byte, 0, len(raw))
+	ends = make([]int, 0, len(raw))
+	complete = len(raw)
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
 		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n' || r == '\t':
-			b.WriteRune(r)
-		case r < 0x20:
-			b.WriteByte('^')
-			b.WriteByte(byte(r) + '@')
-		case r == 0x7f:
-			b.WriteString("^?")
-		case r >= 0x80 && r < 0xa0:
-			fmt.Fprintf(&b, `\u%04x`, r)
+		case c == 0x1b && i+1 == len(raw):
+			return plain, ends, i // a lone ESC at the end
+		case c == 0x1b && raw[i+1] == '[': // CSI ... final byte
+			j := i + 2
+			for j < len(raw) && (raw[j] < 0x40 || raw[j] > 0x7e) {
+				j++
+			}
+			if j == len(raw) {
+				return plain, ends, i
+			}
+			i = j
+		case c == 0x1b && raw[i+1] == ']': // OSC ... BEL or ST
+			j := i + 2
+			for j < len(raw) && raw[j] != 0x07 && !(raw[j] == 0x1b && j+1 < len(raw) && raw[j+1] == '\\') {
+				j++
+			}
+			if j >= len(raw)-1 && !(j < len(raw) && raw[j] == 0x07) {
+				return plain, ends, i
+			}
+			if raw[j] == 0x1b {
+				j++
+			}
+			i = j
+		case c == 0x1b: // ESC, intermediates (0x20-0x2f), final byte: ESC ( B
+			j := i + 1
+			for j < len(raw) && raw[j] >= 0x20 && raw[j] <= 0x2f {
+				j++
+			}
+			if j == len(raw) {
+				return plain, ends, i
+			}
+			i = j
+		case c == '\r':
+			// CRLF is LF; a lone CR (a progress line redrawn) is dropped.
+		case c < 0x20 && c != '\n' && c != '\t':
 		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
-
-// Line is Visible for one line of a table or a status line: runs of white
-// space, newlines and tabs included, become one space, and the ends are
-// trimmed.
-func Line(s string) string {
-	return Visible(strings.Join(strings.Fields(s), " "))
-}
-
-// clean reports whether s has nothing to render, the common case, without
-// allocating.
-func clean(s string) bool {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
-			return false
-		}
-		ascii = ascii && c < 0x80
-	}
-	if ascii {
-		return true
-	}
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r >= 0x80 && r < 0xa0 {
-			return false
+			plain = append(plain, c)
+			ends = append(ends, i+1)
 		}
 	}
-	return true
+	return plain, ends, complete
 }

@@ -1,57 +1,58 @@
 package termtext
 
 import (
-	"strings"
+	"bytes"
 	"testing"
-	"unicode/utf8"
 )
 
-func TestVisible(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"fix the flaky test", "fix the flaky test"},
-		{"héllo ✓ 日本", "héllo ✓ 日本"},
-		{"a\tb\nc", "a\tb\nc"},
-		{"\x1b]0;pwned\x07title", "^[]0;pwned^Gtitle"},
-		{"\x1b[2Jcleared", "^[[2Jcleared"},
-		{"over\rwrite", "over^Mwrite"},
-		{"nul\x00 del\x7f", "nul^@ del^?"},
-		{"c1 \u009b2J", `c1 \u009b2J`},
-		{"raw \x9b2J", `raw \x9b2J`},
-		{"^[ stays", "^[ stays"},
-	} {
-		if got := Visible(c.in); got != c.want {
-			t.Errorf("Visible(%q) = %q, want %q", c.in, got, c.want)
+func TestPlain(t *testing.T) {
+	cases := map[string]string{
+		"\x1b[1;32mok\x1b[0m\r\n":                  "ok\n",
+		"\x1b]0;title\x07$ ":                       "$ ",
+		"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\": "link",
+		"\x1b(Bplain\ttab":                         "plain\ttab",
+		"a\rb\x08c\n":                              "abc\n",
+		"\x1b[?2004h>>> ":                          ">>> ",
+	}
+	for in, want := range cases {
+		if got := Plain(in); got != want {
+			t.Errorf("Plain(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
-func TestLine(t *testing.T) {
-	if got := Line("  two\nlines\tand \x1b[31mred  "); got != "two lines and ^[[31mred" {
-		t.Errorf("Line: %q", got)
+// Map's offsets point just past the raw byte of each plain byte, and an
+// escape sequence cut at the end is left out of the complete prefix.
+func TestMap(t *testing.T) {
+	raw := []byte("\x1b[32mhi\x1b[0m\r\n\x1b[?2004h$ ")
+	plain, ends, complete := Map(raw)
+	if string(plain) != "hi\n$ " || complete != len(raw) {
+		t.Fatalf("Map = %q, complete %d", plain, complete)
+	}
+	if i := bytes.Index(plain, []byte("hi\n")); string(raw[:ends[i+2]]) != "\x1b[32mhi\x1b[0m\r\n" {
+		t.Errorf("the match ends at raw %q", raw[:ends[i+2]])
+	}
+	for _, cut := range []string{"ok\x1b", "ok\x1b[3", "ok\x1b]0;tit", "ok\x1b]0;t\x1b", "ok\x1b("} {
+		plain, _, complete := Map([]byte(cut))
+		if string(plain) != "ok" || complete != 2 {
+			t.Errorf("Map(%q) = %q, complete %d; want \"ok\", 2", cut, plain, complete)
+		}
 	}
 }
 
-// Whatever goes in, what comes out has no control character but newline
-// and tab, is valid UTF-8, and renders again to itself.
-func FuzzVisible(f *testing.F) {
-	for _, s := range []string{"", "plain", "\x1b]0;x\x07", "\u0085", "\xff\xfe", "a\r\nb"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v := Visible(s)
-		if !utf8.ValidString(v) {
-			t.Fatalf("Visible(%q) = %q: not UTF-8", s, v)
+func FuzzMap(f *testing.F) {
+	f.Add([]byte("\x1b[1mx\x1b]0;t\x07y\r\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		plain, ends, complete := Map(raw)
+		if len(plain) != len(ends) || complete < 0 || complete > len(raw) {
+			t.Fatalf("Map(%q): %d plain bytes, %d ends, complete %d", raw, len(plain), len(ends), complete)
 		}
-		for _, r := range v {
-			if (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0) {
-				t.Fatalf("Visible(%q) = %q keeps control %U", s, v, r)
+		last := 0
+		for i, e := range ends {
+			if e <= last-1 || e > complete || raw[e-1] != plain[i] {
+				t.Fatalf("Map(%q): plain[%d]=%q maps to raw end %d", raw, i, plain[i], e)
 			}
-		}
-		if Visible(v) != v {
-			t.Fatalf("Visible is not idempotent on %q", s)
-		}
-		if l := Line(s); strings.ContainsAny(l, "\n\t") {
-			t.Fatalf("Line(%q) = %q", s, l)
+			last = e
 		}
 	})
 }
