@@ -27,7 +27,7 @@ Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team
 
 Every safety limit works on its own: --max-steps per task, the circuit breaker, --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
 
-Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win).
+Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
 
 All the flags: pg-loop run --help.
 
@@ -37,7 +37,10 @@ Examples:
   $ pg-loop --team web --worker 3 --verify 'make test' --commit
   $ pg-loop --fresh --promise DONE --task 'port the parser' --verify 'make test' --max-iterations 20
   $ pg-loop --pipeline feature.json --var feature='rate limiting' --var test_cmd='go test ./...'
-  $ pg-loop --continue`
+  $ pg-loop --continue
+  $ pg-loop --continue --task 'now add tests for it'
+  $ pg-loop --fork s-20261125T101500-3f2a9c1d --task 'try it with a map instead'
+  $ pg-loop sessions`
 
 // CLI is pg-loop's grammar.
 type CLI struct {
@@ -63,8 +66,11 @@ func Spec() *cli.Spec {
 //	$ pg-loop --team web --worker 3
 //	$ pg-loop --fresh --promise DONE --task 'port the parser to Go' --verify 'make test' --max-iterations 20
 //	$ pg-loop --pipeline testdata/pipelines/feature.json --var feature='rate limiting for the API' --var test_cmd='go test ./...'
+//	$ pg-loop --session-id parser --task 'port the parser to Go'
+//	$ pg-loop --resume parser --task 'now add tests for it'
+//	$ pg-loop --fork parser --session-id parser-map --task 'use a map for the symbol table instead'
 type RunCmd struct {
-	Task          []string          `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" sep:"none" group:"Tasks"`
+	Task          []string          `help:"A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session's unfinished tasks, as a follow-up: it starts from the conversation of the session's task that ended last." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
 	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
