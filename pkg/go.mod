@@ -7,6 +7,7 @@ require (
 	github.com/alecthomas/mango-kong v0.1.0
 	github.com/gofrs/flock v0.13.1
 	github.com/invopop/jsonschema v0.14.0
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/muesli/roff v0.1.0
 	github.com/rogpeppe/go-internal v1.16.0
@@ -17,6 +18,7 @@ require (
 require (
 	github.com/atotto/clipboard v0.1.4 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )
 
 require (

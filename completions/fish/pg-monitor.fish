@@ -47,7 +47,7 @@ complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l task -r -F -d 'C
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l step -r -F -d 'Current step; a change also counts as progress.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l cost-usd -r -F -d 'The worker'\''s spending so far in USD (usage.cost_usd, counted in a team budget).'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l progress -d 'Record progress (progress_at) even without a change.'
-complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l pid -r -F -d 'The worker'\''s pid (default: the parent of pg-monitor, i.e. the calling script).'
+complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l pid -r -F -d 'The worker'\''s pid: a live process, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script'\''s shell).'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l version -d 'Print the version and exit.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l team -r -F -d 'Team name: the team directory is $POWERGLIDE_HOME/teams/<team> (default: the team key of the configuration, "default").'

@@ -99,8 +99,8 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"fail", "4"}, 4, "pg-toy: error: step limit 200 reached\n", false},
 		{[]string{"fail", "124"}, 124, "pg-toy: error: context deadline exceeded\n", false},
 		{[]string{"fail", "42"}, 42, "", false},
-		{[]string{"nope"}, 2, "pg-toy: error: unexpected argument nope\nrun 'pg-toy --help' for usage\n", false},
-		{[]string{"greet", "--mode", "c"}, 2, "pg-toy: error: --mode must be one of \"a\",\"b\" but got \"c\"\nrun 'pg-toy greet --help' for usage\n", false},
+		{[]string{"nope"}, 2, "pg-toy: error: unexpected argument nope (see 'pg-toy --help')\n", false},
+		{[]string{"greet", "--mode", "c"}, 2, "pg-toy: error: --mode must be one of \"a\",\"b\" but got \"c\" (see 'pg-toy greet --help')\n", false},
 	}
 	for _, c := range cases {
 		code, out, errs := runToy(t, env, c.args...)
@@ -257,5 +257,80 @@ func TestBashCompletionRuns(t *testing.T) {
 		if out, err := exec.Command(zsh, "-n", zfile).CombinedOutput(); err != nil {
 			t.Errorf("zsh -n: %v: %s", err, out)
 		}
+	}
+}
+
+type toyNumCLI struct {
+	Common `embed:""`
+	Num    toyNum `cmd:"" help:"Print numbers."`
+}
+
+type toyNum struct {
+	Count int            `help:"A count."`
+	Token int64          `help:"A token."`
+	Ratio float64        `help:"A ratio."`
+	Cost  *float64       `help:"A cost."`
+	Wait  time.Duration  `help:"A wait." env:"PG_TOY_WAIT"`
+	Lease *time.Duration `help:"A lease."`
+	Name  string         `help:"A name."`
+}
+
+func (c *toyNum) Run(rt *Runtime) error {
+	_, err := fmt.Fprintf(rt.IO.Out, "%d %d %g %v %s %q\n", c.Count, c.Token, c.Ratio, c.Cost != nil, c.Wait, c.Name)
+	return err
+}
+
+// Numbers read one way in every tool: a negative number is a value, not a
+// short flag; NaN and infinities are refused; durations lie in 0..100 years.
+func TestRunNumbers(t *testing.T) {
+	env := []string{"HOME=" + t.TempDir()}
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		spec := &Spec{Name: "pg-toy", Description: "A toy.", CLI: &toyNumCLI{}}
+		code := Run(context.Background(), spec, args, Test(nil, &out, &errb, env...))
+		return code, out.String(), errb.String()
+	}
+	ok := []struct {
+		args []string
+		out  string
+	}{
+		{[]string{"num", "--count", "-1"}, "-1 0 0 false 0s \"\"\n"},
+		{[]string{"num", "--count=-1", "--token", "-7"}, "-1 -7 0 false 0s \"\"\n"},
+		{[]string{"num", "--ratio", "-0.5", "--cost", "1.5"}, "0 0 -0.5 true 0s \"\"\n"},
+		{[]string{"num", "--wait", "876000h"}, "0 0 0 false 876000h0m0s \"\"\n"},
+		{[]string{"num", "--wait", "1m", "--count", "3"}, "3 0 0 false 1m0s \"\"\n"},
+	}
+	for _, c := range ok {
+		code, out, errs := run(c.args...)
+		if code != 0 || out != c.out {
+			t.Errorf("%v: exit %d, %q %q; want %q", c.args, code, out, errs, c.out)
+		}
+	}
+	bad := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"num", "--wait", "2562047h"}, `--wait: duration "2562047h" is out of range: at most 876000h (100 years)`},
+		{[]string{"num", "--wait", "3000000h"}, "--wait: expected a duration such as 30s or 10m, at most 876000h"},
+		{[]string{"num", "--wait", "876001h"}, `--wait: duration "876001h" is out of range: at most 876000h (100 years)`},
+		{[]string{"num", "--lease", "-5m"}, `--lease: expected a duration that is not negative, got "-5m"`},
+		{[]string{"num", "--wait=-1s"}, `--wait: expected a duration that is not negative, got "-1s"`},
+		{[]string{"num", "--ratio", "NaN"}, `--ratio: expected a finite number but got "NaN"`},
+		{[]string{"num", "--cost=+Inf"}, `--cost: expected a finite number but got "+Inf"`},
+		{[]string{"num", "--count", "1.5"}, `--count: expected an integer but got "1.5"`},
+		{[]string{"num", "--count", "-x"}, "--count"},
+		{[]string{"num", "--name", "-1"}, "--name"}, // only numbers take a leading '-'
+	}
+	for _, c := range bad {
+		code, out, errs := run(c.args...)
+		if code != ExitUsage || out != "" || !strings.Contains(errs, c.msg) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.args, code, out, errs, c.msg)
+		}
+	}
+	// The environment goes through the same check.
+	t.Setenv("PG_TOY_WAIT", "-3s") // kong reads the process environment
+	env = append(env, "PG_TOY_WAIT=-3s")
+	if code, _, errs := run("num"); code != ExitUsage || !strings.Contains(errs, "not negative") {
+		t.Errorf("PG_TOY_WAIT=-3s: exit %d, %q", code, errs)
 	}
 }

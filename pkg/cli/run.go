@@ -140,9 +140,15 @@ func SignalContext(parent context.Context) (context.Context, func()) {
 }
 
 // Run parses args and runs the selected command. It never exits the
-// process; it returns the exit code.
+// process; it returns the exit code. The command's stdout is checked: a
+// run whose output could not be written exits 1, never 0.
 func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
+	out := &output{w: io.Out}
+	checked := *io
+	checked.Out = out
+	io = &checked
 	rt := &Runtime{Ctx: ctx, IO: io, Spec: spec}
+	defer func() { code = outputCode(rt, code, out.failed()) }()
 	summary, detail, _ := strings.Cut(spec.Description, "\n")
 	opts := []kong.Option{
 		kong.Name(spec.Name),
@@ -154,6 +160,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		kong.Bind(rt, io),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	}
+	opts = append(opts, numberMappers()...)
 	opts = append(opts, spec.Options...)
 	parser, err := kong.New(spec.CLI, opts...)
 	if err != nil {
@@ -169,16 +176,26 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 				code = e.code
 				return
 			}
-			panic(r)
+			// A bug, not bad input: Go would exit 2, which the table
+			// keeps for bad input alone.
+			fmt.Fprintf(io.Err, "%s: error: internal error: %s\n%s", spec.Name, oneLine(fmt.Sprint(r)), debug.Stack())
+			code = ExitFailure
 		}
 	}()
 	kctx, err := parser.Parse(args)
+	var werr *WriteError
+	if errors.As(err, &werr) { // --help could not be written
+		fmt.Fprintf(io.Err, "%s: error: %v\n", spec.Name, werr)
+		return ExitFailure
+	}
 	if err != nil {
-		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, lowerFirst(err.Error()))
+		// One line, as every error (DESIGN.md §2), naming where help is.
+		msg := lowerFirst(err.Error())
 		var pe *kong.ParseError
 		if errors.As(err, &pe) && pe.Context != nil {
-			fmt.Fprintf(io.Err, "run '%s --help' for usage\n", commandLine(spec.Name, pe.Context))
+			msg += fmt.Sprintf(" (see '%s --help')", commandLine(spec.Name, pe.Context))
 		}
+		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, oneLine(msg))
 		return ExitUsage
 	}
 	rt.kctx = kctx

@@ -213,3 +213,42 @@ func FuzzConfigFile(f *testing.F) {
 		}
 	})
 }
+
+// Negative, NaN and infinite numbers and out-of-range durations are errors
+// in every layer: no key counts or measures something negative, and a
+// duration past 100 years would overflow a deadline taken from now.
+func TestNumbersOutOfRange(t *testing.T) {
+	cases := []struct{ key, env, file, msg string }{
+		{"POWERGLIDE_BUDGET_USD", "NaN", "", "finite"},
+		{"POWERGLIDE_BUDGET_USD", "-Inf", "", "finite"},
+		{"POWERGLIDE_BUDGET_USD", "-5", "", "not negative"},
+		{"POWERGLIDE_RETRIES", "-1", "", "not negative"},
+		{"POWERGLIDE_LEASE", "2562047h", "", "out of range"},
+		{"POWERGLIDE_LEASE", "-10m", "", "not negative"},
+		{"", "", `{"loop_budget_usd": -0.5}`, "not negative"},
+		{"", "", `{"max_tokens": -100}`, "not negative"},
+		{"", "", `{"lease": "999999h"}`, "out of range"},
+		{"", "", `{"loop_budget_usd": 1e999}`, ""}, // not even JSON's float64
+	}
+	for _, c := range cases {
+		env := map[string]string{"HOME": t.TempDir()}
+		opts := Options{File: filepath.Join(t.TempDir(), "absent.json")}
+		if c.key != "" {
+			env[c.key] = c.env
+		}
+		if c.file != "" {
+			opts.File = writeConfig(t, c.file)
+		}
+		opts.LookupEnv = envFunc(env)
+		_, err := Load(opts)
+		if err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s=%s %s: err %v, want one saying %q", c.key, c.env, c.file, err, c.msg)
+		}
+	}
+	// The bounds themselves are fine.
+	env := map[string]string{"HOME": t.TempDir(), "POWERGLIDE_LEASE": "876000h", "POWERGLIDE_BUDGET_USD": "0"}
+	cfg, err := Load(Options{File: filepath.Join(t.TempDir(), "absent.json"), LookupEnv: envFunc(env)})
+	if err != nil || cfg.Duration("lease") != MaxDuration {
+		t.Fatalf("876000h: %v %v", cfg, err)
+	}
+}

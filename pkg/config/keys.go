@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,6 +65,7 @@ var Keys = []Key{
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
 	{Name: "mcp_timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_MCP_TIMEOUT"}, Default: 10 * time.Minute, Help: "pg-tool: time limit of one MCP tool call; a server that does not answer in time is stopped and restarted on the next call"},
+	{Name: "sandbox", Kind: KindString, Env: []string{"POWERGLIDE_SANDBOX"}, Default: "workspace-write", Help: "pg-tool: sandbox of the commands it starts: workspace-write, read-only or off"},
 	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Default: "default", Help: "team name: the queue and workers in $POWERGLIDE_HOME/teams/<team>/"},
 	{Name: "queue_sync", Kind: KindBool, Env: []string{"POWERGLIDE_QUEUE_SYNC"}, Default: true, Help: "fsync the task queue after each change (false: faster; a power loss may lose the last changes, a killed process never corrupts it)"},
 	{Name: "queue_keep_finished", Kind: KindInt, Env: []string{"POWERGLIDE_QUEUE_KEEP_FINISHED"}, Default: 500, Help: "finished tasks kept in task-queue.json; beyond that the oldest move to task-archive.jsonl"},
@@ -77,6 +79,41 @@ var Keys = []Key{
 	{Name: "pty_cols", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_COLS"}, Default: 80, Help: "pg-pty terminal width in columns"},
 	{Name: "pty_rows", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_ROWS"}, Default: 24, Help: "pg-pty terminal height in rows"},
 	{Name: "pty_term", Kind: KindString, Env: []string{"POWERGLIDE_PTY_TERM"}, Default: "xterm-256color", Help: "TERM given to programs pg-pty runs"},
+}
+
+// MaxDuration bounds every duration a tool reads, from flags, the
+// environment or the config file: 100 years. A lease or deadline taken from
+// now then stays far below the year 2262, where time.Time's nanoseconds
+// overflow (a lease of 2562047h once counted as expired at once).
+const MaxDuration = 100 * 365 * 24 * time.Hour
+
+// ParseDuration reads a duration such as 30s or 10m, from 0 to MaxDuration.
+func ParseDuration(raw string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(raw))
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("expected a duration such as 30s or 10m, at most %s (100 years), got %q", maxDurationText, raw)
+	case d < 0:
+		return 0, fmt.Errorf("expected a duration that is not negative, got %q", raw)
+	case d > MaxDuration:
+		return 0, fmt.Errorf("duration %q is out of range: at most %s (100 years)", raw, maxDurationText)
+	}
+	return d, nil
+}
+
+const maxDurationText = "876000h"
+
+// checkNumber refuses the numbers no key means: every numeric key counts
+// or measures something (tokens, retries, dollars, columns), so a negative,
+// NaN or infinite value is a mistake, never a setting.
+func checkNumber[T int | float64](v float64, raw string) (T, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("expected a finite number, got %q", raw)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("expected a number that is not negative, got %q", raw)
+	}
+	return T(v), nil
 }
 
 // Lookup finds a registered key.
@@ -123,13 +160,13 @@ func (k Key) parse(raw string) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("expected an integer, got %q", raw)
 		}
-		return n, nil
+		return checkNumber[int](float64(n), raw)
 	case KindFloat:
 		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 		if err != nil {
 			return nil, fmt.Errorf("expected a number, got %q", raw)
 		}
-		return f, nil
+		return checkNumber[float64](f, raw)
 	case KindBool:
 		b, err := strconv.ParseBool(strings.TrimSpace(raw))
 		if err != nil {
@@ -137,11 +174,7 @@ func (k Key) parse(raw string) (any, error) {
 		}
 		return b, nil
 	case KindDuration:
-		d, err := time.ParseDuration(strings.TrimSpace(raw))
-		if err != nil {
-			return nil, fmt.Errorf("expected a duration such as 30s or 10m, got %q", raw)
-		}
-		return d, nil
+		return ParseDuration(raw)
 	case KindStrings:
 		if strings.HasPrefix(strings.TrimSpace(raw), "[") {
 			return k.decode(json.RawMessage(raw))
@@ -182,13 +215,16 @@ func (k Key) decode(raw json.RawMessage) (any, error) {
 		if f != float64(int(f)) {
 			return nil, fmt.Errorf("expected an integer, got %s", raw)
 		}
+		if _, err := checkNumber[int](f, string(raw)); err != nil {
+			return nil, err
+		}
 		return int(f), nil
 	case KindFloat:
 		var f float64
 		if json.Unmarshal(raw, &f) != nil {
 			return nil, wrongType
 		}
-		return f, nil
+		return checkNumber[float64](f, string(raw))
 	case KindBool:
 		var b bool
 		if json.Unmarshal(raw, &b) != nil {

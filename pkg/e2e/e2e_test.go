@@ -65,7 +65,9 @@ func Params(dir string) testscript.Params {
 			return os.MkdirAll(home, 0o755)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"validate": cmdValidate,
+			"validate":    cmdValidate,
+			"descendants": cmdDescendants,
+			"gone":        cmdGone,
 		},
 	}
 }

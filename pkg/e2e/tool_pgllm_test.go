@@ -22,6 +22,7 @@ func TestPgLLM(t *testing.T) {
 	p.Cmds["fakellm"] = cmdFakeLLM
 	p.Cmds["fakellm-requests"] = cmdFakeLLMRequests
 	p.Cmds["fakellm-conns"] = cmdFakeLLMConns
+	p.Cmds["endlessllm"] = cmdEndlessLLM
 	testscript.Run(t, p)
 }
 
@@ -29,6 +30,21 @@ var (
 	fakeMu      sync.Mutex
 	fakeServers = map[string]*llmtest.Server{} // by script work dir + variable
 )
+
+// cmdEndlessLLM starts a local server whose every answer streams forever
+// in the given shape (llmtest.EndlessShapes) and sets VAR to its URL; the
+// script ends it:
+//
+//	endlessllm VAR SHAPE
+func cmdEndlessLLM(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: endlessllm VAR SHAPE")
+	}
+	srv, err := llmtest.NewEndless(args[1])
+	ts.Check(err)
+	ts.Defer(srv.Close)
+	ts.Setenv(args[0], srv.URL)
+}
 
 // cmdFakeLLM starts a local server that answers successive requests with
 // recorded responses (testdata/llm/<family>/<name>.http, or a file of the

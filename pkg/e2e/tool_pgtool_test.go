@@ -14,7 +14,7 @@ func init() { tools["pg-tool"] = pgtool.Spec }
 
 // TestPgTool runs testdata/script/pg-tool. Scripts get $MCPBIN (the npm
 // MCP servers installed by scripts/test-deps.sh; the condition [mcp] says
-// whether they are there) and the test's Go build cache, so the edit veto's
+// whether they are there), $REPO (the repository root) and the test's Go build cache, so the edit veto's
 // real `go build` does not rebuild the standard library.
 func TestPgTool(t *testing.T) {
 	t.Parallel()
@@ -32,12 +32,17 @@ func TestPgTool(t *testing.T) {
 			t.Errorf("the MCP test servers are not installed in %s: run scripts/test-deps.sh (make test does), or set POWERGLIDE_TEST_NO_NPM=1 to skip the MCP scripts", mcpBin)
 		}
 	}
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
 			return err
 		}
 		env.Setenv("MCPBIN", mcpBin)
+		env.Setenv("REPO", repo)
 		env.Setenv("GOFLAGS", "-mod=mod")
 		return nil
 	}

@@ -233,9 +233,12 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 	var (
 		blocks []*anthropicBlock
 		end    = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
-		sse    = newSSEReader(body)
+		sse    = newSSEReader(body, em.limit())
 	)
-	applyDelta := func(b *anthropicBlock, d *anthropicDeltaField) {
+	applyDelta := func(b *anthropicBlock, d *anthropicDeltaField) error {
+		if err := em.hold(len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature)); err != nil {
+			return err
+		}
 		switch d.Type {
 		case "text_delta":
 			b.text.WriteString(d.Text)
@@ -248,6 +251,7 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 		case "signature_delta":
 			b.b.Signature += d.Signature
 		}
+		return nil
 	}
 	at := func(i int) (*anthropicBlock, error) {
 		if i < 0 || i >= len(blocks) {
@@ -274,7 +278,9 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 			if err != nil {
 				return nil, err
 			}
-			applyDelta(b, &anthropicDeltaField{Type: f[1].Str, Text: f[2].Str, PartialJSON: f[3].Str, Thinking: f[4].Str, Signature: f[5].Str})
+			if err := applyDelta(b, &anthropicDeltaField{Type: f[1].Str, Text: f[2].Str, PartialJSON: f[3].Str, Thinking: f[4].Str, Signature: f[5].Str}); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		var ev anthropicEvent
@@ -298,6 +304,9 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 			}
 			if ev.Index != len(blocks) {
 				return nil, badStream("anthropic stream: content block %d started out of order", ev.Index)
+			}
+			if err := em.hold(len(cb.Text) + len(cb.Thinking) + len(cb.Signature) + len(cb.Data) + len(cb.ID) + len(cb.Name)); err != nil {
+				return nil, err
 			}
 			b := &anthropicBlock{}
 			switch cb.Type {
@@ -328,7 +337,9 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 				return nil, err
 			}
 			if ev.Delta != nil {
-				applyDelta(b, ev.Delta)
+				if err := applyDelta(b, ev.Delta); err != nil {
+					return nil, err
+				}
 			}
 		case "content_block_stop":
 			b, err := at(ev.Index)

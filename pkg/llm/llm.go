@@ -39,6 +39,47 @@ type Emitter struct {
 	sink  func(any)
 
 	content bool
+	max     int // what one response may hold; 0 means MaxResponseBytes
+	held    int // what this attempt's response holds so far
+}
+
+// MaxResponseBytes bounds what one response may hold in memory: its text,
+// thinking, signatures and tool input together, and any single line or
+// event of its stream. An answer past it ends the call with an error of
+// kind response_too_large instead of growing without end (a server that
+// never ends its stream). 32 MiB is some hundred times the longest answer
+// a model writes today.
+const MaxResponseBytes = 32 << 20
+
+// limit is the bound in force.
+func (e *Emitter) limit() int {
+	if e.max > 0 {
+		return e.max
+	}
+	return MaxResponseBytes
+}
+
+// hold counts n more bytes of the response being assembled and fails once
+// they pass the limit.
+func (e *Emitter) hold(n int) error {
+	e.held += n
+	if e.held > e.limit() {
+		return tooLarge("its text, thinking and tool input", e.limit())
+	}
+	return nil
+}
+
+// tooLarge reports a response that passed the limit.
+func tooLarge(what string, limit int) *Error {
+	return &Error{Kind: protocol.KindResponseTooLarge,
+		Message: fmt.Sprintf("response too large: %s passed the limit of %s for one answer", what, byteSize(limit))}
+}
+
+func byteSize(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // NewEmitter returns an emitter that passes events to sink.

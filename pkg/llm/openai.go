@@ -283,7 +283,7 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 		finish   string
 		gotUsage bool
 		end      = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
-		sse      = newSSEReader(body)
+		sse      = newSSEReader(body, em.limit())
 	)
 	for {
 		_, data, err := sse.Next()
@@ -334,6 +334,13 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 				continue
 			}
 			d := &c.Delta
+			n := len(d.ReasoningContent) + len(d.Reasoning) + len(d.Content)
+			for _, tc := range d.ToolCalls {
+				n += len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)
+			}
+			if err := em.hold(n); err != nil {
+				return nil, err
+			}
 			if r := d.ReasoningContent + d.Reasoning; r != "" {
 				thinking.WriteString(r)
 				em.Thinking(r)

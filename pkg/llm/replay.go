@@ -167,6 +167,9 @@ func (r *Replay) Stream(ctx context.Context, file string, req *protocol.Request,
 			return nil, err
 		}
 		v, _ := protocol.ModelEvents.Decode(raw)
+		if err := em.hold(replaySize(v)); err != nil {
+			return nil, err
+		}
 		switch ev := v.(type) {
 		case *protocol.StartEvent:
 			started = true
@@ -201,6 +204,13 @@ func (r *Replay) Stream(ctx context.Context, file string, req *protocol.Request,
 		em.Start("replay", cmp.Or(c.Model, end.Model, "replay/"+file), "")
 	}
 	if !content {
+		n := 0
+		for _, b := range end.Message.Content {
+			n += len(b.Text) + len(b.Thinking) + len(b.Input)
+		}
+		if err := em.hold(n); err != nil {
+			return nil, err
+		}
 		for _, b := range end.Message.Content {
 			switch b.Type {
 			case protocol.BlockText:
@@ -219,6 +229,20 @@ func (r *Replay) Stream(ctx context.Context, file string, req *protocol.Request,
 		end.Message.Content = protocol.Content{}
 	}
 	return end, nil
+}
+
+// replaySize is what a recorded event adds to the answer: the same bound
+// holds for a played answer as for a live one.
+func replaySize(v any) int {
+	switch ev := v.(type) {
+	case *protocol.TextEvent:
+		return len(ev.Text)
+	case *protocol.ThinkingEvent:
+		return len(ev.Text)
+	case *protocol.ToolCallEvent:
+		return len(ev.Call.ID) + len(ev.Call.Name) + len(ev.Call.Input)
+	}
+	return 0
 }
 
 // Recorder appends calls to a session file.

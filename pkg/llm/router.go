@@ -94,7 +94,10 @@ type Options struct {
 	Timeout        time.Duration // the whole call, all attempts and models
 	AttemptTimeout time.Duration // one attempt
 	MaxTokens      int           // default max_tokens
-	Backoff        Backoff
+	// MaxResponseBytes bounds what one response may hold (0: the default,
+	// MaxResponseBytes).
+	MaxResponseBytes int
+	Backoff          Backoff
 
 	AnthropicKey, AnthropicBaseURL string
 	OpenAIKey, OpenAIBaseURL       string
@@ -378,6 +381,7 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 		if r.opts.AttemptTimeout > 0 {
 			actx, cancel = context.WithTimeoutCause(ctx, r.opts.AttemptTimeout, errAttemptTimeout)
 		}
+		em.max, em.held = r.opts.MaxResponseBytes, 0 // a bound for each response
 		end, err := p.Stream(actx, model, req, em)
 		attemptDone := actx.Err() != nil
 		cancel()

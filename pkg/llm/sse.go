@@ -27,14 +27,27 @@ type bodyTap struct {
 
 func (t *bodyTap) middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	resp, err := next(req)
-	if err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	switch {
+	case err != nil:
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		t.mu.Lock()
 		t.body = resp.Body
 		t.mu.Unlock()
 		resp.Body = http.NoBody
+	default:
+		// The SDK reads an error's body whole: a server that never ends it
+		// must not take all the memory.
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(resp.Body, maxErrorBody), resp.Body}
 	}
 	return resp, err
 }
+
+// maxErrorBody is as much of an error response's body as is read; error
+// bodies are a few hundred bytes.
+const maxErrorBody = 1 << 20
 
 func (t *bodyTap) take() io.ReadCloser {
 	t.mu.Lock()
@@ -65,16 +78,20 @@ func finishBody(body io.ReadCloser, cancel context.CancelFunc) {
 	body.Close()
 }
 
-// sseReader splits a text/event-stream into events.
+// sseReader splits a text/event-stream into events. No line and no event
+// may grow past max bytes: a server that sends one endless line, or data
+// lines without the blank line that ends an event, gets an error of kind
+// response_too_large instead of all the memory.
 type sseReader struct {
 	r     *bufio.Reader
+	max   int
 	event []byte
 	data  bytes.Buffer
 	long  []byte
 }
 
-func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 32<<10)}
+func newSSEReader(r io.Reader, max int) *sseReader {
+	return &sseReader{r: bufio.NewReaderSize(r, 32<<10), max: max}
 }
 
 // line returns the next line without its line end.
@@ -83,6 +100,9 @@ func (s *sseReader) line() ([]byte, error) {
 	if errors.Is(err, bufio.ErrBufferFull) {
 		s.long = append(s.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(s.long) > s.max {
+				return nil, tooLarge("a line of its event stream", s.max)
+			}
 			line, err = s.r.ReadSlice('\n')
 			s.long = append(s.long, line...)
 		}
@@ -131,6 +151,9 @@ func (s *sseReader) Next() (event, data []byte, err error) {
 			}
 			s.data.Write(value)
 			hasData = true
+		}
+		if s.data.Len()+len(s.event) > s.max {
+			return nil, nil, tooLarge("an event of its stream", s.max)
 		}
 	}
 }

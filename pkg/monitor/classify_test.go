@@ -36,6 +36,10 @@ func TestClassify(t *testing.T) {
 		{"ended, process lingering", rec("done", ago(time.Second), ago(time.Hour)), ProcRunning, o, Alive, ""},
 		{"ended, process lingering past the limit", rec("failed", ago(time.Minute), ago(time.Hour)), ProcRunning, o, Stale, ""},
 		{"no progress", rec("executing", ago(time.Second), ago(11*time.Minute)), ProcRunning, o, Stuck, "no progress for 11m0s, limit 10m0s"},
+		// Issue 20: a heartbeat dated 2099 kept a worker alive forever.
+		{"heartbeat in the future", rec("executing", time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), ago(time.Second)), ProcRunning, o, Stale, "heartbeat dated in the future (2099-01-01T00:00:00Z"},
+		{"heartbeat a little ahead (clock skew)", rec("executing", ago(-30*time.Second), ago(time.Second)), ProcRunning, o, Alive, ""},
+		{"progress in the future", rec("executing", ago(time.Second), ago(-time.Hour)), ProcRunning, o, Stuck, "progress dated in the future"},
 		{"stall disabled", rec("executing", ago(time.Second), ago(time.Hour)), ProcRunning, Options{Heartbeat: 30 * time.Second}, Alive, ""},
 		{"paused makes no progress on purpose", &protocol.Worker{State: "executing", Paused: true, HeartbeatAt: ago(time.Second), ProgressAt: ago(time.Hour)}, ProcRunning, o, Alive, ""},
 		{"progress falls back to started_at", &protocol.Worker{State: "thinking", HeartbeatAt: ago(time.Second), StartedAt: ago(time.Hour)}, ProcRunning, o, Stuck, ""},

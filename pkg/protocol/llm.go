@@ -294,6 +294,11 @@ const (
 	KindServer          = "server"
 	KindNetwork         = "network"
 	KindTimeout         = "timeout"
+	// KindResponseTooLarge: the answer passed what one response may hold
+	// in memory (llm.MaxResponseBytes of text, thinking and tool input,
+	// or a single event that large). Not retryable: a model or server that
+	// streamed that much would very likely do it again, at the same cost.
+	KindResponseTooLarge = "response_too_large"
 )
 
 // ErrorEvent is the error record every tool writes in JSON mode, and the
@@ -302,7 +307,7 @@ type ErrorEvent struct {
 	Type      string `json:"type" jsonschema:"enum=error"`
 	ID        string `json:"id,omitempty"`
 	Tool      string `json:"tool,omitempty" jsonschema:"description=the tool that failed\\, e.g. pg-queue"`
-	Kind      string `json:"kind,omitempty"`
+	Kind      string `json:"kind,omitempty" jsonschema:"description=what failed. A model call's kinds: auth\\, bad_request\\, context_overflow\\, rate_limit\\, overloaded\\, server\\, network\\, timeout\\, response_too_large; other tools' records: usage\\, lease_lost\\, not_found\\, ..."`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable,omitempty"`
 	Status    int    `json:"status,omitempty" jsonschema:"description=HTTP status\\, when there was one"`

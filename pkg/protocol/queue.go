@@ -21,8 +21,9 @@ type QueueStats struct {
 	// Blocked: pending tasks with a dependency not done.
 	Blocked int `json:"blocked" jsonschema:"description=pending tasks with a dependency not done"`
 	// Stuck: blocked tasks that can never run, because a dependency
-	// (directly or further down) failed or was cancelled.
-	Stuck int `json:"stuck" jsonschema:"description=blocked tasks that can never run: a dependency failed or was cancelled"`
+	// (directly or further down) failed or was cancelled, or because it
+	// lies on a dependency cycle (a file edited by hand may hold one).
+	Stuck int `json:"stuck" jsonschema:"description=blocked tasks that can never run: a dependency failed\\, was cancelled\\, is unknown or lies on a dependency cycle (written by hand)"`
 	// Expired: claimed tasks whose lease ran out.
 	Expired int `json:"expired" jsonschema:"description=claimed tasks whose lease ran out"`
 	// Drained: no task is claimed and no pending task can still run; a

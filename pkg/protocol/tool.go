@@ -27,4 +27,29 @@ type ToolResult struct {
 	Truncated  bool    `json:"truncated"`
 	FullOutput string  `json:"full_output,omitempty" jsonschema:"description=file holding the whole output when it was truncated (the whole error when only the error was)"`
 	DurationMS int64   `json:"duration_ms"`
+	Sandbox    string  `json:"sandbox,omitempty" jsonschema:"enum=workspace-write,enum=read-only,enum=off,description=the sandbox mode the commands of this call ran under (pg-tool --sandbox)"`
+}
+
+// SandboxReport is what `pg-tool sandbox` prints: the mode in force and,
+// for each rule, what enforces it on this machine.
+type SandboxReport struct {
+	Type      string        `json:"type" jsonschema:"enum=sandbox"`
+	Mode      string        `json:"mode" jsonschema:"enum=workspace-write,enum=read-only,enum=off"`
+	Available bool          `json:"available" jsonschema:"description=false when this machine cannot enforce the mode: sandboxed commands are then refused"`
+	Missing   []string      `json:"missing,omitempty" jsonschema:"description=what the kernel lacks for the mode"`
+	Landlock  int           `json:"landlock_abi" jsonschema:"description=the kernel's Landlock ABI version (0: none)"`
+	Root      string        `json:"root"`
+	TempDir   string        `json:"tmp,omitempty" jsonschema:"description=the private TMPDIR of sandboxed commands"`
+	Writable  []string      `json:"writable,omitempty"`
+	Hidden    []string      `json:"hidden,omitempty" jsonschema:"description=secret paths that exist and no command can read"`
+	NotHidden []string      `json:"not_hidden,omitempty" jsonschema:"description=secret paths inside a writable path, which the sandbox cannot hide"`
+	AllowNet  bool          `json:"allow_net"`
+	Env       []string      `json:"env" jsonschema:"description=the names of the variables commands get (the allow-list and --pass-env)"`
+	Rules     []SandboxRule `json:"rules"`
+}
+
+// SandboxRule is one promise of the sandbox and what keeps it.
+type SandboxRule struct {
+	Rule       string `json:"rule"`
+	EnforcedBy string `json:"enforced_by"`
 }

@@ -38,3 +38,20 @@ func inputErr(i int, format string, args ...any) error {
 }
 
 func notFound(id string) error { return fmt.Errorf("task %s: %w", id, ErrNotFound) }
+
+// FileError is a task-queue.json the queue cannot read: not JSON, not the
+// shape of a queue, or written by a newer version of pg-queue. It counts as
+// bad input (exit 2 in the CLI): the file is refused as it is, and nothing
+// is changed.
+type FileError struct{ Err error }
+
+func (e *FileError) Error() string { return e.Err.Error() }
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// BadInput marks the error as bad input.
+func (e *FileError) BadInput() bool { return true }
+
+func fileErr(format string, args ...any) error {
+	return &FileError{Err: fmt.Errorf(format, args...)}
+}

@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,13 +76,12 @@ type Queue struct {
 	cache *state
 }
 
-// Open returns the queue of a team directory, creating the directory.
+// Open returns the queue of a team directory. It creates nothing: reads of
+// a team without a directory see an empty queue, and the first change that
+// succeeds creates the directory (see mutate).
 func Open(dir teamdir.Dir) (*Queue, error) {
 	if err := teamdir.ValidName("team", dir.Team); err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(dir.Path(), 0o755); err != nil {
-		return nil, fmt.Errorf("create team dir: %w", err)
 	}
 	return &Queue{dir: dir, Now: time.Now}, nil
 }
@@ -169,6 +169,9 @@ func (c *change) event(now time.Time, op string, t *protocol.Task, reason string
 func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if done, err := q.create(fn); done || err != nil {
+		return err
+	}
 	lk := flock.New(q.dir.Lock())
 	if err := lk.Lock(); err != nil {
 		return fmt.Errorf("lock %s: %w", q.dir.Lock(), err)
@@ -202,6 +205,29 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 		q.drop() // a lazy state describes the version it read only
 	}
 	return nil
+}
+
+// create makes the team directory for the first change. Bad input must
+// create nothing, so on a team without a directory the change is first
+// tried on an empty queue, in memory: an error, or a change that changes
+// nothing (done), ends the call there. Only a change that succeeds creates
+// the directory; it is then run again, for real, under the lock, against
+// whatever another process may have created meanwhile.
+func (q *Queue) create(fn func(s *state, now time.Time, c *change) error) (done bool, err error) {
+	if _, err := os.Stat(q.dir.Path()); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	var c change
+	if err := fn(emptyState(), q.now(), &c); err != nil {
+		return true, err
+	}
+	if len(c.events) == 0 {
+		return true, nil
+	}
+	if err := os.MkdirAll(q.dir.Path(), 0o755); err != nil {
+		return true, fmt.Errorf("create team dir: %w", err)
+	}
+	return false, nil
 }
 
 // sweepTemps removes temporary files left by writers that were killed
@@ -540,8 +566,24 @@ func better(a, b *entry) bool {
 	return a.created < b.created
 }
 
+// MaxLease bounds a lease: 100 years. A claim's expiry is kept in Unix
+// nanoseconds, which overflow in the year 2262, and a lease past that once
+// counted as expired at once, so a second worker got the same task.
+const MaxLease = 100 * 365 * 24 * time.Hour
+
+// checkLease gives DefaultLease for lease ≤ 0 and refuses one past MaxLease.
+func checkLease(lease time.Duration) (time.Duration, error) {
+	if lease <= 0 {
+		return DefaultLease, nil
+	}
+	if lease > MaxLease {
+		return 0, &InputError{Index: -1, Msg: fmt.Sprintf("lease %s is out of range: at most %s (100 years)", lease, MaxLease)}
+	}
+	return lease, nil
+}
+
 // Claim leases the highest-priority, then oldest, claimable task to worker
-// for lease (DefaultLease when ≤ 0) and returns it with its claim. A task
+// for lease (DefaultLease when ≤ 0; at most MaxLease) and returns it with its claim. A task
 // is claimable when it is pending with every dependency done, or claimed
 // under an expired lease. Tasks out of attempts fail on the way. ErrNothing
 // when no task is claimable.
@@ -549,11 +591,12 @@ func (q *Queue) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	if err := teamdir.ValidName("worker", worker); err != nil {
 		return nil, &InputError{Index: -1, Msg: err.Error()}
 	}
-	if lease <= 0 {
-		lease = DefaultLease
+	lease, err := checkLease(lease)
+	if err != nil {
+		return nil, err
 	}
 	var out *protocol.Task
-	err := q.mutate(func(s *state, now time.Time, c *change) error {
+	err = q.mutate(func(s *state, now time.Time, c *change) error {
 		nowNs := now.UnixNano()
 		best, bestE := -1, entry{}
 		var spent []int    // out of attempts
@@ -736,11 +779,12 @@ func leaseLost(t *protocol.Task, token int64) error {
 
 // Renew extends the lease of a held task to now+lease.
 func (q *Queue) Renew(id string, token int64, lease time.Duration) (*protocol.Task, error) {
-	if lease <= 0 {
-		lease = DefaultLease
+	lease, err := checkLease(lease)
+	if err != nil {
+		return nil, err
 	}
 	var out *protocol.Task
-	err := q.mutate(func(s *state, now time.Time, c *change) error {
+	err = q.mutate(func(s *state, now time.Time, c *change) error {
 		i, t, err := held(s, id, token)
 		if err != nil {
 			return err
@@ -842,6 +886,17 @@ func (q *Queue) Fail(id string, token int64, msg string, retry bool) (*protocol.
 // Release hands a held task back: it is pending again. The attempt it used
 // still counts.
 func (q *Queue) Release(id string, token int64) (*protocol.Task, error) {
+	return q.release(id, token, false, "")
+}
+
+// Unclaim takes back a claim that never reached its worker (pg-queue claim
+// could not write the task record): the task is pending again, and the
+// attempt is given back, since no work was done. reason goes in the journal.
+func (q *Queue) Unclaim(id string, token int64, reason string) (*protocol.Task, error) {
+	return q.release(id, token, true, reason)
+}
+
+func (q *Queue) release(id string, token int64, refund bool, reason string) (*protocol.Task, error) {
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
 		i, t, err := held(s, id, token)
@@ -850,10 +905,13 @@ func (q *Queue) Release(id string, token int64) (*protocol.Task, error) {
 		}
 		worker := t.Claim.Worker
 		t.Status, t.Claim, t.UpdatedAt = protocol.StatusPending, nil, now
+		if refund && t.Attempts > 0 {
+			t.Attempts--
+		}
 		if err := s.put(i, t); err != nil {
 			return err
 		}
-		c.event(now, "release", t, "")
+		c.event(now, "release", t, reason)
 		c.events[len(c.events)-1].Worker, c.events[len(c.events)-1].Token = worker, token
 		out = t
 		return nil

@@ -268,6 +268,9 @@ func (s *state) rebuildHeader(dir string, got header) error {
 func (q *Queue) Settle() (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if _, err := os.Stat(q.dir.Path()); errors.Is(err, fs.ErrNotExist) {
+		return true, nil // no team yet: nothing to settle, and nothing to create
+	}
 	lk := flock.New(q.dir.Lock())
 	ok, err := lk.TryLock()
 	if err != nil {

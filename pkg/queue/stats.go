@@ -40,13 +40,17 @@ func (q *Queue) stats(s *state) *Stats {
 		st.Archived += n
 	}
 	st.Done, st.Failed, st.Cancelled = s.hdr.Archived[protocol.StatusDone], s.hdr.Archived[protocol.StatusFailed], s.hdr.Archived[protocol.StatusCancelled]
+	// A dependency is dead when it can never be done: it failed, was
+	// cancelled, is unknown, depends on a dead task, or lies on a
+	// dependency cycle. Add refuses cycles, but a file edited by hand may
+	// hold one: its tasks are stuck, so a swarm can still drain.
 	dead := map[string]bool{}
 	var isDead func(id string, depth int) bool
 	isDead = func(id string, depth int) bool {
 		if d, ok := dead[id]; ok {
 			return d
 		}
-		dead[id] = false // cut cycles (none are accepted, but files can be edited)
+		dead[id] = true // met again while visiting it: a cycle
 		code, ok := s.statusOf(id)
 		res := !ok || code == stFailed || code == stCancelled
 		if ok && !finished(code) && depth < 10000 {

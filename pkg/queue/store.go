@@ -75,6 +75,12 @@ type pendingEvents struct {
 	Events []json.RawMessage `json:"events"`
 }
 
+// Version is the layout of task-queue.json this package reads and writes.
+// A file of a newer version is refused, never rewritten as this one (it
+// may hold what this version would drop); a file without a version (written
+// by hand) is read as this one.
+const Version = 1
+
 const (
 	headerType = "task-queue"
 	tasksOpen  = `,"tasks":[`
@@ -179,7 +185,7 @@ func stampOf(fi fs.FileInfo) fileStamp {
 }
 
 func emptyState() *state {
-	return &state{hdr: header{Type: headerType, Version: 1, NextToken: 1,
+	return &state{hdr: header{Type: headerType, Version: Version, NextToken: 1,
 		Archived: map[string]int{}, FinishedDeps: map[string]string{}}, settled: true}
 }
 
@@ -279,7 +285,7 @@ func (s *state) task(e *entry) (*protocol.Task, error) {
 	}
 	var t protocol.Task
 	if err := json.Unmarshal(js, &t); err != nil {
-		return nil, fmt.Errorf("task-queue.json: task %s: %w", e.id, err)
+		return nil, fileErr("task-queue.json: task %s: %w", e.id, err)
 	}
 	if t.ID != e.id {
 		return nil, fmt.Errorf("task-queue.json: task %s: found %q where the index says it is (delete task-queue.idx)", e.id, t.ID)
@@ -464,7 +470,7 @@ func fixHeader(h *header) {
 	if h.NextToken < 1 {
 		h.NextToken = 1
 	}
-	h.Type, h.Version = headerType, 1
+	h.Type, h.Version = headerType, Version
 }
 
 // fastHeader reads the first line when the file is in the queue's own
@@ -480,8 +486,8 @@ func fastHeader(data []byte) (header, bool) {
 		return h, false
 	}
 	js := append(bytes.Clone(line[:len(line)-len(tasksOpen)]), '}')
-	if json.Unmarshal(js, &h) != nil || h.Type != headerType {
-		return h, false
+	if json.Unmarshal(js, &h) != nil || h.Type != headerType || (h.Version != Version && h.Version != 0) {
+		return h, false // (parseDocument refuses a newer version)
 	}
 	fixHeader(&h)
 	return h, true
@@ -588,7 +594,10 @@ func (s *state) parseDocument(dir string) error {
 		err = json.Unmarshal(s.data, &doc)
 	}
 	if err != nil {
-		return fmt.Errorf("task-queue.json is not a valid queue document: %w", err)
+		return fileErr("task-queue.json is not a valid queue document: %w", err)
+	}
+	if doc.header.Version > Version || doc.header.Version < 0 {
+		return fileErr("task-queue.json is version %d; this pg-queue reads version %d and does not rewrite a newer one (use the pg-queue that wrote it)", doc.header.Version, Version)
 	}
 	lost := doc.header.NextToken < 1 || doc.header.Archived == nil || doc.header.FinishedDeps == nil
 	rebuild := header{NextToken: doc.header.NextToken, Archived: doc.header.Archived, FinishedDeps: doc.header.FinishedDeps}
@@ -599,14 +608,14 @@ func (s *state) parseDocument(dir string) error {
 	for i, raw := range doc.Tasks {
 		var t protocol.Task
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return fmt.Errorf("task-queue.json: task %d: %w", i+1, err)
+			return fileErr("task-queue.json: task %d: %w", i+1, err)
 		}
 		loadDefaults(&t, s.stat.mtime)
 		if !validStored(&t) {
-			return fmt.Errorf("task-queue.json: task %d: missing id or unknown status %q", i+1, t.Status)
+			return fileErr("task-queue.json: task %d: missing id or unknown status %q", i+1, t.Status)
 		}
 		if j, dup := seen[t.ID]; dup {
-			return fmt.Errorf("task-queue.json: duplicate task id %s (tasks %d and %d)", t.ID, j+1, i+1)
+			return fileErr("task-queue.json: duplicate task id %s (tasks %d and %d)", t.ID, j+1, i+1)
 		}
 		seen[t.ID] = i
 		b, err := marshalTask(&t)

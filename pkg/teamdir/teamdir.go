@@ -4,6 +4,7 @@
 package teamdir
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,6 +80,20 @@ func (d Dir) Worker(n string) string { return filepath.Join(d.Path(), "worker-"+
 
 // Log is logs/worker-<n>.jsonl.
 func (d Dir) Log(n string) string { return filepath.Join(d.Path(), LogsDir, "worker-"+n+".jsonl") }
+
+// ErrNoTeam is returned by Exists for a team without a directory.
+var ErrNoTeam = errors.New("not found")
+
+// Exists reports, for commands that only read a team, whether its directory
+// is there: a read must never create it, and an empty answer for a
+// mistyped name would look like an idle team.
+func (d Dir) Exists() error {
+	st, err := os.Stat(d.Path())
+	if err == nil && st.IsDir() {
+		return nil
+	}
+	return fmt.Errorf("team %q %w: no directory %s", d.Team, ErrNoTeam, d.Path())
+}
 
 // Ensure creates the team directory and its logs directory.
 func (d Dir) Ensure() error {

@@ -7,14 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/powerglide/powerglide/pkg/proc"
 )
 
 const (
@@ -123,7 +119,7 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	script := in.Command
 	var cwdFile string
 	if s.opts.PersistCwd && in.Workdir == nil {
-		f, err := os.CreateTemp("", "pg-tool-cwd-*")
+		f, err := os.CreateTemp(s.sandbox.TempDir(), "pg-tool-cwd-*")
 		if err != nil {
 			return "", err
 		}
@@ -136,7 +132,7 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 			"\n\n__pg_status=$?; " + save + "; exit $__pg_status\n"
 	}
 	out := &lockedBuffer{}
-	code, runErr := runGroup(ctx, timeout, dir, s.opts.Env, []byte{}, out, out, nil, "bash", "-c", script)
+	code, runErr := s.runGroup(ctx, timeout, dir, s.env(), []byte{}, out, out, "bash", "-c", script)
 	var newDir string
 	if cwdFile != "" {
 		b, _ := os.ReadFile(cwdFile)
@@ -173,71 +169,6 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	text += "[exit code: 0]\n"
 	return text, nil
-}
-
-// runGroup runs a command in its own process group and kills the whole
-// group (grandchildren included) on timeout or cancellation. It returns the
-// exit code (128+n for a signal).
-func runGroup(ctx context.Context, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, extra []*os.File, name string, args ...string) (int, error) {
-	cmd := proc.Command(exec.Command(name, args...))
-	cmd.Dir = dir
-	if env != nil {
-		cmd.Env = env
-	}
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	if w, ok := stdout.(interface{ Write([]byte) (int, error) }); ok {
-		cmd.Stdout = w
-	}
-	if w, ok := stderr.(interface{ Write([]byte) (int, error) }); ok {
-		cmd.Stderr = w
-	}
-	cmd.ExtraFiles = extra
-	// Background children left behind in the group are ended when the
-	// command exits, before it is reaped: a call must not leak processes.
-	cmd.EndGroup = true
-	// And the command ends with pg-tool, even killed by SIGKILL.
-	cmd.Tied = true
-	// Children that keep the output pipe open must not hold us forever.
-	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
-		return -1, fmt.Errorf("start %s: %w", name, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var timer <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		timer = t.C
-	}
-	var err error
-	select {
-	case err = <-done:
-	case <-timer:
-		_, _ = cmd.SignalGroup(syscall.SIGKILL)
-		<-done
-		return -1, errTimeout
-	case <-ctx.Done():
-		_, _ = cmd.SignalGroup(syscall.SIGKILL)
-		<-done
-		return -1, context.Cause(ctx)
-	}
-	if err == nil {
-		return 0, nil
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ee.ExitCode(), nil
-	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		return cmd.ProcessState.ExitCode(), nil
-	}
-	return -1, err
 }
 
 // shellQuote quotes s for bash as one word.

@@ -263,7 +263,7 @@ func (s *Session) missingDirs(r string) []string {
 func (s *Session) verify(ctx context.Context) (bool, string, error) {
 	var out bytes.Buffer
 	lb := &lockedBuffer{}
-	code, err := runGroup(ctx, s.opts.VerifyTimeout, s.rootPath, s.opts.Env, []byte{}, lb, lb, nil, "bash", "-c", s.opts.Verify)
+	code, err := s.runGroup(ctx, s.opts.VerifyTimeout, s.rootPath, s.env(), []byte{}, lb, lb, "bash", "-c", s.opts.Verify)
 	out.WriteString(lb.String())
 	if errors.Is(err, errTimeout) {
 		return false, out.String() + fmt.Sprintf("[verify timed out after %s]\n", s.opts.VerifyTimeout), nil

@@ -94,7 +94,7 @@ func (s *Session) loadExternals(ctx context.Context) ([]*Tool, error) {
 
 func (s *Session) loadExternal(ctx context.Context, exe string) (*Tool, error) {
 	var stdout, stderr bytes.Buffer
-	code, err := runGroup(ctx, externalSchemaTimeout, s.rootPath, s.opts.Env, []byte{}, &stdout, &stderr, nil, exe, "--schema")
+	code, err := s.runGroup(ctx, externalSchemaTimeout, s.rootPath, s.env(), []byte{}, &stdout, &stderr, exe, "--schema")
 	if err != nil {
 		return nil, fmt.Errorf("%s --schema: %w", exe, err)
 	}
@@ -127,7 +127,7 @@ func (s *Session) loadExternal(ctx context.Context, exe string) (*Tool, error) {
 			dir := filepath.Join(s.rootPath, s.cwd)
 			s.mu.Unlock()
 			env := append(append([]string{}, s.env()...), "POWERGLIDE_TOOL_ROOT="+s.rootPath)
-			code, err := runGroup(ctx, externalCallTimeout, dir, env, input, &stdout, &stderr, nil, exe)
+			code, err := s.runGroup(ctx, externalCallTimeout, dir, env, input, &stdout, &stderr, exe)
 			if err == errTimeout {
 				return stdout.String(), fmt.Errorf("external tool %s timed out after %s", def.Name, externalCallTimeout)
 			}
@@ -144,12 +144,4 @@ func (s *Session) loadExternal(ctx context.Context, exe string) (*Tool, error) {
 			return stdout.String(), nil
 		},
 	}, nil
-}
-
-// env is the environment of child processes.
-func (s *Session) env() []string {
-	if s.opts.Env != nil {
-		return s.opts.Env
-	}
-	return os.Environ()
 }

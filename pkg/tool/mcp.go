@@ -149,9 +149,13 @@ func (srv *mcpServer) ensure(ctx context.Context) ([]*Tool, error) {
 }
 
 func (srv *mcpServer) startLocked(ctx context.Context) error {
-	cmd := exec.Command("bash", "-c", "exec "+srv.cmdline)
+	argv, err := srv.s.sandboxed([]string{"bash", "-c", "exec " + srv.cmdline})
+	if err != nil {
+		return fmt.Errorf("mcp server %s (%s) did not start: %w", srv.name, srv.cmdline, err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = srv.s.rootPath
-	cmd.Env = srv.s.opts.Env
+	cmd.Env = srv.s.env()
 	cmd.Stderr = &prefixWriter{w: srv.s.opts.Log, prefix: "mcp " + srv.name + ": "}
 	// Its own process group: stopping the server kills what it started
 	// too (npx runs the real server as a child).

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/sandbox"
 )
 
 // Session runs tool calls in one workspace. It is safe for concurrent calls.
@@ -34,7 +35,8 @@ type Session struct {
 	extList []*Tool
 	extErr  error
 
-	mcp *mcpManager
+	mcp     *mcpManager
+	sandbox *sandbox.Sandbox
 
 	locksMu sync.Mutex
 	locks   map[string]*pathLock
@@ -116,7 +118,10 @@ func NewSession(opts Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
-	s := &Session{opts: opts, root: root, rootPath: abs, cwd: ".", builtins: map[string]*Tool{}}
+	s := &Session{opts: opts, root: root, rootPath: abs, cwd: ".", builtins: map[string]*Tool{}, sandbox: opts.Sandbox}
+	if s.sandbox == nil {
+		s.sandbox, _ = sandbox.New(sandbox.Policy{Mode: sandbox.Off})
+	}
 	if given != abs {
 		s.rootAs = given
 	}
@@ -136,7 +141,7 @@ func NewSession(opts Options) (*Session, error) {
 // Close stops MCP servers and releases the root.
 func (s *Session) Close() error {
 	err := s.mcp.close()
-	return errors.Join(err, s.root.Close())
+	return errors.Join(err, s.sandbox.Close(), s.root.Close())
 }
 
 // RootPath is the absolute workspace root.

@@ -46,7 +46,7 @@ func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...str
 	s.mu.Lock()
 	dir := filepath.Join(s.rootPath, s.cwd)
 	s.mu.Unlock()
-	code, err := runGroup(ctx, timeout, dir, s.opts.Env, []byte{}, &stdout, &stderr, nil, bin, args...)
+	code, err := runIn(ctx, unconfined, timeout, dir, s.ptyEnv(), []byte{}, &stdout, &stderr, bin, args...)
 	if errors.Is(err, errTimeout) {
 		return stdout.Bytes(), fmt.Errorf("pg-pty %s timed out after %s", args[0], timeout)
 	}
@@ -98,7 +98,11 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 		if in.Rows > 0 {
 			args = append(args, "--rows="+strconv.Itoa(in.Rows))
 		}
-		args = append(append(args, "--"), in.Command...)
+		argv, err := s.sandboxed(in.Command)
+		if err != nil {
+			return "", err
+		}
+		args = append(append(args, "--"), argv...)
 		if _, err := s.runPty(ctx, ptyCallSlack, args...); err != nil {
 			return "", err
 		}

@@ -49,7 +49,8 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "log")
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	t.Setenv("PTYLOG", log)
-	s, err := NewSession(Options{Root: t.TempDir()})
+	// Commands and pg-pty get allow-listed variables only: name the log.
+	s, err := NewSession(Options{Root: t.TempDir(), PassEnv: []string{"PTYLOG"}})
 	if err != nil {
 		t.Fatal(err)
 	}

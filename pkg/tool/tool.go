@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/sandbox"
 )
 
 // Tool is one tool a model can call.
@@ -63,8 +64,17 @@ type Options struct {
 	OutputDir     string // where truncated outputs are saved in full
 	// PersistCwd makes bash's working directory carry over between calls (serve mode).
 	PersistCwd bool
-	Env        []string  // environment of child processes
-	Log        io.Writer // diagnostics (MCP server stderr, warnings); nil discards
+	// Env is the environment commands are given from, through the
+	// sandbox's allow-list (nil: the process's).
+	Env     []string
+	PassEnv []string // more variables commands get (--pass-env)
+	// Sandbox confines the commands the session starts; nil runs them
+	// unconfined. The session closes it.
+	Sandbox *sandbox.Sandbox
+	// Helper is pg-tool's binary, which programs started by others
+	// (pg-pty, the MCP SDK) run through to enter the sandbox.
+	Helper string
+	Log    io.Writer // diagnostics (MCP server stderr, warnings); nil discards
 }
 
 // DefaultMaxOutput is the default output cap in characters.
@@ -88,7 +98,7 @@ type Outcome struct {
 // Call runs one tool call and never fails: every problem becomes an ok:false result.
 func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	start := time.Now()
-	out := Outcome{ToolResult: protocol.ToolResult{Type: "result", ID: call.ID, Name: call.Name}}
+	out := Outcome{ToolResult: protocol.ToolResult{Type: "result", ID: call.ID, Name: call.Name, Sandbox: string(s.sandbox.Mode())}}
 	finish := func(output string, err error, kind string) Outcome {
 		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, output, "output")
 		if err != nil {

@@ -149,8 +149,8 @@ func (c *ShowCmd) once(rt *cli.Runtime, opt dash.Options) error {
 		}
 		return nil
 	}
-	if st, err := os.Stat(opt.Dir.Path()); err != nil || !st.IsDir() {
-		return cli.Failf("not_found", "team %q not found: no directory %s", opt.Dir.Team, opt.Dir.Path())
+	if err := opt.Dir.Exists(); err != nil {
+		return cli.Failf("not_found", "%v", err)
 	}
 	r := dash.Loader{Dir: opt.Dir, Host: opt.Host}.Load(dash.TailPos{}, now)
 	r.Snap.Started = dash.StartOf(r.First, &r.Snap)
@@ -165,7 +165,7 @@ func (c *ShowCmd) live(rt *cli.Runtime, opt dash.Options) error {
 	var out io.Writer
 	switch {
 	case rt.IO.OutTTY:
-		out = rt.IO.Out
+		out = cli.Terminal(rt.IO.Out)
 	case rt.IO.ErrTTY:
 		out = rt.IO.Err
 	default:

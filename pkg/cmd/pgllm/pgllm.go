@@ -23,7 +23,7 @@ import (
 const description = `Model calls streamed as JSON events: Anthropic, OpenAI, OpenAI-compatible servers, replay.
 pg-llm reads a request ({"model","system","messages","tools","max_tokens","temperature","cache","thinking"}) or a plain-text prompt on stdin or as arguments, and writes JSON Lines events: start, text, thinking, tool_call, usage, retry, fallback, error and last end, whose message is ready to append to messages. On a terminal it prints only the text (--text); --json forces events.
 
-Model ids are provider/model: anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b, llamacpp/..., vllm/..., openrouter/..., any provider named under the config key providers ({"name":{"kind":"openai-compatible","base_url":"http://host:8080/v1","api_key_env":"VAR"}}), and replay/FILE. --model a,b,c is a fallback chain: a model whose retryable failures (rate_limit, overloaded, server, network, timeout) outlast --retries hands the call to the next, and so does a 404 (a model the server does not have, as Ollama says of one never pulled), which is not retried. auth, bad_request and context_overflow are never retried; an attempt that already streamed content is not retried either. Retries wait with exponential backoff and jitter, or as long as the server's retry-after-ms / retry-after asks.
+Model ids are provider/model: anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b, llamacpp/..., vllm/..., openrouter/..., any provider named under the config key providers ({"name":{"kind":"openai-compatible","base_url":"http://host:8080/v1","api_key_env":"VAR"}}), and replay/FILE. --model a,b,c is a fallback chain: a model whose retryable failures (rate_limit, overloaded, server, network, timeout) outlast --retries hands the call to the next, and so does a 404 (a model the server does not have, as Ollama says of one never pulled), which is not retried. auth, bad_request and context_overflow are never retried, and neither is response_too_large: one answer may hold at most 32 MiB of text, thinking and tool input (and no line or event of its stream may be longer), so a server that never ends its stream ends the call instead of taking all the memory. An attempt that already streamed content is not retried either. Retries wait with exponential backoff and jitter, or as long as the server's retry-after-ms / retry-after asks.
 
 Replay: --replay FILE (or --model replay/FILE) answers from a recorded session with no network and no key; --record FILE appends every call made to FILE in the same format. ` + llm.ReplayFormat + `
 
@@ -214,18 +214,30 @@ func (cmd *CallCmd) Run(rt *cli.Runtime, c *CLI) error {
 		return err
 	}
 
+	// Output that cannot be written ends the call at once: the answer
+	// would be lost anyway, and the tokens still cost money.
+	ctx, stop := context.WithCancelCause(rt.Ctx)
+	defer stop(nil)
 	var (
 		events  []any
 		sink    func(any)
 		enc     = jsonl.NewEncoder(rt.IO.Out)
 		lastNL  = true
 		wroteTx = false
+		werr    error
 	)
+	wrote := func(err error) {
+		if err != nil && werr == nil {
+			werr = err
+			stop(err)
+		}
+	}
 	if textMode {
 		sink = func(ev any) {
 			switch e := ev.(type) {
 			case *protocol.TextEvent:
-				io.WriteString(rt.IO.Out, e.Text)
+				_, err := io.WriteString(rt.IO.Out, e.Text)
+				wrote(err)
 				lastNL, wroteTx = strings.HasSuffix(e.Text, "\n"), true
 			case *protocol.ToolCallEvent:
 				fmt.Fprintf(rt.IO.Err, "pg-llm: tool call %s %s\n", e.Call.Name, e.Call.Input)
@@ -236,15 +248,19 @@ func (cmd *CallCmd) Run(rt *cli.Runtime, c *CLI) error {
 			}
 		}
 	} else {
-		sink = func(ev any) { _ = enc.Encode(ev) }
+		sink = func(ev any) { wrote(enc.Encode(ev)) }
 	}
 	record := sink
 	if c.Record != "" {
 		record = func(ev any) { events = append(events, ev); sink(ev) }
 	}
-	_, callErr := router.Call(rt.Ctx, req, record)
+	_, callErr := router.Call(ctx, req, record)
 	if textMode && wroteTx && !lastNL {
-		io.WriteString(rt.IO.Out, "\n")
+		_, err := io.WriteString(rt.IO.Out, "\n")
+		wrote(err)
+	}
+	if werr != nil {
+		return werr
 	}
 	if c.Record != "" && (callErr == nil || isLLMError(callErr)) {
 		if err := (&llm.Recorder{Path: c.Record}).Record(req, events); err != nil {

@@ -1,6 +1,7 @@
 package pgllm
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,16 +18,32 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
-// lockedEncoder writes whole lines from many goroutines.
+// lockedEncoder writes whole lines from many goroutines. The first write
+// that fails ends serving: it calls stop with the error, and nothing more
+// is written.
 type lockedEncoder struct {
-	mu  sync.Mutex
-	enc interface{ Encode(any) error }
+	mu   sync.Mutex
+	enc  interface{ Encode(any) error }
+	stop func(error)
+	err  error
 }
 
 func (l *lockedEncoder) Encode(v any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_ = l.enc.Encode(v)
+	if l.err != nil {
+		return
+	}
+	if err := l.enc.Encode(v); err != nil {
+		l.err = err
+		l.stop(err)
+	}
+}
+
+func (l *lockedEncoder) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 type line struct {
@@ -56,7 +73,11 @@ func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 			return err
 		}
 	}
-	out := &lockedEncoder{enc: jsonl.NewEncoder(rt.IO.Out)}
+	// Output that cannot be written ends serving: the calls in flight are
+	// cancelled, no more requests are read, and the exit status is 1.
+	ctx, stop := context.WithCancelCause(rt.Ctx)
+	defer stop(nil)
+	out := &lockedEncoder{enc: jsonl.NewEncoder(rt.IO.Out), stop: stop}
 	var rec *llm.Recorder
 	if c.Record != "" {
 		rec = &llm.Recorder{Path: c.Record}
@@ -76,7 +97,7 @@ func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 			l := line{n: dec.Line(), data: append([]byte(nil), b...), err: err}
 			select {
 			case lines <- l:
-			case <-rt.Ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 			if err != nil {
@@ -104,7 +125,7 @@ loop:
 			if !ok {
 				break loop
 			}
-		case <-rt.Ctx.Done():
+		case <-ctx.Done():
 			break loop
 		}
 		if l.err != nil {
@@ -142,7 +163,7 @@ loop:
 		}
 		select {
 		case sem <- struct{}{}:
-		case <-rt.Ctx.Done():
+		case <-ctx.Done():
 			break loop
 		}
 		wg.Add(1)
@@ -154,7 +175,7 @@ loop:
 			if rec != nil {
 				sink = func(ev any) { events = append(events, ev); out.Encode(ev) }
 			}
-			_, err := router.Call(rt.Ctx, req, func(ev any) { sink(ev) })
+			_, err := router.Call(ctx, req, func(ev any) { sink(ev) })
 			if rec != nil && (err == nil || isLLMError(err)) {
 				if rerr := rec.Record(req, events); rerr != nil {
 					out.Encode(&protocol.ErrorEvent{Type: protocol.EventError, ID: req.ID, Tool: "pg-llm", Message: rerr.Error()})
@@ -166,6 +187,9 @@ loop:
 		}()
 	}
 	wg.Wait()
+	if err := out.failed(); err != nil {
+		return err
+	}
 	return rt.Ctx.Err()
 }
 

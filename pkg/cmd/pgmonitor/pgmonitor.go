@@ -164,6 +164,9 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if r.BudgetUSD < 0 {
 		return cli.Usagef("--budget-usd cannot be negative")
 	}
+	if r.MaxRestarts < -1 {
+		return cli.Usagef("--max-restarts must be -1 (no limit) or more, got %d", r.MaxRestarts)
+	}
 	w, interval, err := setup(rt, c)
 	if err != nil {
 		return err
@@ -255,7 +258,16 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 // Examples:
 //
 //	$ pg-monitor beat --team T --worker "$POWERGLIDE_WORKER" --state executing --task t-12
-//	$ while sleep 10; do pg-monitor beat --team T --worker 3; done &
+//	$ while sleep 10; do pg-monitor beat --team T --worker 3 --pid $$; done &
+//
+// The recorded pid is the process the watcher stops (SIGTERM, then SIGKILL
+// to its process group) when the heartbeat goes stale: the worker script's
+// own shell, $$, or by default the parent of pg-monitor (the script that
+// runs it). Everything is checked before anything is written, and nonsense
+// exits 2 leaving no file: a pid of 1 or below, a pid that does not exist,
+// a login shell (a terminal's session leader: beat typed at a prompt), an
+// ancestor outside the caller's session; a negative, NaN or infinite
+// --cost-usd; a negative --step; an empty --state; control characters.
 type BeatCmd struct {
 	Worker   string   `help:"Worker name (the n of worker-<n>.json)." env:"POWERGLIDE_WORKER" placeholder:"N"`
 	State    *string  `help:"Worker state to record; a change also counts as progress." placeholder:"S"`
@@ -263,7 +275,7 @@ type BeatCmd struct {
 	Step     *int     `help:"Current step; a change also counts as progress." placeholder:"N"`
 	CostUSD  *float64 `name:"cost-usd" help:"The worker's spending so far in USD (usage.cost_usd, counted in a team budget)." placeholder:"X"`
 	Progress bool     `help:"Record progress (progress_at) even without a change."`
-	PID      int      `name:"pid" help:"The worker's pid (default: the parent of pg-monitor, i.e. the calling script)." placeholder:"PID"`
+	PID      int      `name:"pid" help:"The worker's pid: a live process, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script's shell)." placeholder:"PID"`
 }
 
 // Run writes the heartbeat.
@@ -324,6 +336,9 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 	w, _, err := setup(rt, root)
 	if err != nil {
 		return err
+	}
+	if err := w.Dir.Exists(); err != nil {
+		return cli.Failf("not_found", "%v", err)
 	}
 	var code *gojq.Code
 	if s.Jq != "" {

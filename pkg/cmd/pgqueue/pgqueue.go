@@ -30,7 +30,7 @@ func Spec() *cli.Spec {
 		Description: `The team task queue: tasks with priorities and dependencies, claimed under leases with fencing tokens.
 The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the live tasks as one JSON document (valid at every instant, for jq), events.jsonl gets one line per change (tail -f it, or pg-queue watch), task-archive.jsonl holds finished tasks moved out of the live file, and lock is the flock every change holds. task-queue.idx and task-archive.idx are caches that may be deleted at any time.
 
-A claim is a lease with a fencing token: renew, complete, fail and release must present the token, and a stale token (the lease expired and the task went to another worker, or it was released or cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable again, and a task that used max_attempts attempts fails with the reason in its error field. A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or was cancelled.
+A claim is a lease with a fencing token: renew, complete, fail and release must present the token, and a stale token (the lease expired and the task went to another worker, or it was released or cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable again, and a task that used max_attempts attempts fails with the reason in its error field. A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or was cancelled, or it lies on a dependency cycle (add refuses cycles; a file edited by hand may hold one), so a swarm still drains.
 
 Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
 		CLI:     &CLI{},
@@ -222,7 +222,7 @@ type AddCmd struct {
 	DependsOn   []string          `help:"Ids of tasks that must be done first (comma-separated or repeated)." placeholder:"ID"`
 	Label       map[string]string `help:"A label, key=value (repeatable)." placeholder:"K=V"`
 	Verify      string            `help:"Command that must pass before the task counts as done (pg-loop runs it)." placeholder:"CMD"`
-	MaxAttempts int               `help:"How many claims the task gets before it fails (default 3)."`
+	MaxAttempts *int              `help:"How many claims the task gets before it fails, at least 1 (default 3)." placeholder:"N"`
 	ID          string            `name:"id" help:"Id of the task (default t-<ULID>)."`
 }
 
@@ -232,7 +232,7 @@ func (c *AddCmd) Run(rt *cli.Runtime, root *CLI) error {
 	var tasks []protocol.Task
 	var lines []int
 	if c.Title == "-" {
-		if c.Prompt != "" || c.Priority != 0 || len(c.DependsOn) > 0 || len(c.Label) > 0 || c.Verify != "" || c.MaxAttempts != 0 || c.ID != "" {
+		if c.Prompt != "" || c.Priority != 0 || len(c.DependsOn) > 0 || len(c.Label) > 0 || c.Verify != "" || c.MaxAttempts != nil || c.ID != "" {
 			return cli.Usagef("add -: the task fields come from stdin; flags are for a task given by its title")
 		}
 		dec := jsonl.NewDecoder(rt.IO.In, "stdin").Strict()
@@ -252,11 +252,16 @@ func (c *AddCmd) Run(rt *cli.Runtime, root *CLI) error {
 			return cli.Usagef("add -: no tasks on stdin")
 		}
 	} else {
-		if c.MaxAttempts < 0 {
-			return cli.Usagef("--max-attempts must be at least 1")
+		t := protocol.Task{ID: c.ID, Title: c.Title, Prompt: c.Prompt, Priority: c.Priority,
+			DependsOn: splitIDs(c.DependsOn), Labels: c.Label, Verify: c.Verify}
+		if c.MaxAttempts != nil {
+			// Given, 0 is a mistake, not "the default".
+			if *c.MaxAttempts < 1 {
+				return cli.Usagef("--max-attempts must be at least 1, got %d", *c.MaxAttempts)
+			}
+			t.MaxAttempts = *c.MaxAttempts
 		}
-		tasks = []protocol.Task{{ID: c.ID, Title: c.Title, Prompt: c.Prompt, Priority: c.Priority,
-			DependsOn: splitIDs(c.DependsOn), Labels: c.Label, Verify: c.Verify, MaxAttempts: c.MaxAttempts}}
+		tasks = []protocol.Task{t}
 	}
 	q, err := root.open(rt)
 	if err != nil {
@@ -308,9 +313,6 @@ func (c *ClaimCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	if c.Wait < 0 {
-		return cli.Usagef("--wait must not be negative")
-	}
 	q, err := root.open(rt)
 	if err != nil {
 		return err
@@ -319,7 +321,15 @@ func (c *ClaimCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return fail(err)
 	}
-	return printTasks(rt, *t)
+	if err := printTasks(rt, *t); err != nil {
+		// No worker will ever see this claim: hand the task back now
+		// rather than when the lease runs out.
+		if _, rerr := q.Unclaim(t.ID, t.Claim.Token, "the claimed task could not be written: "+err.Error()); rerr != nil {
+			return fmt.Errorf("%w; the claim of %s (token %d) could not be released: %v", err, t.ID, t.Claim.Token, rerr)
+		}
+		return fmt.Errorf("%w; the claim of %s was released", err, t.ID)
+	}
+	return nil
 }
 
 // tokenArgs are the id and fencing token of a claimed task.
@@ -690,9 +700,6 @@ type ArchiveCmd struct {
 // Run archives and prints {"type":"archive","count":N}.
 func (c *ArchiveCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
-	if c.OlderThan < 0 {
-		return cli.Usagef("--older-than must not be negative")
-	}
 	q, err := root.open(rt)
 	if err != nil {
 		return err
@@ -714,9 +721,6 @@ type PruneCmd struct {
 // Run prunes and prints {"type":"prune","count":N}.
 func (c *PruneCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
-	if c.OlderThan < 0 {
-		return cli.Usagef("--older-than must not be negative")
-	}
 	q, err := root.open(rt)
 	if err != nil {
 		return err

@@ -28,9 +28,11 @@ pg-tool list prints tool definitions ready for a model request; pg-tool call run
 
 Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_send, term_read, term_screen and term_kill (pseudo-terminal sessions through pg-pty). File tools are confined to --root: a path that leaves it through "..", an absolute path or a symlink is refused. Outputs longer than --max-output characters keep their head and tail; the full text is saved to a file the result names, which read may open.
 
-External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.`,
+External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.
+
+Safety: every command pg-tool starts (bash, --verify, external tools, MCP servers, terminal programs) runs in a sandbox, --sandbox workspace-write by default: reads everywhere but the secret paths (~/.ssh, ~/.aws, ~/.gnupg, ~/.netrc, ~/.config/gcloud, ~/.docker/config.json, powerglide's config file, $POWERGLIDE_HOME outside the workspace, --deny-read); writes only in --root, a private TMPDIR and the build caches; no network (no TCP or UDP, loopback included, no unix sockets); no signal or ptrace to pg-tool; every process a bash call leaves behind ends with it. read-only allows writes only in the private TMPDIR; off runs commands unconfined. Widen with --allow-write PATH and --allow-net. Commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables, plus --pass-env NAME. Landlock, seccomp, no_new_privs and a user and PID namespace per command enforce it; a kernel that lacks one gets each sandboxed command refused with an error naming what is missing (--sandbox off runs unconfined), never a weaker sandbox. pg-tool sandbox prints what is in force; every result says "sandbox":"<mode>".`,
 		CLI:     &CLI{},
-		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output"},
+		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output", "tool-sandbox"},
 	}
 }
 
@@ -49,10 +51,17 @@ type CLI struct {
 	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
 	MaxOutput     int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
 	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output)." placeholder:"DIR"`
+	Sandbox       string        `help:"Sandbox of every command pg-tool starts (bash, external tools, MCP servers, terminal programs): workspace-write (writes only in --root, a private TMPDIR and build caches; no network), read-only (writes only in the private TMPDIR) or off (default workspace-write)." config:"sandbox" env:"POWERGLIDE_SANDBOX" placeholder:"MODE"`
+	AllowWrite    []string      `name:"allow-write" help:"Let sandboxed commands write in PATH too (repeatable)." placeholder:"PATH"`
+	AllowNet      bool          `name:"allow-net" help:"Let sandboxed commands use the network and unix sockets."`
+	DenyRead      []string      `name:"deny-read" help:"Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable)." placeholder:"PATH"`
+	PassEnv       []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable)." placeholder:"NAME"`
 
-	List  ListCmd  `cmd:"" help:"Print the tool definitions as a JSON array."`
-	Call  CallCmd  `cmd:"" help:"Run one tool call and print its result."`
-	Serve ServeCmd `cmd:"" help:"Run calls read as JSON lines from stdin; write one result line each."`
+	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
+	Call        CallCmd        `cmd:"" help:"Run one tool call and print its result."`
+	Serve       ServeCmd       `cmd:"" help:"Run calls read as JSON lines from stdin; write one result line each."`
+	SandboxInfo SandboxCmd     `cmd:"" name:"sandbox" help:"Print the sandbox mode in force and what enforces each rule on this machine, as JSON."`
+	SandboxExec SandboxExecCmd `cmd:"" name:"sandbox-exec" hidden:"" help:"Run a command under a sandbox policy (used by pg-tool itself)."`
 }
 
 // session builds the tool session from the flags and the configuration.
@@ -69,6 +78,10 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 	if outDir == "" {
 		outDir = filepath.Join(cfg.String("home"), "tool-output")
 	}
+	sb, err := c.sandbox(rt, cfg)
+	if err != nil {
+		return nil, err
+	}
 	s, err := tool.NewSession(tool.Options{
 		Root:          c.Root,
 		Preset:        c.Preset,
@@ -83,9 +96,13 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		OutputDir:     outDir,
 		PersistCwd:    persistCwd,
 		Env:           rt.IO.Env,
+		PassEnv:       c.PassEnv,
+		Sandbox:       sb,
+		Helper:        helperBinary(),
 		Log:           rt.IO.Err,
 	})
 	if err != nil {
+		sb.Close()
 		return nil, cli.Usagef("%v", err)
 	}
 	return s, nil

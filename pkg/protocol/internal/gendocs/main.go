@@ -62,6 +62,7 @@ var intro = map[string]string{
 	"tool-call":     "A call of a tool: each line `pg-tool serve` reads.",
 	"tool-result":   "`pg-tool`'s answer to a call.",
 	"tool-output":   "What `pg-tool serve` writes: results, and errors for malformed lines.",
+	"tool-sandbox":  "`pg-tool sandbox`: the sandbox mode in force and what enforces each rule on this machine.",
 	"task":          "One task of the team queue (`task-queue.json`, `pg-queue list`).",
 	"worker":        "`worker-<n>.json`: a worker's own record of its state and heartbeat.",
 	"worker-status": "`pg-monitor status`: each worker with its liveness (alive, stale, stuck, dead, done), heartbeat age, task and usage.",

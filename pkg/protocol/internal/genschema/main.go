@@ -37,6 +37,7 @@ func write(dir string) error {
 		"tool-list":     {Type: "array", Items: reflectType(reflect.TypeFor[protocol.ToolDef]())},
 		"tool-call":     reflectType(reflect.TypeFor[protocol.ToolCall]()),
 		"tool-result":   reflectType(reflect.TypeFor[protocol.ToolResult]()),
+		"tool-sandbox":  reflectType(reflect.TypeFor[protocol.SandboxReport]()),
 		"task":          reflectType(reflect.TypeFor[protocol.Task]()),
 		"worker":        reflectType(reflect.TypeFor[protocol.Worker]()),
 		"worker-status": reflectType(reflect.TypeFor[protocol.WorkerStatus]()),

@@ -1,0 +1,60 @@
+package pgmonitor_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/cmd/pgmonitor"
+)
+
+// Issue 20: beat records what the watch later signals and counts, so
+// nonsense in it is bad input: exit 2, a one-line error, and nothing
+// written (no team directory, no record).
+func TestBeatRejectsNonsense(t *testing.T) {
+	worker := exec.Command("sleep", "60")
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { worker.Process.Kill(); worker.Wait() }()
+	pid := strconv.Itoa(worker.Process.Pid)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pid", "1"}, "pid 1 cannot be a worker"},
+		{[]string{"--pid=-5"}, "pid -5 cannot be a worker"},
+		{[]string{"--pid", "999999999"}, "no such process"},
+		{[]string{"--pid", pid, "--cost-usd", "NaN"}, "--cost-usd must be a finite number"},
+		{[]string{"--pid", pid, "--cost-usd", "+Inf"}, "--cost-usd must be a finite number"},
+		{[]string{"--pid", pid, "--cost-usd=-100"}, "--cost-usd must be a finite number of 0 or more"},
+		{[]string{"--pid", pid, "--step=-1"}, "--step must be 0 or more"},
+		{[]string{"--pid", pid, "--state", ""}, "--state must not be empty"},
+		{[]string{"--pid", pid, "--task", "a\x1b]0;x\x07"}, "--task must be printable text"},
+	} {
+		home := t.TempDir()
+		var out, errb bytes.Buffer
+		args := append([]string{"beat", "--team", "t", "--worker", "1"}, c.args...)
+		code := cli.Run(context.Background(), pgmonitor.Spec(), args, cli.Test(nil, &out, &errb, "POWERGLIDE_HOME="+home, "HOME="+home))
+		msg := errb.String()
+		if code != 2 || !strings.Contains(msg, c.want) || strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "pg-monitor: error: ") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line saying %q", c.args, code, msg, c.want)
+		}
+		if ents, _ := os.ReadDir(home); len(ents) != 0 {
+			t.Errorf("%v: left %v in POWERGLIDE_HOME", c.args, ents)
+		}
+	}
+	// A sane beat for the same process goes through.
+	home := t.TempDir()
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), pgmonitor.Spec(), []string{"beat", "--team", "t", "--worker", "1", "--pid", pid, "--cost-usd", "0.5", "--step", "3"},
+		cli.Test(nil, &out, &errb, "POWERGLIDE_HOME="+home, "HOME="+home))
+	if code != 0 {
+		t.Fatalf("sane beat: exit %d: %s", code, errb.String())
+	}
+}

@@ -1,0 +1,151 @@
+package pgtool
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/sandbox"
+)
+
+// sandbox builds the sandbox of the session from the flags and the
+// configuration.
+func (c *CLI) sandbox(rt *cli.Runtime, cfg *config.Config) (*sandbox.Sandbox, error) {
+	mode, err := sandbox.ParseMode(cfg.String("sandbox"))
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	root := c.Root
+	if root == "" {
+		root = "."
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			root = r
+		}
+	}
+	home := rt.IO.Getenv("HOME")
+	var disable []string
+	if v := rt.IO.Getenv(sandbox.TestDisableEnv); v != "" {
+		disable = strings.Split(v, ",")
+	}
+	abs := func(paths []string) ([]string, error) {
+		var out []string
+		for _, p := range paths {
+			if strings.HasPrefix(p, "~/") {
+				p = filepath.Join(home, p[2:])
+			}
+			a, err := filepath.Abs(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	allowWrite, err := abs(c.AllowWrite)
+	if err != nil {
+		return nil, cli.Usagef("--allow-write: %v", err)
+	}
+	denyRead, err := abs(c.DenyRead)
+	if err != nil {
+		return nil, cli.Usagef("--deny-read: %v", err)
+	}
+	p := sandbox.Policy{
+		Mode:       mode,
+		Root:       root,
+		AllowWrite: allowWrite,
+		AllowNet:   c.AllowNet,
+		DenyRead:   denyRead,
+		Home:       home,
+		Config:     cfg.File,
+		DataRoot:   cfg.String("home"),
+		Disable:    disable,
+	}
+	if mode == sandbox.WorkspaceWrite {
+		p.Caches = sandbox.Caches(rt.IO.Getenv, home)
+	}
+	sb, err := sandbox.New(p)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	return sb, nil
+}
+
+// helperBinary is pg-tool's own binary, which the sandbox runs as
+// "pg-tool sandbox-exec" for programs other programs start. Under a test
+// harness that runs pg-tool inside a test binary, it is the pg-tool on PATH.
+func helperBinary() string {
+	exe, err := os.Executable()
+	if err == nil && filepath.Base(exe) == "pg-tool" {
+		return exe
+	}
+	if p, err := exec.LookPath("pg-tool"); err == nil {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+	}
+	return ""
+}
+
+// SandboxCmd prints what the sandbox enforces.
+//
+//	$ pg-tool sandbox | jq '.rules[]'
+//	$ pg-tool --sandbox read-only sandbox
+type SandboxCmd struct{}
+
+// Run prints the report; it exits 1 when the mode cannot be enforced.
+func (sc *SandboxCmd) Run(rt *cli.Runtime, c *CLI) error {
+	s, err := c.session(rt, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	r := s.SandboxReport()
+	var b []byte
+	if rt.IO.OutTTY {
+		b, err = json.MarshalIndent(r, "", "  ")
+	} else {
+		b, err = jsonl.Marshal(r)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := rt.IO.Out.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if !r.Available {
+		return cli.Failf("sandbox", "sandbox %s cannot be enforced on this machine: %s (--sandbox off runs commands unconfined)", r.Mode, strings.Join(r.Missing, "; "))
+	}
+	return nil
+}
+
+// Help is the detailed help of the command (--help and the man page).
+func (SandboxCmd) Help() string {
+	return `Prints one JSON record {type:"sandbox", mode, available, missing, landlock_abi, root, tmp, writable, hidden, not_hidden, allow_net, env, rules:[{rule, enforced_by}]}. Exit 1 when this machine cannot enforce the mode (sandboxed commands are then refused).
+
+  $ pg-tool sandbox | jq -r '.rules[] | "\(.rule): \(.enforced_by)"'
+  $ pg-tool --sandbox read-only --deny-read ~/secrets sandbox`
+}
+
+// SandboxExecCmd confines itself and execs a command: the way programs
+// that pg-pty or the MCP SDK start enter the sandbox.
+type SandboxExecCmd struct {
+	Policy  string   `help:"The policy as JSON." required:""`
+	Command []string `arg:"" passthrough:"" help:"Command and arguments."`
+}
+
+// Run replaces pg-tool with the command; it returns only on failure.
+func (se *SandboxExecCmd) Run(rt *cli.Runtime) error {
+	argv := se.Command
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	return cli.Failf("sandbox", "%v", sandbox.Exec(se.Policy, argv, rt.IO.Env))
+}

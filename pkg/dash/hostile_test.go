@@ -1,0 +1,100 @@
+package dash
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/proc/proctest"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// FuzzDashKill presses the kill key (x, then y) on random worker records
+// (pids including 0, 1, -1, this process, its parent and group, random
+// start times) with a Sender that records: a signal may only go to the
+// test's own child.
+func FuzzDashKill(f *testing.F) {
+	for _, pid := range []int{1, 0, -1, -2, -3, -4, -5, 1 << 22} {
+		f.Add(pid, "", false)
+		f.Add(pid, "1", true)
+	}
+	f.Add(-6, "", true) // the test's own child
+	host, _ := os.Hostname()
+	rec := &proctest.Recorder{}
+	f.Fuzz(func(t *testing.T, pid int, start string, child bool) {
+		d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
+		if err := d.Ensure(); err != nil {
+			t.Fatal(err)
+		}
+		allowed := map[int]bool{}
+		if child {
+			c := exec.Command("sleep", "60")
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { c.Process.Kill(); c.Wait() }()
+			allowed[c.Process.Pid] = true
+			if pid == -6 {
+				pid = c.Process.Pid
+			}
+		}
+		self, _ := proc.ReadStat(os.Getpid())
+		switch pid {
+		case -2:
+			pid = os.Getpid()
+		case -3:
+			pid = os.Getppid()
+		case -4:
+			pid = self.PGID
+		case -5:
+			pid = self.SID
+		}
+		if start == "" {
+			start, _ = proc.StartTime(pid) // the real one: only the guards stand in the way
+		}
+		m := New(Options{Dir: d, Host: host, Signals: &proc.Signaler{Sender: rec}})
+		m.snap = Snapshot{Workers: []WorkerInfo{{Worker: protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: host,
+			State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}}}}
+		m.sel = 0
+		m.key(keyMsg("x"))
+		if cmd := m.key(keyMsg("y")); cmd != nil {
+			cmd()
+		}
+		sent := rec.Sent()
+		if allowed[pid] && start == startOf(pid) && len(sent) != 1 {
+			t.Fatalf("the kill key on the test's own child sent %+v, want one SIGTERM", sent)
+		}
+		for _, s := range sent {
+			if !allowed[s.Pid] && !allowed[s.Group] {
+				t.Fatalf("record pid %d start %q: signal %v to pid %d group %d, not a process of this test", pid, start, s.Sig, s.Pid, s.Group)
+			}
+		}
+	})
+}
+
+// Issue 20: a heartbeat dated 2099 made a worker look alive forever; the
+// snapshot shows it stale.
+func TestFutureHeartbeatIsStale(t *testing.T) {
+	now := time.Now()
+	s := &Snapshot{Workers: []WorkerInfo{
+		{Worker: protocol.Worker{Worker: "1", State: "executing", HeartbeatAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{Worker: protocol.Worker{Worker: "2", State: "executing", HeartbeatAt: now.Add(20 * time.Second)}},
+	}}
+	rec := Record(s, now, 30*time.Second, nil)
+	if !rec.Workers[0].Stale {
+		t.Error("a heartbeat in 2099 is not stale")
+	}
+	if rec.Workers[1].Stale {
+		t.Error("a heartbeat 20s ahead (clock skew) is stale")
+	}
+}
+
+func startOf(pid int) string {
+	s, _ := proc.StartTime(pid)
+	return s
+}

@@ -1,0 +1,90 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+)
+
+// ExecCommand is the hidden pg-tool command that runs Exec: Wrap puts it
+// in front of a command line.
+const ExecCommand = "sandbox-exec"
+
+// Wrap returns the command line that runs argv under the sandbox through
+// helper (pg-tool's own binary): for programs that another program starts,
+// such as pg-pty's terminal programs and MCP servers. Under off it is argv.
+func (sb *Sandbox) Wrap(helper string, argv []string) ([]string, error) {
+	if sb.policy.Mode == Off {
+		return argv, nil
+	}
+	if sb.planErr != nil {
+		return nil, sb.planErr
+	}
+	b, err := json.Marshal(sb.policy)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{helper, ExecCommand, "--policy", string(b), "--"}, argv...), nil
+}
+
+// Exec confines the calling process under the policy given as JSON (as
+// Wrap writes it) and replaces it with argv, looked up on env's PATH. It
+// returns only on failure.
+func Exec(policyJSON string, argv, env []string) error {
+	if len(argv) == 0 {
+		return errors.New("no command to run")
+	}
+	var p Policy
+	if err := json.Unmarshal([]byte(policyJSON), &p); err != nil {
+		return fmt.Errorf("bad policy: %w", err)
+	}
+	if p.Mode == Off {
+		return errors.New("bad policy: mode off needs no sandbox-exec")
+	}
+	if p.TempDir == "" {
+		return errors.New("bad policy: no private temporary directory")
+	}
+	path, err := lookPath(argv[0], env)
+	if err != nil {
+		return err
+	}
+	pl, err := newPlan(p)
+	if err != nil {
+		return err
+	}
+	// Locked for good: the restrictions are this thread's, and execve
+	// keeps them.
+	runtime.LockOSThread()
+	if err := pl.restrictThread(); err != nil {
+		return &UnavailableError{Mode: p.Mode, Missing: []string{err.Error()}}
+	}
+	return fmt.Errorf("exec %s: %w", argv[0], syscall.Exec(path, argv, env))
+}
+
+// lookPath finds a program on the PATH of env, as the shell would.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: command not found", name)
+}

@@ -1,0 +1,64 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// Report says what is in force: the mode, whether this machine can enforce
+// it, and what enforces each rule. env is the environment commands get.
+func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
+	p := sb.policy
+	abi, _ := ll.LandlockGetABIVersion()
+	r := protocol.SandboxReport{Type: "sandbox", Mode: string(p.Mode), Available: true, Landlock: abi,
+		Root: p.Root, TempDir: p.TempDir, AllowNet: p.AllowNet, Env: EnvNames(env)}
+	r.Rules = append(r.Rules, protocol.SandboxRule{Rule: "environment: only allow-listed variables and --pass-env", EnforcedBy: "pg-tool"})
+	if p.Mode == Off {
+		r.Rules = append(r.Rules, protocol.SandboxRule{Rule: "background processes of a bash call end with it when they stay in its process group", EnforcedBy: "process group kill"})
+		return r
+	}
+	var ue *UnavailableError
+	if errors.As(sb.planErr, &ue) {
+		r.Available, r.Missing = false, ue.Missing
+		return r
+	}
+	pl := sb.plan
+	r.Landlock = pl.abi
+	r.Writable, r.Hidden, r.NotHidden = pl.writable, pl.hidden, pl.notHidden
+	lock := fmt.Sprintf("landlock (ABI %d)", pl.abi)
+	add := func(rule, by string) { r.Rules = append(r.Rules, protocol.SandboxRule{Rule: rule, EnforcedBy: by}) }
+	if p.Mode == ReadOnly {
+		add("writes only in the private TMPDIR and --allow-write paths", lock)
+	} else {
+		add("writes only in the workspace, the private TMPDIR, the build caches and --allow-write paths", lock)
+	}
+	add("reads everywhere but the secret paths", lock+": every path around the secret paths is granted, not the secret paths")
+	if p.AllowNet {
+		add("network and unix sockets allowed (--allow-net)", "none")
+	} else {
+		tcp := "seccomp (socket families)"
+		if pl.abi >= 4 {
+			tcp += " and " + lock + " (TCP bind and connect)"
+		}
+		add("no TCP or UDP to anywhere, loopback included", tcp)
+		unix := "seccomp (no unix socket can be created; socketpair works)"
+		if pl.abi >= 6 {
+			unix += " and " + lock + " scope (abstract sockets)"
+		}
+		add("no unix sockets outside the workspace (none at all)", unix)
+	}
+	sig := "PID namespace (pg-tool has no PID inside it)"
+	if pl.abi >= 6 {
+		sig += " and " + lock + " scope (signals)"
+	}
+	add("no signal to pg-tool or any process outside the sandbox", sig)
+	add("no ptrace of pg-tool or any process outside the sandbox", lock+" and PID namespace")
+	add("no privilege regained (setuid programs, capabilities)", "no_new_privs and a user namespace without capabilities")
+	add("children inherit the sandbox through exec, setsid and double forks", "landlock, seccomp and no_new_privs are inherited and cannot be dropped")
+	add("background processes of a bash call end when the call returns", "PID namespace: the command is its init")
+	add("no 32-bit syscalls, no io_uring", "seccomp")
+	return r
+}

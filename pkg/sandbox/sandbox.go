@@ -1,0 +1,228 @@
+// Package sandbox confines the commands pg-tool starts for a model: bash,
+// external tools, MCP servers and programs in terminal sessions.
+//
+// The kernel does the enforcing, without root:
+//   - Landlock: writes only in the workspace, a private TMPDIR, the build
+//     caches and --allow-write paths; reads everywhere except secret paths
+//     (an allow-list of everything around them, as Landlock cannot carve a
+//     denied path out of an allowed tree); no TCP; no signals or ptrace to
+//     processes outside the sandbox.
+//   - seccomp: no sockets but netlink (so no UDP, raw or unix sockets), no
+//     io_uring (which would bypass the socket filter), no 32-bit syscalls.
+//   - no_new_privs: no setuid program regains a privilege.
+//   - a user and PID namespace per command: the command is PID 1 of its own
+//     namespace, so every process it leaves behind (background jobs, setsid,
+//     double forks) is killed when it ends, and it cannot name pg-tool.
+//
+// Everything is set up on one locked OS thread of the caller, which is then
+// the parent of every sandboxed command: a command costs one fork and exec,
+// as without the sandbox. Long-lived programs that another program starts
+// (pg-pty's terminal programs, MCP servers through the SDK) go through Exec,
+// which applies the same rules to the current thread and execs.
+//
+// A mode the kernel cannot enforce is never weakened: Start fails with an
+// *UnavailableError naming what is missing.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Mode is how much a sandboxed command may do.
+type Mode string
+
+// The modes.
+const (
+	WorkspaceWrite Mode = "workspace-write" // writes in the workspace, TMPDIR and build caches
+	ReadOnly       Mode = "read-only"       // writes only in the private TMPDIR
+	Off            Mode = "off"             // no sandbox
+)
+
+// Modes lists the modes, default first.
+var Modes = []Mode{WorkspaceWrite, ReadOnly, Off}
+
+// ParseMode checks a mode's name; "" is the default, workspace-write.
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return WorkspaceWrite, nil
+	}
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("unknown sandbox mode %q (known: workspace-write, read-only, off)", s)
+}
+
+// TestDisableEnv names the variable that tests set to make mechanisms look
+// missing (a comma-separated list of landlock, seccomp, userns), so the
+// refusal path can be shown on a machine that has them all. For tests only.
+const TestDisableEnv = "POWERGLIDE_SANDBOX_TEST_DISABLE"
+
+// Policy is what a sandbox allows. It is also what Exec receives, as JSON.
+type Policy struct {
+	Mode       Mode     `json:"mode"`
+	Root       string   `json:"root"`        // the workspace, absolute
+	TempDir    string   `json:"tmp"`         // the private TMPDIR; New creates it when empty
+	AllowWrite []string `json:"allow_write"` // more writable paths
+	AllowNet   bool     `json:"allow_net"`   // network and unix sockets allowed
+	// DenyRead are paths no command may read, besides the built-in secret
+	// paths under Home.
+	DenyRead []string `json:"deny_read"`
+	Home     string   `json:"home"`      // the user's home: ~/.ssh and the like
+	Config   string   `json:"config"`    // powerglide's config file
+	DataRoot string   `json:"data_root"` // $POWERGLIDE_HOME
+	Caches   []string `json:"caches"`    // writable build caches (see Caches)
+	Disable  []string `json:"disable"`   // mechanisms to treat as missing (tests)
+}
+
+// Sandbox starts commands under a Policy. Its methods are safe for
+// concurrent use.
+type Sandbox struct {
+	policy  Policy
+	ownTmp  bool
+	plan    *plan // nil when Mode is Off
+	planErr error // why the mode cannot be enforced
+
+	once   sync.Once
+	reqs   chan startReq
+	closed chan struct{}
+	mu     sync.Mutex
+	done   bool
+}
+
+type startReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// New prepares a sandbox: it creates the private TMPDIR and works out the
+// rules. A kernel that cannot enforce the mode is not an error here: it is
+// reported by Report and by every Start.
+func New(p Policy) (*Sandbox, error) {
+	m, err := ParseMode(string(p.Mode))
+	if err != nil {
+		return nil, err
+	}
+	p.Mode = m
+	sb := &Sandbox{policy: p, closed: make(chan struct{})}
+	if m == Off {
+		return sb, nil
+	}
+	if p.Root == "" || !filepath.IsAbs(p.Root) {
+		return nil, fmt.Errorf("sandbox: the workspace root must be an absolute path, got %q", p.Root)
+	}
+	if sb.policy.TempDir == "" {
+		dir, err := os.MkdirTemp("", "pg-tool-tmp-")
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: private temporary directory: %w", err)
+		}
+		sb.policy.TempDir, sb.ownTmp = dir, true
+	}
+	sb.plan, sb.planErr = newPlan(sb.policy)
+	return sb, nil
+}
+
+// Mode is the mode in force.
+func (sb *Sandbox) Mode() Mode { return sb.policy.Mode }
+
+// Policy is the policy, with the private TMPDIR filled in.
+func (sb *Sandbox) Policy() Policy { return sb.policy }
+
+// TempDir is the private TMPDIR ("" when the mode is off).
+func (sb *Sandbox) TempDir() string { return sb.policy.TempDir }
+
+// Err says why the mode cannot be enforced on this machine (nil when it can).
+func (sb *Sandbox) Err() error { return sb.planErr }
+
+// UnavailableError is the refusal to run a command unconfined.
+type UnavailableError struct {
+	Mode    Mode
+	Missing []string // what the kernel lacks, one phrase each
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("sandbox %s cannot be enforced on this machine: %s; the command was not run (--sandbox off runs commands unconfined)",
+		e.Mode, strings.Join(e.Missing, "; "))
+}
+
+// Start starts cmd inside the sandbox (plainly when the mode is off). The
+// command runs as PID 1 of a new PID namespace: when it ends, everything it
+// left running is killed. Under off, the command gets its own process group.
+func (sb *Sandbox) Start(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if sb.policy.Mode == Off {
+		return cmd.Start()
+	}
+	if sb.planErr != nil {
+		return sb.planErr
+	}
+	// A user namespace without a mapping: the command keeps the user's
+	// kernel identity for file access (it shows as nobody inside) and holds
+	// no capability outside, which a PID namespace needs.
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+	// The launcher thread lives as long as the sandbox, so this kills the
+	// command only when pg-tool goes away.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	sb.once.Do(sb.startLauncher)
+	req := startReq{cmd: cmd, done: make(chan error, 1)}
+	select {
+	case sb.reqs <- req:
+	case <-sb.closed:
+		return errors.New("sandbox: closed")
+	}
+	return <-req.done
+}
+
+// startLauncher starts the goroutine that owns the sandboxed thread.
+func (sb *Sandbox) startLauncher() {
+	sb.reqs = make(chan startReq)
+	go func() {
+		// Never unlocked: the runtime ends the thread with this goroutine,
+		// so its restrictions never reach other goroutines.
+		runtime.LockOSThread()
+		err := sb.plan.restrictThread()
+		if err != nil {
+			err = &UnavailableError{Mode: sb.policy.Mode, Missing: []string{err.Error()}}
+		}
+		for {
+			select {
+			case req := <-sb.reqs:
+				if err != nil {
+					req.done <- err
+					continue
+				}
+				req.done <- req.cmd.Start()
+			case <-sb.closed:
+				return
+			}
+		}
+	}()
+}
+
+// Close ends the launcher (killing the commands still running) and removes
+// the private TMPDIR.
+func (sb *Sandbox) Close() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.done {
+		return nil
+	}
+	sb.done = true
+	close(sb.closed)
+	if sb.ownTmp {
+		return os.RemoveAll(sb.policy.TempDir)
+	}
+	return nil
+}

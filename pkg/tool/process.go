@@ -1,0 +1,144 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/sandbox"
+)
+
+// env is the environment of the commands a session starts: the
+// allow-listed variables of Options.Env (or the process's), --pass-env,
+// and the sandbox's TMPDIR.
+func (s *Session) env() []string {
+	env := s.opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	return s.sandbox.Env(env, s.opts.PassEnv)
+}
+
+// ptyEnv is pg-pty's environment: the commands' one plus what pg-pty needs
+// to find its sessions and settings. The programs it runs inherit it.
+func (s *Session) ptyEnv() []string {
+	env := s.env()
+	src := s.opts.Env
+	if src == nil {
+		src = os.Environ()
+	}
+	for _, kv := range src {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "POWERGLIDE_HOME" || name == "POWERGLIDE_CONFIG" || strings.HasPrefix(name, "POWERGLIDE_PTY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// runGroup runs a command under the session's sandbox and kills every
+// process it started on timeout or cancellation, and when it ends: a
+// sandboxed command is the init of its own PID namespace, so its end ends
+// them all; unsandboxed, what is left of its process group is killed. It
+// returns the exit code (128+n for a signal).
+func (s *Session) runGroup(ctx context.Context, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
+	return runIn(ctx, s.sandbox, timeout, dir, env, stdin, stdout, stderr, name, args...)
+}
+
+// runIn is runGroup under a given sandbox: pg-pty, pg-tool's own helper,
+// runs unconfined (the programs it starts enter the sandbox themselves).
+func runIn(ctx context.Context, sb *sandbox.Sandbox, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
+	cmd := proc.Command(exec.Command(name, args...))
+	cmd.Dir = dir
+	cmd.Env = env
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	if w, ok := stdout.(interface{ Write([]byte) (int, error) }); ok {
+		cmd.Stdout = w
+	}
+	if w, ok := stderr.(interface{ Write([]byte) (int, error) }); ok {
+		cmd.Stderr = w
+	}
+	// Background children left behind in the group are ended when the
+	// command exits, before it is reaped: a call must not leak processes.
+	// (A sandboxed command's PID namespace has ended them all already.)
+	cmd.EndGroup = true
+	// Children that keep the output pipe open must not hold us forever.
+	cmd.WaitDelay = 2 * time.Second
+	var err error
+	if sb.Mode() == sandbox.Off {
+		cmd.Tied = true // the command ends with pg-tool, even killed by SIGKILL
+		err = cmd.Start()
+	} else {
+		err = sb.Start(cmd.Cmd) // tied to pg-tool by the sandbox
+	}
+	if err != nil {
+		var ue *sandbox.UnavailableError
+		if errors.As(err, &ue) {
+			return -1, err
+		}
+		return -1, fmt.Errorf("start %s: %w", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case err = <-done:
+	case <-timer:
+		_, _ = cmd.SignalGroup(syscall.SIGKILL)
+		<-done
+		return -1, errTimeout
+	case <-ctx.Done():
+		_, _ = cmd.SignalGroup(syscall.SIGKILL)
+		<-done
+		return -1, context.Cause(ctx)
+	}
+	if err == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		return cmd.ProcessState.ExitCode(), nil
+	}
+	return -1, err
+}
+
+// sandboxed is the command line that runs argv under the session's
+// sandbox when another program starts it (pg-pty, the MCP SDK).
+func (s *Session) sandboxed(argv []string) ([]string, error) {
+	if s.sandbox.Mode() == sandbox.Off {
+		return argv, nil
+	}
+	if s.opts.Helper == "" {
+		return nil, errors.New("sandbox: pg-tool's own binary is unknown, so this program cannot be started sandboxed")
+	}
+	return s.sandbox.Wrap(s.opts.Helper, argv)
+}
+
+// SandboxReport says what confines the session's commands.
+func (s *Session) SandboxReport() protocol.SandboxReport {
+	return s.sandbox.Report(s.env())
+}
+
+// unconfined runs pg-tool's own helpers (pg-pty).
+var unconfined, _ = sandbox.New(sandbox.Policy{Mode: sandbox.Off})
