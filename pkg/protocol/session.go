@@ -15,14 +15,14 @@ type SessionRecord struct {
 	Type     string         `json:"type" jsonschema:"enum=session"`
 	ID       string         `json:"id"`
 	Parent   string         `json:"parent,omitempty" jsonschema:"description=the session this one was forked from (--fork)"`
-	Status   string         `json:"status" jsonschema:"description=running, done, failed, interrupted"`
+	Status   string         `json:"status" jsonschema:"enum=running,enum=done,enum=failed,enum=interrupted"`
 	Created  time.Time      `json:"created"`
 	Updated  time.Time      `json:"updated"`
 	Cwd      string         `json:"cwd" jsonschema:"description=the workdir the session ran in"`
 	Tasks    map[string]int `json:"tasks" jsonschema:"description=the number of the session's tasks by status"`
 	Task     string         `json:"task,omitempty" jsonschema:"description=the task in progress when the session last stopped"`
 	Steps    int            `json:"steps"`
-	Tokens   int            `json:"tokens" jsonschema:"description=input, output and cache tokens of every model call of the session"`
+	Tokens   int            `json:"tokens" jsonschema:"description=the input and output and cache tokens of every model call of the session"`
 	CostUSD  float64        `json:"cost_usd"`
 	Usage    Usage          `json:"usage"`
 	Team     string         `json:"team,omitempty"`
@@ -40,9 +40,9 @@ type SessionEntry struct {
 	TS        time.Time `json:"ts"`
 	Kind      string    `json:"kind" jsonschema:"enum=task,enum=message,enum=prune,enum=summary,enum=fresh"`
 	Task      string    `json:"task,omitempty"`
-	Status    string    `json:"status,omitempty" jsonschema:"description=kind task: started, done or failed"`
-	Title     string    `json:"title,omitempty" jsonschema:"description=kind task, started: the task's title"`
-	Follows   string    `json:"follows,omitempty" jsonschema:"description=kind task, started: the task whose conversation this one continues"`
+	Status    string    `json:"status,omitempty" jsonschema:"description=kind task: started or done or failed"`
+	Title     string    `json:"title,omitempty" jsonschema:"description=kind task when started: the task's title"`
+	Follows   string    `json:"follows,omitempty" jsonschema:"description=kind task when started: the task whose conversation this one continues"`
 	Message   *Message  `json:"message,omitempty"`
 	Usage     *Usage    `json:"usage,omitempty"`
 	Summary   string    `json:"summary,omitempty"`
