@@ -15,6 +15,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // Version is the powerglide version, set at build time with
@@ -76,6 +77,9 @@ func (r *Runtime) Config() (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Keys from the config file (or a test's environment) are redacted
+	// like those of the process's environment.
+	secrets.Register(append(secrets.FromEnv(r.IO.Env), cfg.Secrets()...)...)
 	r.cfg = cfg
 	return cfg, nil
 }

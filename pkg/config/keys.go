@@ -73,6 +73,7 @@ var Keys = []Key{
 	{Name: "loop_max_steps", Kind: KindInt, Env: []string{"POWERGLIDE_MAX_STEPS"}, Default: 200, Help: "pg-loop: model turns per task before the step limit stops it"},
 	{Name: "loop_budget_tokens", Kind: KindInt, Env: []string{"POWERGLIDE_BUDGET_TOKENS"}, Default: 0, Help: "pg-loop: token budget of a run (0: none)"},
 	{Name: "loop_budget_usd", Kind: KindFloat, Env: []string{"POWERGLIDE_BUDGET_USD"}, Default: 0.0, Help: "pg-loop: dollar budget of a run (0: none)"},
+	{Name: "guard", Kind: KindString, Env: []string{"POWERGLIDE_GUARD"}, Default: "warn", Help: "pg-loop: exfiltration guard for URLs and keys from untrusted tool output: off, warn (report a guard event) or strict (also refuse the call)"},
 	{Name: "loop_context_window", Kind: KindInt, Env: []string{"POWERGLIDE_CONTEXT_WINDOW"}, Default: 200000, Help: "pg-loop: the context window in tokens for memory windowing (0: off); when unset, the model's window from pg-llm models, else this default"},
 	{Name: "dash_stale", Kind: KindDuration, Env: []string{"POWERGLIDE_DASH_STALE"}, Default: 30 * time.Second, Help: "pg-dash: heartbeat age shown as stale (red)"},
 	{Name: "dash_refresh", Kind: KindDuration, Env: []string{"POWERGLIDE_DASH_REFRESH"}, Default: time.Second, Help: "pg-dash: polling interval when file notifications are unavailable"},

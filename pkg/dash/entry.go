@@ -185,6 +185,12 @@ func entryOf(v any) *Entry {
 			e.Tone = "dim"
 		}
 		e.Body = clip(rest(ev.Message), maxResultLines)
+	case *protocol.LoopGuardEvent:
+		e.TS, e.Kind, e.Tone = ev.TS, protocol.LoopGuard, "warn"
+		if ev.Action == "refused" || ev.Action == "removed" {
+			e.Tone = "bad"
+		}
+		e.Head = fmt.Sprintf("⚠ guard %s %s %s (from %s)", ev.Action, ev.Kind, oneLine(ev.Match), ev.Source)
 	case *protocol.ErrorEvent:
 		e.Kind, e.Tone = KindError, "bad"
 		e.Head = "✘ error"

@@ -44,6 +44,7 @@ func FuzzDashKill(f *testing.F) {
 			}
 		}
 		self, _ := proc.ReadStat(os.Getpid())
+		hostile := map[int]bool{1: true, 0: true, -1: true, os.Getpid(): true, os.Getppid(): true, self.PGID: true, self.SID: true}
 		switch pid {
 		case -2:
 			pid = os.Getpid()
@@ -54,8 +55,18 @@ func FuzzDashKill(f *testing.F) {
 		case -5:
 			pid = self.SID
 		}
-		if start == "" {
-			start, _ = proc.StartTime(pid) // the real one: only the guards stand in the way
+		real, _ := proc.StartTime(pid)
+		switch {
+		case hostile[pid] || allowed[pid]:
+			if start == "" {
+				start = real // the real one: only the guards stand in the way
+			}
+		case start == real:
+			// Any other live process named with its true start time is
+			// what a worker record is: the start time is the identity
+			// (DESIGN.md §4). Such records are the fuzzer's to vary, not
+			// to guess.
+			start += "0"
 		}
 		m := New(Options{Dir: d, Host: host, Signals: &proc.Signaler{Sender: rec}})
 		m.snap = Snapshot{Workers: []WorkerInfo{{Worker: protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: host,

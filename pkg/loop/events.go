@@ -8,6 +8,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // Markers are the last stdout line of a run.
@@ -28,7 +29,8 @@ type Emitter struct {
 // NewEmitter writes to w; text selects the readable form.
 func NewEmitter(w io.Writer, text bool) *Emitter { return &Emitter{w: w, text: text} }
 
-// Emit writes one event. Write errors are kept and returned by Err.
+// Emit writes one event, secrets redacted (a worker's stdout is its log
+// file). Write errors are kept and returned by Err.
 func (e *Emitter) Emit(ev any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -42,7 +44,7 @@ func (e *Emitter) Emit(ev any) {
 			return
 		}
 	}
-	if _, err := e.w.Write(b); err != nil && e.err == nil {
+	if _, err := e.w.Write(secrets.Redact(b)); err != nil && e.err == nil {
 		e.err = err
 	}
 }
@@ -115,6 +117,8 @@ func Render(ev any) string {
 		return s
 	case *protocol.LoopLogEvent:
 		return fmt.Sprintf("%s %s: %s", e.TS.Format("15:04:05"), e.Level, e.Message)
+	case *protocol.LoopGuardEvent:
+		return fmt.Sprintf("%s [%d] GUARD %s %s %s (first seen in untrusted output of %s)", e.TS.Format("15:04:05"), e.Step, e.Action, e.Kind, oneLine(e.Match, 120), e.Source)
 	}
 	b, _ := jsonl.Marshal(ev)
 	return strings.TrimSpace(string(b))

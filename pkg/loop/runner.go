@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -27,8 +29,10 @@ When the task is complete, answer without calling any tool: give a short summary
 
 // Options configure a run. The zero value of a limit disables it.
 type Options struct {
-	Workdir   string
-	System    string
+	Workdir string
+	System  string
+	// Guard is the exfiltration guard (nil: off).
+	Guard     *guard.Guard
 	Model     string
 	MaxTokens int
 	// ModelInfo is the model's row of pg-llm's table, when known (logged
@@ -193,6 +197,9 @@ func NewRunner(o Options) (*Runner, error) {
 	}
 	if o.Workdir == "" {
 		o.Workdir = "."
+	}
+	if o.Guard == nil {
+		o.Guard = guard.New(guard.Off)
 	}
 	return &Runner{o: o, state: Idle}, nil
 }
@@ -397,6 +404,7 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
+	r.o.Guard.Trust(r.sys)
 	if m := r.o.ModelInfo; m != nil {
 		prices := "prices unknown"
 		if m.Priced() {
@@ -446,6 +454,7 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures}
 	if restore != nil && restore.Current != nil && restore.Current.ID == t.ID && len(restore.Conv) > 0 {
 		tr.conv, tr.steps, tr.iter = restore.Conv, restore.Steps, restore.Iter
+		r.o.Guard.Rebuild(r.sys, tr.conv)
 		r.log("info", "resumed task %s with %d messages", t.ID, len(tr.conv))
 	} else {
 		if it, ok := r.o.Source.(interface{ Iterations(*protocol.Task) int }); ok {
@@ -510,6 +519,7 @@ func (r *Runner) waitTask(ctx context.Context, w Waiter) (*protocol.Task, error)
 }
 
 func (r *Runner) userMessage(text string) protocol.Message {
+	r.o.Guard.Trust(text)
 	return protocol.Message{Role: protocol.RoleUser, Content: protocol.Content{{Type: protocol.BlockText, Text: text}}}
 }
 
@@ -752,7 +762,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		r.addMessage(r.userMessage(continueText), nil)
 		return Truncated, "max_tokens: the answer was cut off, asking the model to go on"
 	}
-	tr.answer = tr.partial + text
+	tr.answer = r.guardAnswer(tr.partial + text)
 	tr.partial = ""
 	return Answer, end.StopReason
 }
@@ -809,9 +819,50 @@ func (r *Runner) toolCall() (Input, string) {
 		}
 		if len(c.Input) > 0 && !json.Valid(c.Input) {
 			tr.results[i] = failedResult(c, "the input is not valid JSON")
+			continue
+		}
+		if fs := r.o.Guard.CheckCall(c); len(fs) > 0 {
+			r.guardEvents(fs, &c)
+			if r.o.Guard.Refuses() {
+				tr.results[i] = failedResult(c, guard.Refusal(fs))
+			}
 		}
 	}
 	return Parsed, ""
+}
+
+// guardEvents reports the guard's findings about call (nil: the final
+// answer).
+func (r *Runner) guardEvents(fs []guard.Finding, call *protocol.ToolCall) {
+	action := "warned"
+	if r.o.Guard.Refuses() {
+		action = "refused"
+		if call == nil {
+			action = "removed"
+		}
+	}
+	for _, f := range fs {
+		ev := &protocol.LoopGuardEvent{Type: protocol.LoopGuard, TS: r.now(), Task: r.cur.task.ID, Step: r.step, Mode: string(r.o.Guard.Mode()),
+			Action: action, Kind: f.Kind, Match: f.Match, Source: f.Source}
+		if call != nil {
+			ev.Tool, ev.CallID = call.Name, call.ID
+		}
+		r.o.Events.Emit(ev)
+	}
+}
+
+// guardAnswer checks the final answer's Markdown images; in strict mode
+// the ones from untrusted hosts are removed from what the task records.
+func (r *Runner) guardAnswer(answer string) string {
+	fs := r.o.Guard.CheckAnswer(answer)
+	if len(fs) == 0 {
+		return answer
+	}
+	r.guardEvents(fs, nil)
+	if r.o.Guard.Refuses() {
+		return guard.StripImages(answer, fs)
+	}
+	return answer
 }
 
 func (r *Runner) executing() (Input, string) {
@@ -833,7 +884,10 @@ func (r *Runner) executing() (Input, string) {
 			return r.fatal(fmt.Errorf("tools: %w", err))
 		}
 		for j, i := range idx {
-			tr.results[i] = res[j]
+			if res[j].Untrusted {
+				r.o.Guard.Untrusted(tr.calls[i].Name, res[j].Output)
+			}
+			tr.results[i] = redactResult(res[j])
 		}
 	}
 	failed := 0
@@ -856,6 +910,18 @@ func (r *Runner) executing() (Input, string) {
 	return Executed, fmt.Sprintf("%d ok, %d failed", len(tr.results)-failed, failed)
 }
 
+// redactResult removes secrets from a tool result before the model, the
+// events or the session see it: the tools component runs without the keys
+// pg-loop holds, so it cannot know their values.
+func redactResult(res protocol.ToolResult) protocol.ToolResult {
+	res.Output = secrets.RedactString(res.Output)
+	if res.Error != nil {
+		e := secrets.RedactString(*res.Error)
+		res.Error = &e
+	}
+	return res
+}
+
 func (r *Runner) observing() (Input, string) {
 	tr := r.cur
 	blocks := make(protocol.Content, len(tr.results))
@@ -870,6 +936,9 @@ func (r *Runner) observing() (Input, string) {
 		}
 		if res.Truncated && res.FullOutput != "" {
 			out += "\n[output truncated; the whole output is in " + res.FullOutput + "]"
+		}
+		if res.Untrusted {
+			out = guard.Wrap(tr.calls[i].Name, out)
 		}
 		blocks[i] = protocol.Block{Type: protocol.BlockToolResult, ID: tr.calls[i].ID, Output: out, IsError: !res.OK}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -248,7 +249,8 @@ func (s *Session) open() error {
 	return nil
 }
 
-// Append writes memory records, one write per call so a kill leaves whole lines.
+// Append writes memory records, one write per call so a kill leaves whole
+// lines, with secrets redacted.
 func (s *Session) Append(recs ...MemoryRecord) error {
 	var buf []byte
 	for _, r := range recs {
@@ -258,6 +260,7 @@ func (s *Session) Append(recs ...MemoryRecord) error {
 		}
 		buf = append(buf, line...)
 	}
+	buf = secrets.Redact(buf)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.mem.Write(buf); err != nil {
@@ -371,10 +374,18 @@ func ReadMemory(r io.Reader) (*Replay, error) {
 	wg.Wait()
 	rp := &Replay{Ended: map[string]string{}}
 	for i := range recs {
-		if ok[i] {
-			rp.Records++
-			rp.apply(&recs[i])
+		if !ok[i] {
+			continue
 		}
+		// A resumed session's usage counts against the budgets: a
+		// negative one (edited by hand) would buy calls.
+		if u := recs[i].Usage; u != nil {
+			if err := u.Check(); err != nil {
+				return nil, fmt.Errorf("%s: record %d: usage: %w", MemoryFile, i+1, err)
+			}
+		}
+		rp.Records++
+		rp.apply(&recs[i])
 	}
 	return rp, nil
 }

@@ -99,8 +99,19 @@ func FuzzWatchSignals(f *testing.F) {
 		case -5:
 			pid = self.SID
 		}
-		if start == "" {
-			start, _ = proc.StartTime(pid) // the real one: only the guards stand in the way
+		hostile := map[int]bool{1: true, 0: true, -1: true, os.Getpid(): true, os.Getppid(): true, self.PGID: true, self.SID: true}
+		real, _ := proc.StartTime(pid)
+		switch {
+		case hostile[pid]:
+			if start == "" {
+				start = real // the real one: only the guards stand in the way
+			}
+		case start == real:
+			// Any other live process named with its true start time is
+			// what a worker record is: the start time is the identity
+			// (DESIGN.md §4). Such records are the fuzzer's to vary, not
+			// to guess.
+			start += "0"
 		}
 		now := time.Now()
 		writeRecord(t, w, "9", pid, start, w.Host, now.Add(time.Duration(beat)*time.Second))

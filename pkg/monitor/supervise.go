@@ -18,6 +18,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // The lines a worker prints last (DESIGN.md §4, pg-loop).
@@ -380,7 +381,9 @@ func (s *Supervisor) follow(sl *slot, cmd *proc.Child, pr *os.File, logf *os.Fil
 				if line[len(line)-1] != '\n' {
 					line = append(line, '\n')
 				}
-				_, _ = logf.Write(line)
+				// pg-loop redacts its events itself; a worker of another
+				// kind (a script) may not.
+				_, _ = logf.Write(secrets.Redact(line))
 				// Only a line that is the marker counts: an event quoting
 				// it (a tool's output, the model's text) is not one.
 				t := bytes.TrimSpace(line)

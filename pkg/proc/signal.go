@@ -98,6 +98,10 @@ func (s *Signaler) open(l lineage, t Target) (fd int, st Stat, ok bool, err erro
 		}
 		return -1, st, false, err
 	}
+	if st.Kernel() {
+		unix.Close(fd)
+		return -1, st, false, refuse("pid %d (%s) is a kernel thread", t.PID, st.Comm)
+	}
 	if !t.Terminal && LoginShell(st) {
 		unix.Close(fd)
 		return -1, st, false, refuse("pid %d (%s) leads a terminal session (a login shell)", t.PID, st.Comm)

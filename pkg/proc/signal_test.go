@@ -67,6 +67,12 @@ func TestSignalerRefuses(t *testing.T) {
 			t.Errorf("SignalLeftovers(%d) = %v, %v; want refused", pgid, ok, err)
 		}
 	}
+	// A kernel thread (kthreadd is pid 2 outside a PID namespace).
+	if k, err := proc.ReadStat(2); err == nil && k.Kernel() {
+		if ok, err := sig.SignalGroup(proc.Target{PID: 2, Start: k.Start}, syscall.SIGTERM); ok || !errors.Is(err, proc.ErrRefused) {
+			t.Errorf("SignalGroup(kthreadd) = %v, %v; want refused", ok, err)
+		}
+	}
 	// A stranger: our child, but the record's start time differs.
 	cmd, start, _ := startGroup(t)
 	if ok, err := sig.SignalGroup(proc.Target{PID: cmd.Process.Pid, Start: start + "0"}, syscall.SIGTERM); ok || err != nil {

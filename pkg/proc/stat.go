@@ -29,8 +29,15 @@ type Stat struct {
 	PGID  int
 	SID   int
 	TTY   int    // the controlling terminal (tty_nr), 0 for none
+	Flags uint64 // the kernel's PF_* flags (field 9)
 	Start string // field 22: start time in clock ticks since boot, as recorded in pid_start
 }
+
+// pfKthread is PF_KTHREAD of the kernel's process flags.
+const pfKthread = 0x00200000
+
+// Kernel reports whether the process is a kernel thread.
+func (s *Stat) Kernel() bool { return s.Flags&pfKthread != 0 }
 
 // Alive reports whether the process runs (is neither a zombie nor dead).
 func (s *Stat) Alive() bool { return s.State != 'Z' && s.State != 'X' }
@@ -62,6 +69,9 @@ func ParseStat(b []byte) (Stat, error) {
 		if *x.dst, err = strconv.Atoi(string(x.b)); err != nil {
 			return s, errors.New("malformed stat")
 		}
+	}
+	if s.Flags, err = strconv.ParseUint(string(f[6]), 10, 64); err != nil {
+		return s, errors.New("malformed stat: flags")
 	}
 	if _, err := strconv.ParseUint(s.Start, 10, 64); err != nil {
 		return s, errors.New("malformed stat: start time")

@@ -12,7 +12,7 @@ func TestParseStat(t *testing.T) {
 		bad  bool
 	}{
 		{in: "42 (sleep) S 1 42 42 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 12345 1000 100 18446744073709551615",
-			want: Stat{PID: 42, Comm: "sleep", State: 'S', PPID: 1, PGID: 42, SID: 42, Start: "12345"}},
+			want: Stat{PID: 42, Comm: "sleep", State: 'S', PPID: 1, PGID: 42, SID: 42, Flags: 4194304, Start: "12345"}},
 		// The command name may hold spaces and parentheses: ") S 1 1 1" in
 		// it must not be read as fields.
 		{in: "7 (a) S 1 1 1 (b) R 3 7 5 34816 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0",

@@ -114,6 +114,7 @@ var (
 		LoopLimit:      func() any { return &LoopLimitEvent{} },
 		LoopTask:       func() any { return &LoopTaskEvent{} },
 		LoopLog:        func() any { return &LoopLogEvent{} },
+		LoopGuard:      func() any { return &LoopGuardEvent{} },
 		EventError:     func() any { return &ErrorEvent{} },
 	})
 	JournalEvents = family("journal-event", map[string]func() any{

@@ -13,6 +13,7 @@ const (
 	LoopLimit      = "limit"
 	LoopTask       = "task"
 	LoopLog        = "log"
+	LoopGuard      = "guard"
 )
 
 // LoopStateEvent is one transition of the loop's state machine.
@@ -109,4 +110,22 @@ type LoopLogEvent struct {
 	TS      time.Time `json:"ts"`
 	Level   string    `json:"level" jsonschema:"enum=info,enum=warn,enum=error"`
 	Message string    `json:"message"`
+}
+
+// LoopGuardEvent is a finding of the exfiltration guard: a tool call whose
+// arguments carry a URL (or a key-shaped string) that first appeared in
+// untrusted tool output, or a Markdown image from such a URL in a final
+// answer.
+type LoopGuardEvent struct {
+	Type   string    `json:"type" jsonschema:"enum=guard"`
+	TS     time.Time `json:"ts"`
+	Task   string    `json:"task,omitempty"`
+	Step   int       `json:"step"`
+	Mode   string    `json:"mode" jsonschema:"enum=warn,enum=strict"`
+	Action string    `json:"action" jsonschema:"enum=warned,enum=refused,enum=removed,description=warned: the call ran (or the image was kept); refused: the call was refused with a tool error; removed: the image was removed from the task's result"`
+	Kind   string    `json:"kind" jsonschema:"enum=url,enum=secret,enum=image"`
+	Tool   string    `json:"tool,omitempty" jsonschema:"description=the tool called (empty for an image in the answer)"`
+	CallID string    `json:"call_id,omitempty"`
+	Match  string    `json:"match" jsonschema:"description=the URL\\, or the key-shaped string (redacted in files)"`
+	Source string    `json:"source" jsonschema:"description=the tool whose untrusted output showed it first"`
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // holderSpec is what start hands the holder on its stdin.
@@ -58,6 +59,10 @@ type holder struct {
 
 	exited chan struct{} // closed once the exit is recorded
 }
+
+// heldFlush is how long output that may be the start of a secret is held
+// back when no more output follows.
+const heldFlush = 50 * time.Millisecond
 
 // Hold is the holder process of a session: it reads its spec from spec,
 // starts the program on a new terminal, reports "ok" (or the error) on
@@ -133,8 +138,19 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	// What it allocates per chunk of output is garbage at once.
 	debug.SetGCPercent(25)
 	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited))
+	// The output file is redacted as a stream: a key the program prints
+	// never reaches it, even split across chunks. What may be the start of
+	// one is held back until the next chunk, or briefly when none comes.
+	secrets.Register(secrets.FromEnv(sp.Env)...)
+	outw := secrets.Default().NewWriter(logf)
+	flush := time.AfterFunc(time.Hour, func() { outw.Flush() })
+	flush.Stop()
+	defer outw.Flush()
 	p := newPump(master, 32<<10, func(b []byte) {
-		logf.Write(b) // one write per chunk: readers never see half a chunk
+		outw.Write(b) // one write per chunk: readers never see half a chunk
+		if outw.Held() > 0 {
+			flush.Reset(heldFlush)
+		}
 		h.emu.Write(b)
 	})
 
@@ -148,6 +164,8 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	werr := child.Wait()
 	exitAt := time.Now()
 	p.drain(exitAt)
+	flush.Stop()
+	outw.Flush()
 	code, sig := exitStatus(cmd.ProcessState)
 	if cmd.ProcessState == nil {
 		code = 1

@@ -14,9 +14,11 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -26,6 +28,8 @@ pg-loop runs a state machine (idle → load_tasks → pick_task → thinking →
 Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
 
 Every safety limit works on its own: --max-steps per task, the circuit breaker, --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
+
+Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
 Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
 
@@ -37,6 +41,7 @@ Examples:
   $ pg-loop --team web --worker 3 --verify 'make test' --commit
   $ pg-loop --fresh --promise DONE --task 'port the parser' --verify 'make test' --max-iterations 20
   $ pg-loop --pipeline feature.json --var feature='rate limiting' --var test_cmd='go test ./...'
+  $ pg-loop --guard strict --task 'summarise the issues' --tools-serve "pg-tool serve --mcp 'gh=github-mcp-server stdio'"
   $ pg-loop --continue
   $ pg-loop --continue --task 'now add tests for it'
   $ pg-loop --fork s-20261125T101500-3f2a9c1d --task 'try it with a map instead'
@@ -111,6 +116,7 @@ type RunCmd struct {
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
+	Guard           string        `help:"Exfiltration guard: a tool call whose arguments carry a URL (or a key-shaped string) that first appeared in untrusted tool output (MCP tools, external tools, network commands), or a Markdown image from such a URL in the final answer, is reported as a guard event. warn: report only; strict: also refuse the call with a tool error the model reads (and remove the image from the task's result); off: no checks. Untrusted output always reaches the model wrapped in <untrusted source=\"TOOL\">." config:"guard" env:"POWERGLIDE_GUARD" enum:"off,warn,strict" default:"warn" placeholder:"MODE" group:"Safety"`
 
 	ContextWindow int    `help:"The model's context window in tokens: older tool outputs are pruned, then older turns summarized, before a request would pass it less max_tokens and the reserve (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
 	Reserve       int    `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
@@ -217,6 +223,11 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := c.check(&o); err != nil {
 		return err
 	}
+	mode, err := guard.ParseMode(c.Guard)
+	if err != nil {
+		return cli.Usagef("--guard: %v", err)
+	}
+	o.Guard = guard.New(mode)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
 		if err != nil || v < 0 {
@@ -348,6 +359,7 @@ func (c *RunCmd) resolve(cfg *config.Config) {
 	c.MaxSteps = cfg.Int("loop_max_steps")
 	c.BudgetTokens = cfg.Int("loop_budget_tokens")
 	c.BudgetUSD = cfg.Float("loop_budget_usd")
+	c.Guard = cfg.String("guard")
 	c.Lease = cfg.Duration("lease").String()
 	c.ContextWindow = 0 // the model's window
 	if cfg.Get("loop_context_window").Source != config.SourceDefault {
@@ -733,8 +745,9 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		llm = loop.NewServeLLM(cmd, rt.IO.Err)
 	}
 	var tools loop.Tools
+	env := toolsEnv(rt)
 	if c.Tools != "" {
-		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Stderr: rt.IO.Err}
+		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
 		if cmd == "" {
@@ -748,7 +761,25 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		if list == "" && strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
 			list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
 		}
-		tools = loop.NewServeTools(cmd, list, workdir, rt.IO.Err)
+		tools = loop.NewServeTools(cmd, list, workdir, env, rt.IO.Err)
 	}
 	return llm, tools
+}
+
+// toolsEnv is the environment of the tools component: pg-loop's own
+// without the variables named like secrets (API keys, tokens, passwords),
+// so that in a running agent only the model component holds a key. Names
+// listed in POWERGLIDE_PASS_ENV (comma-separated) are kept, for a tool
+// that needs one (pg-tool --pass-env lets it through to commands).
+func toolsEnv(rt *cli.Runtime) []string {
+	// The command's environment over the process's: the same in the real
+	// binary, and a test's own variables win.
+	env := append(os.Environ(), rt.IO.Env...)
+	var keep []string
+	for _, name := range strings.Split(rt.IO.Getenv("POWERGLIDE_PASS_ENV"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			keep = append(keep, name)
+		}
+	}
+	return secrets.ScrubEnv(env, keep...)
 }

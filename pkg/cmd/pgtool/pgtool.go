@@ -55,7 +55,7 @@ type CLI struct {
 	AllowWrite    []string      `name:"allow-write" help:"Let sandboxed commands write in PATH too (repeatable)." placeholder:"PATH"`
 	AllowNet      bool          `name:"allow-net" help:"Let sandboxed commands use the network and unix sockets."`
 	DenyRead      []string      `name:"deny-read" help:"Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable)." placeholder:"PATH"`
-	PassEnv       []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable)." placeholder:"NAME"`
+	PassEnv       []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable). POWERGLIDE_PASS_ENV=NAME,... sets it, and pg-loop keeps those variables for its tools component too." env:"POWERGLIDE_PASS_ENV" placeholder:"NAME"`
 
 	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
 	Call        CallCmd        `cmd:"" help:"Run one tool call and print its result."`
