@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -547,8 +548,8 @@ func (c *RunCmd) check(o *loop.Options) error {
 		return cli.Usagef("--budget-usd must not be negative")
 	}
 	if c.TeamBudgetUSD != nil {
-		if *c.TeamBudgetUSD < 0 {
-			return cli.Usagef("--team-budget-usd must not be negative")
+		if v := *c.TeamBudgetUSD; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return cli.Usagef("--team-budget-usd must be a finite number that is not negative, got %v", v)
 		}
 		if c.Team == "" {
 			return cli.Usagef("--team-budget-usd needs team mode: --team T --worker N")
