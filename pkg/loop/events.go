@@ -117,9 +117,20 @@ func Render(ev any) string {
 		return s
 	case *protocol.LoopLogEvent:
 		return fmt.Sprintf("%s %s: %s", e.TS.Format("15:04:05"), e.Level, e.Message)
+	case *protocol.LoopSummaryEvent:
+		s := fmt.Sprintf("%s summary: %s; tasks %d done, %d failed, %d cancelled, %d released; %d steps; %d in / %d out tokens (%d cache read, %d cache write), $%.4f; %.1fs wall: model %.1fs, tools %.1fs, verify %.1fs, waiting %.1fs, harness %.1fs",
+			e.TS.Format("15:04:05"), e.Outcome, e.Tasks.Done, e.Tasks.Failed, e.Tasks.Cancelled, e.Tasks.Released, e.Steps,
+			e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.Usage.CostUSD,
+			secs(e.WallMS), secs(e.ModelMS), secs(e.ToolsMS), secs(e.VerifyMS), secs(e.WaitMS), secs(e.HarnessMS))
+		if e.Reason != "" {
+			s += " (" + oneLine(e.Reason, 200) + ")"
+		}
+		return s
 	case *protocol.LoopGuardEvent:
 		return fmt.Sprintf("%s [%d] GUARD %s %s %s (first seen in untrusted output of %s)", e.TS.Format("15:04:05"), e.Step, e.Action, e.Kind, oneLine(e.Match, 120), e.Source)
 	}
 	b, _ := jsonl.Marshal(ev)
 	return strings.TrimSpace(string(b))
 }
+
+func secs(ms int64) float64 { return float64(ms) / 1000 }

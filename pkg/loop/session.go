@@ -61,6 +61,7 @@ const (
 	MemPrune   = "prune"   // tool outputs of messages before Before were pruned
 	MemSummary = "summary" // messages 1..KeepFrom-1 were replaced by Summary
 	MemFresh   = "fresh"   // a Ralph iteration restarted the conversation
+	MemReplace = "replace" // message Index was replaced by Message (a long text cut to fit the window)
 )
 
 // MemoryRecord is one line of memory.jsonl.
@@ -77,6 +78,7 @@ type MemoryRecord struct {
 	Summary   string            `json:"summary,omitempty"`
 	Iteration int               `json:"iteration,omitempty"`
 	Reason    string            `json:"reason,omitempty"`
+	Index     int               `json:"index,omitempty"`
 	// Follows, on a task's started record, names the task whose
 	// conversation the task continues (a follow-up).
 	Follows string `json:"follows,omitempty"`
@@ -324,6 +326,7 @@ type memLine struct {
 	KeepFrom  int             `json:"keep_from"`
 	Summary   string          `json:"summary"`
 	Iteration int             `json:"iteration"`
+	Index     int             `json:"index"`
 	Follows   string          `json:"follows"`
 }
 
@@ -363,7 +366,7 @@ func ReadMemory(r io.Reader) (*Replay, error) {
 					continue
 				}
 				rec := MemoryRecord{Type: m.Type, Task: m.Task, Status: m.Status, TaskRec: m.TaskRec, Usage: m.Usage,
-					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration, Follows: m.Follows}
+					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration, Index: m.Index, Follows: m.Follows}
 				if m.Message != nil {
 					rec.Message = &protocol.Message{Role: m.Message.Role, Content: m.Message.Content}
 				}
@@ -427,6 +430,10 @@ func (rp *Replay) apply(rec *MemoryRecord) {
 		rp.Conv = applySummary(rp.Conv, rec.KeepFrom, rec.Summary)
 		if rec.Usage != nil {
 			rp.Usage = rp.Usage.Add(*rec.Usage)
+		}
+	case MemReplace:
+		if rec.Message != nil && rec.Index >= 0 && rec.Index < len(rp.Conv) {
+			rp.Conv[rec.Index] = *rec.Message
 		}
 	case MemFresh:
 		if len(rp.Conv) > 0 {

@@ -175,6 +175,12 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			s.exited(ctx, m, res, true)
 		case <-tick.C:
 			if pr, err := s.W.Pass(ctx); err != nil {
+				var ie *IntervalError
+				if errors.As(err, &ie) {
+					s.logf("%v: stopping every worker", err)
+					s.stopAll(context.WithoutCancel(ctx), "the stale limit is too short for the workers' beat")
+					return nil, err
+				}
 				if ctx.Err() == nil {
 					s.logf("watch pass: %v", err)
 				}
