@@ -127,11 +127,11 @@ func makeSessionDir(home, id string, now time.Time) (dir, newID string, err erro
 	} else if err := teamdir.ValidName("session", id); err != nil {
 		return "", "", err
 	}
-	if err := os.MkdirAll(teamdir.Sessions(home), 0o755); err != nil {
+	if err := os.MkdirAll(teamdir.Sessions(home), teamdir.DirMode); err != nil {
 		return "", "", fmt.Errorf("create session: %w", err)
 	}
 	dir = filepath.Join(teamdir.Sessions(home), id)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, teamdir.DirMode); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return "", "", &ExistsError{What: "session " + id}
 		}
@@ -166,7 +166,7 @@ func ForkSession(home string, parent *Session, id, workdir string, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, MemoryFile), mem, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, MemoryFile), mem, teamdir.FileMode); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("fork %s: %w", parent.Info.ID, err)
 	}
@@ -243,7 +243,7 @@ func LatestSession(home, workdir string) (string, error) {
 }
 
 func (s *Session) open() error {
-	f, err := os.OpenFile(filepath.Join(s.Dir, MemoryFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(s.Dir, MemoryFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 	if err != nil {
 		return fmt.Errorf("open session memory: %w", err)
 	}
@@ -280,7 +280,7 @@ func (s *Session) Save(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(s.Dir, SessionFile), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(filepath.Join(s.Dir, SessionFile), append(b, '\n'), teamdir.FileMode)
 }
 
 // Close closes the memory file.
