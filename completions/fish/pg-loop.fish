@@ -37,7 +37,7 @@ complete -c pg-loop -n '__fish_seen_subcommand_from run' -l workdir -s C -r -F -
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l verify -r -F -d 'Check run after the model'\''s answer (a task'\''s own verify wins); its failure goes back to the model.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l verify-timeout -r -F -d 'Timeout of one verify run.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l max-verify -r -F -d 'Failed verify runs before the task fails (0: no cap). A task with an iteration cap (--max-iterations, a pipeline stage'\''s max_iterations) runs its iterations: there this cap applies only when given.'
-complete -c pg-loop -n '__fish_seen_subcommand_from run' -l commit -d 'Commit the work with git after a passing verify, the message taken from the model'\''s summary; no commit when nothing changed.'
+complete -c pg-loop -n '__fish_seen_subcommand_from run' -l commit -d 'Commit the work with git after a passing verify, the message taken from the model'\''s summary; no commit when nothing changed. In team mode only while the task'\''s lease is still held (renewed with its fencing token just before): a worker that lost it commits nothing.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l fresh -d 'Ralph mode: every iteration starts a fresh conversation with the same prompt; the state lives in files and git.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l promise -r -F -d 'Completion needs <promise>WORD</promise> in the final answer and a passing verify.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l max-iterations -r -F -d 'Iterations (answers checked) per task before it fails (0: no cap).'

@@ -1111,6 +1111,9 @@ type TaskResult struct {
 
 func (r *Runner) commit() (Input, string) {
 	tr := r.cur
+	if in, reason, ok := r.leaseHeld(); !ok {
+		return in, reason
+	}
 	hash := ""
 	if r.o.Commit {
 		msg := CommitMessage(tr.answer, tr.task.Title)
@@ -1146,6 +1149,43 @@ func (r *Runner) commit() (Input, string) {
 	return Committed, hash
 }
 
+// errLeaseLostBeforeCommit is the reason of a task whose lease was gone
+// when the work was about to be committed.
+var errLeaseLostBeforeCommit = errors.New("lease lost before commit: nothing committed; another worker may hold the task")
+
+// leaseHeld checks, right before the commit, that the task's lease is still
+// this worker's: a renewal with its fencing token, which fails once another
+// worker holds the task (the lease ran out during a long verify, a pause, a
+// stopped process, and the task was claimed again). Then nothing is
+// committed, in git or in the queue: the work is the new holder's to do and
+// commit. The renewal also extends the lease, so it cannot run out between
+// the check and the commit. With ok false, in and reason are the outcome.
+func (r *Runner) leaseHeld() (in Input, reason string, ok bool) {
+	tr := r.cur
+	err := r.o.Source.Renew(tr.ctx, tr.task)
+	switch {
+	case err == nil:
+		tr.lastRenew = time.Now()
+		return "", "", true
+	case errors.Is(err, ErrLeaseLost):
+		token := int64(0)
+		if tr.task.Claim != nil {
+			token = tr.task.Claim.Token
+		}
+		r.log("warn", "task %s: lease lost before commit (token %d): nothing committed: %v", tr.task.ID, token, err)
+		tr.cancel(errLeaseLostBeforeCommit) // the task is not ours to fail or release
+		r.failReason = errLeaseLostBeforeCommit.Error()
+		return TaskFailed, r.failReason, false
+	case tr.ctx.Err() != nil:
+		in, reason = r.taskCtxErr()
+		return in, reason, false
+	}
+	// The queue cannot say whether the lease is held: committing could
+	// do the work twice, so the run stops (the task is released).
+	in, reason = r.fatal(fmt.Errorf("renew task %s before commit: %w", tr.task.ID, err))
+	return in, reason, false
+}
+
 // endTask fails or releases the current task in its source.
 func (r *Runner) endTask(status, reason string, retry bool) {
 	tr := r.cur
@@ -1155,7 +1195,8 @@ func (r *Runner) endTask(status, reason string, retry bool) {
 	// Use a short fresh context: the task's may be cancelled (signal).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lost := errors.Is(context.Cause(tr.ctx), errLeaseLost)
+	cause := context.Cause(tr.ctx)
+	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit)
 	var err error
 	switch {
 	case lost:

@@ -3,7 +3,9 @@
 // two-byte escapes) removed, CRLF as LF, other control characters dropped.
 // pg-pty's read --plain and pg-tool's term_read show this text, and a
 // pattern waited for is matched against it, so a model can wait for what
-// it saw.
+// it saw. Visible (visible.go) goes the other way: it shows the control
+// characters of untrusted text (a task's title, a tool's output) on a
+// terminal instead of letting the terminal obey them.
 package termtext
 
 // Plain is the text of raw terminal output.

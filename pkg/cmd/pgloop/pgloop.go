@@ -108,7 +108,7 @@ type RunCmd struct {
 	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
 	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
 	MaxVerify     int           `help:"Failed verify runs before the task fails (0: no cap). A task with an iteration cap (--max-iterations, a pipeline stage's max_iterations) runs its iterations: there this cap applies only when given." default:"3" group:"Verify"`
-	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed." group:"Verify"`
+	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed. In team mode only while the task's lease is still held (renewed with its fencing token just before): a worker that lost it commits nothing." group:"Verify"`
 
 	Fresh         bool   `help:"Ralph mode: every iteration starts a fresh conversation with the same prompt; the state lives in files and git." group:"Ralph"`
 	Promise       string `help:"Completion needs <promise>WORD</promise> in the final answer and a passing verify." placeholder:"WORD" group:"Ralph"`
