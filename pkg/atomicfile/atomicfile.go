@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
-// WriteFile atomically replaces path with data.
+// WriteFile atomically replaces path with data, secrets redacted (see
+// package secrets): the records powerglide keeps under its home (worker
+// records, session.json, pipeline state, pty state) are written here.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
 	return Write(path, perm, func(f *os.File) error {
-		_, err := f.Write(data)
+		_, err := f.Write(secrets.Redact(data))
 		return err
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 func TestMain(m *testing.M) {
@@ -150,5 +152,18 @@ func TestCrashDuringReplace(t *testing.T) {
 	close(stop)
 	if err := <-readerDone; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A replaced record is redacted: a registered secret never reaches it.
+func TestWriteFileRedacts(t *testing.T) {
+	secrets.Register(secrets.Secret{Name: "RECORD_SECRET", Value: "record-secret-value-2"})
+	p := filepath.Join(t.TempDir(), "worker-1.json")
+	if err := WriteFile(p, []byte(`{"last_error":"auth failed for record-secret-value-2"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if string(b) != `{"last_error":"auth failed for [redacted:RECORD_SECRET]"}` {
+		t.Fatalf("got %s", b)
 	}
 }

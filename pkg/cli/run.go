@@ -15,6 +15,8 @@ import (
 	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Version is the powerglide version, set at build time with
@@ -76,6 +78,9 @@ func (r *Runtime) Config() (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Keys from the config file (or a test's environment) are redacted
+	// like those of the process's environment.
+	secrets.Register(append(secrets.FromEnv(r.IO.Env), cfg.Secrets()...)...)
 	r.cfg = cfg
 	return cfg, nil
 }
@@ -256,7 +261,9 @@ func Report(rt *Runtime, err error) int {
 		return code // silent exit: the command already spoke
 	}
 	msg := lowerFirst(err.Error())
-	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, oneLine(msg))
+	// stderr is most often a terminal, and a message may quote a task's
+	// title or a command's output: escapes are shown, not obeyed.
+	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, termtext.Visible(oneLine(msg)))
 	if rt.JSON {
 		rec := protocol.ErrorEvent{Type: protocol.EventError, Tool: rt.Spec.Name, Kind: Kind(err), Message: msg, ExitCode: code}
 		if le := lineOf(err); le > 0 {

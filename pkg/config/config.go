@@ -7,12 +7,16 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // Source names the layer a value came from.
@@ -234,3 +238,51 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 // BadInput marks the error as a usage error (exit 2).
 func (e *InputError) BadInput() bool { return true }
+
+// Secrets returns what the configuration holds that must never be written
+// out: the values of secret keys (named by their variable when set in the
+// environment) and string fields named like secrets inside object keys,
+// such as a provider's "api_key". Callers register them for redaction.
+func (c *Config) Secrets() []secrets.Secret {
+	var out []secrets.Secret
+	for _, name := range slices.Sorted(maps.Keys(c.values)) {
+		v := c.values[name]
+		switch val := v.Value.(type) {
+		case string:
+			if v.Secret && val != "" {
+				n := name
+				if v.Source == SourceEnv {
+					n = v.Origin
+				}
+				out = append(out, secrets.Secret{Name: n, Value: val})
+			}
+		case json.RawMessage:
+			var obj any
+			if json.Unmarshal(val, &obj) == nil {
+				out = appendSecretFields(out, name, obj)
+			}
+		}
+	}
+	return out
+}
+
+// appendSecretFields collects the string fields named like secrets in a
+// decoded JSON value, named by their path (providers.ollama.api_key).
+func appendSecretFields(out []secrets.Secret, path string, v any) []secrets.Secret {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			p := path + "." + k
+			if s, ok := x[k].(string); ok && secrets.IsSecretName(k) {
+				out = append(out, secrets.Secret{Name: p, Value: s})
+				continue
+			}
+			out = appendSecretFields(out, p, x[k])
+		}
+	case []any:
+		for i, e := range x {
+			out = appendSecretFields(out, fmt.Sprintf("%s.%d", path, i), e)
+		}
+	}
+	return out
+}

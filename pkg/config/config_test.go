@@ -252,3 +252,21 @@ func TestNumbersOutOfRange(t *testing.T) {
 		t.Fatalf("876000h: %v %v", cfg, err)
 	}
 }
+
+// Secrets: the secret keys' values (named by their variable when set in
+// the environment) and secret-named fields of object keys, for redaction.
+func TestSecrets(t *testing.T) {
+	p := writeConfig(t, `{"openai_api_key":"from-the-file-123","providers":{"local":{"kind":"openai-compatible","base_url":"http://x","api_key":"provider-key-456"}}}`)
+	c, err := Load(Options{File: p, LookupEnv: envFunc(map[string]string{"HOME": "/h", "ANTHROPIC_API_KEY": "from-the-env-789"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range c.Secrets() {
+		got = append(got, s.Name+"="+s.Value)
+	}
+	want := "ANTHROPIC_API_KEY=from-the-env-789 openai_api_key=from-the-file-123 providers.local.api_key=provider-key-456"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("Secrets() = %q, want %q", got, want)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // Marshal encodes v as one JSON line, newline included, without HTML
@@ -48,7 +50,9 @@ func Append(path string, records ...any) error {
 }
 
 // AppendRaw appends data, which must be whole newline-terminated lines, to
-// path under an exclusive flock in a single write. When a previous writer
+// path under an exclusive flock in a single write. Secrets in data (see
+// package secrets) are redacted first: every journal powerglide keeps
+// under its home is appended here. When a previous writer
 // left a last line without its newline (a full disk, a writer killed in the
 // middle of its write), that line is ended first: kept when it is whole
 // JSON, blanked with spaces when it is a torn fragment, so the file never
@@ -60,9 +64,12 @@ func AppendRaw(path string, data []byte) error {
 	if data[len(data)-1] != '\n' {
 		return fmt.Errorf("append %s: data does not end with a newline", path)
 	}
+	data = secrets.Redact(data)
 	// One descriptor to lock, look at the last byte and append: the flock
 	// is the one other writers take through gofrs/flock on the same path.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	// 0600: the logs appended here (journals, memory, recordings) hold
+	// conversation content.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 func TestDecoderLineNumbers(t *testing.T) {
@@ -248,4 +250,17 @@ func FuzzDecoder(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every journal line is redacted: a registered secret and a key shape.
+func TestAppendRedacts(t *testing.T) {
+	secrets.Register(secrets.Secret{Name: "JOURNAL_TOKEN", Value: "journal-token-value-1"})
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := Append(p, map[string]string{"msg": "token journal-token-value-1 key AKIAIOSFODNN7EXAMPLE"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if string(b) != `{"msg":"token [redacted:JOURNAL_TOKEN] key [redacted:aws-access-key]"}`+"\n" {
+		t.Fatalf("got %s", b)
+	}
 }

@@ -158,6 +158,15 @@ func badStream(format string, args ...any) *Error {
 	return &Error{Kind: protocol.KindServer, Retryable: true, Message: fmt.Sprintf(format, args...)}
 }
 
+// badUsage reports a server that counts a usage no call has: negative
+// tokens, a cost that is not a number. Kind server, and not retryable: the
+// answer may have streamed already, asking again spends more on a broken
+// server, and a call whose cost cannot be known must not count as made
+// (summed into totals, it would evade every budget).
+func badUsage(err error) *Error {
+	return &Error{Kind: protocol.KindServer, Message: fmt.Sprintf("the server reported a usage no call has, %v: the call is refused, not retried", err), Err: err}
+}
+
 // ErrTruncated is the cause of a stream that ended before its last event.
 var ErrTruncated = fmt.Errorf("stream ended before the end of the message")
 

@@ -323,6 +323,9 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 			}
 			return nil, e
 		}
+		if u := ch.Usage; u != nil && (u.PromptTokens < 0 || u.CompletionTokens < 0 || u.PromptTokensDetails.CachedTokens < 0) {
+			return nil, badUsage(fmt.Errorf("prompt_tokens %d, completion_tokens %d, cached_tokens %d", u.PromptTokens, u.CompletionTokens, u.PromptTokensDetails.CachedTokens))
+		}
 		if u := ch.Usage; u != nil && u.PromptTokens+u.CompletionTokens > 0 {
 			cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens) // prompt_tokens includes the cached ones
 			end.Usage = protocol.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}

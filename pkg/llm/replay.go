@@ -15,6 +15,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // ReplayFormat documents the session file that the replay provider plays
@@ -44,7 +45,9 @@ func Fingerprint(req *protocol.Request) string {
 		Messages []protocol.Message `json:"messages"`
 		Tools    []protocol.ToolDef `json:"tools"`
 	}{req.System, req.Messages, req.Tools})
-	sum := sha256.Sum256(b)
+	// Over the request as recorded, secrets redacted, so a request that
+	// quotes a key matches its recording.
+	sum := sha256.Sum256(secrets.Redact(b))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
@@ -250,12 +253,16 @@ type Recorder struct {
 	Path string
 }
 
-// Record appends one call: the request and the events it produced.
+// Record appends one call: the request and the events it produced. It
+// records no transport detail (no header, no key), and the line is
+// appended through jsonl, which redacts secrets; consecutive text and
+// thinking deltas are joined first, so a key the model streamed in pieces
+// is redacted whole.
 func (rec *Recorder) Record(req *protocol.Request, events []any) error {
 	c := ReplayCall{Type: "call", Fingerprint: Fingerprint(req), Model: req.Model}
 	r := protocol.Request{System: req.System, Messages: req.Messages, Tools: req.Tools}
 	c.Request = &r
-	for _, ev := range events {
+	for _, ev := range joinDeltas(events) {
 		b, err := json.Marshal(withID(ev, ""))
 		if err != nil {
 			return err
@@ -266,6 +273,41 @@ func (rec *Recorder) Record(req *protocol.Request, events []any) error {
 		return fmt.Errorf("record %s: %w", rec.Path, err)
 	}
 	return nil
+}
+
+// joinDeltas returns events with each run of text deltas, and of thinking
+// deltas, joined into one event.
+func joinDeltas(events []any) []any {
+	out := make([]any, 0, len(events))
+	for _, ev := range events {
+		switch e := ev.(type) {
+		case *protocol.TextEvent:
+			if prev, ok := lastOf[*protocol.TextEvent](out); ok {
+				j := *prev
+				j.Text += e.Text
+				out[len(out)-1] = &j
+				continue
+			}
+		case *protocol.ThinkingEvent:
+			if prev, ok := lastOf[*protocol.ThinkingEvent](out); ok {
+				j := *prev
+				j.Text += e.Text
+				out[len(out)-1] = &j
+				continue
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func lastOf[T any](events []any) (T, bool) {
+	var zero T
+	if len(events) == 0 {
+		return zero, false
+	}
+	t, ok := events[len(events)-1].(T)
+	return t, ok
 }
 
 // withID returns a copy of a model event with its id replaced.

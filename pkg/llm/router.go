@@ -386,6 +386,11 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 		attemptDone := actx.Err() != nil
 		cancel()
 		if err == nil {
+			if uerr := end.Usage.Check(); uerr != nil {
+				e := badUsage(uerr)
+				e.Model = id
+				return nil, e
+			}
 			if priced {
 				end.Usage.CostUSD = info.Cost(end.Usage)
 			}

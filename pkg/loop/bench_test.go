@@ -22,7 +22,7 @@ import (
 func BenchmarkLoopSteps(b *testing.B) {
 	const steps = 200
 	llm := NewServeLLM(fakeCmd(b, fmt.Sprint("llm ", steps)), os.Stderr)
-	tools := NewServeTools(fakeCmd(b, "tools"), fakeCmd(b, "list"), "", os.Stderr)
+	tools := NewServeTools(fakeCmd(b, "tools"), fakeCmd(b, "list"), "", nil, os.Stderr)
 	defer llm.Close()
 	defer tools.Close()
 	home := b.TempDir()

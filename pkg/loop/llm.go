@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -68,6 +69,7 @@ type coprocess struct {
 	stderr  io.Writer
 	kind    string // "model" or "tools", for errors
 	dir     string
+	env     []string // nil: this process's
 
 	mu      sync.Mutex
 	cmd     *proc.Child
@@ -96,7 +98,11 @@ func (c *coprocess) start() error {
 	// (PR_SET_PDEATHSIG); what it leaves in its group ends with it.
 	cmd.Tied = true
 	cmd.EndGroup = true
-	cmd.Env = append(os.Environ(), proc.EnvTied+"=1")
+	env := c.env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(slices.Clip(env), proc.EnvTied+"=1")
 	cmd.Dir = c.dir
 	cmd.Stderr = c.stderr
 	in, err := cmd.StdinPipe()
@@ -305,6 +311,11 @@ func handleModelLine(line []byte, onEvent func(any)) (*protocol.EndEvent, bool, 
 	}
 	switch e := ev.(type) {
 	case *protocol.EndEvent:
+		// Negative or NaN usage would evade the budgets: the component
+		// is broken.
+		if err := e.Usage.Check(); err != nil {
+			return nil, true, fmt.Errorf("model component: end: usage: %w", err)
+		}
 		return e, true, nil
 	case *protocol.ErrorEvent:
 		return nil, true, &ModelError{Event: *e}

@@ -144,7 +144,7 @@ func (h *harness) count(typ string) int { return strings.Count(h.out.String(), `
 
 func TestRunWithCoprocesses(t *testing.T) {
 	llm := NewServeLLM(fakeCmd(t, "llm 3"), os.Stderr)
-	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", os.Stderr)
+	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", nil, os.Stderr)
 	defer llm.Close()
 	defer tools.Close()
 	h := newHarness(t, llm, tools, "one", "two")
@@ -178,7 +178,7 @@ func TestParallelCallsKeepOrder(t *testing.T) {
 		},
 		say("done"),
 	}}
-	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", os.Stderr)
+	tools := NewServeTools(fakeCmd(t, "tools"), fakeCmd(t, "list"), "", nil, os.Stderr)
 	defer tools.Close()
 	h := newHarness(t, llm, tools, "p")
 	if res := h.run(t); res.State != Done {
@@ -255,6 +255,16 @@ func TestCommandComponents(t *testing.T) {
 	llm = &CommandLLM{Cmdline: "echo '{\"type\":\"start\",\"provider\":\"p\",\"model\":\"m\"}'"}
 	if _, err = llm.Call(context.Background(), &protocol.Request{}, nil); !errors.Is(err, protocol.ErrNoEnd) {
 		t.Errorf("want ErrNoEnd, got %v", err)
+	}
+	// A component reporting a usage no call has (which would evade the
+	// budgets) is broken: the call fails, and it is no model error the
+	// next task could survive.
+	for _, usage := range []string{`{"input_tokens":-1000000,"output_tokens":5}`, `{"output_tokens":5,"cost_usd":-1499999.99997}`} {
+		llm = &CommandLLM{Cmdline: `echo '{"type":"end","stop_reason":"end_turn","message":{"role":"assistant","content":"hi"},"usage":` + usage + `}'`}
+		end, err := llm.Call(context.Background(), &protocol.Request{}, nil)
+		if err == nil || end != nil || errors.As(err, &me) || !strings.Contains(err.Error(), "model component: end: usage:") {
+			t.Errorf("usage %s: end %v, err %v; want the component refused", usage, end, err)
+		}
 	}
 }
 
@@ -476,6 +486,11 @@ func TestReplayMatchesLiveConversation(t *testing.T) {
 	}
 	if rp.Steps != 10 {
 		t.Errorf("steps %d", rp.Steps)
+	}
+	// A usage edited negative would buy calls past a budget on resume.
+	neg := `{"type":"message","task":"task-1","message":{"role":"assistant","content":[{"type":"text","text":"x"}]},"usage":{"input_tokens":5,"output_tokens":5,"cost_usd":-100}}`
+	if _, err := ReadMemory(strings.NewReader(body + "\n" + neg + "\n")); err == nil || !strings.Contains(err.Error(), "usage: cost_usd is not a cost (-100)") {
+		t.Errorf("negative usage in memory: %v", err)
 	}
 }
 

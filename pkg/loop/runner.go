@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -27,8 +29,10 @@ When the task is complete, answer without calling any tool: give a short summary
 
 // Options configure a run. The zero value of a limit disables it.
 type Options struct {
-	Workdir   string
-	System    string
+	Workdir string
+	System  string
+	// Guard is the exfiltration guard (nil: off).
+	Guard     *guard.Guard
 	Model     string
 	MaxTokens int
 	// ModelInfo is the model's row of pg-llm's table, when known (logged
@@ -55,6 +59,8 @@ type Options struct {
 	MaxSteps        int
 	BreakerSame     int
 	BreakerFailures int
+	BreakerOutput   int // the same output of a tool this many times in a row
+	BreakerCycle    int // a cycle of 2 to 4 calls repeated this many times
 	Budget          Budget
 	Velocity        float64 // steps per second; 0 with VelocitySet pauses
 	VelocitySet     bool
@@ -63,6 +69,18 @@ type Options struct {
 	ContextWindow int // tokens; 0 disables windowing
 	Reserve       int // tokens kept free besides max_tokens
 	KeepMessages  int // recent messages summarization keeps
+	// ContextSoft and ContextHard are the thresholds, as shares of the
+	// usable window, past which old tool outputs are pruned and older
+	// turns summarized (0: the defaults).
+	ContextSoft float64
+	ContextHard float64
+	// ToolOutputMax is the most tokens one tool output keeps in the
+	// conversation (0: a quarter of the usable window); OutputDir is where
+	// longer ones are saved whole (default: outputs/ in the session).
+	ToolOutputMax int
+	OutputDir     string
+	// NoContextFiles leaves out AGENTS.md and CLAUDE.md.
+	NoContextFiles bool
 
 	Team      *teamdir.Dir // team mode: the worker record is kept here
 	Worker    string
@@ -95,6 +113,10 @@ type Result struct {
 	// with tasks left in the queue; it ended without <POWERGLIDE_DONE>.
 	Idle     bool
 	IdleLeft string // what was left, for the message
+	// Cancelled counts tasks taken back (lease lost, cancelled in the
+	// queue); Released, tasks given back unfinished.
+	Cancelled int
+	Released  int
 }
 
 // Waiter is a task source that can tell a queue with nothing claimable
@@ -138,6 +160,9 @@ type Runner struct {
 	sys   string
 	cur   *taskRun
 	res   Result
+	est   *Estimator
+	times timings
+	steps int // model turns of this process
 
 	failReason string
 	failRetry  bool
@@ -150,6 +175,10 @@ type Runner struct {
 	lastWrite time.Time
 	curMu     sync.Mutex  // guards cur for the heartbeat
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
+	// last is the conversation of the task that ended last (FollowUpBase),
+	// for a follow-up task; lastTask its id.
+	last     []protocol.Message
+	lastTask string
 }
 
 type taskRun struct {
@@ -168,6 +197,9 @@ type taskRun struct {
 	lastVerify  string
 	usage       protocol.Usage
 	lastRenew   time.Time
+	// summaryAgain is the conversation length before which no new summary
+	// is made: the last one did not bring it under the hard threshold.
+	summaryAgain int
 }
 
 // NewRunner checks the options and returns a runner.
@@ -187,10 +219,29 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.KeepMessages <= 0 {
 		o.KeepMessages = 8
 	}
+	if o.ContextSoft <= 0 {
+		o.ContextSoft = DefaultContextSoft
+	}
+	if o.ContextHard <= 0 {
+		o.ContextHard = DefaultContextHard
+	}
+	if o.ContextSoft > o.ContextHard || o.ContextHard > 1 {
+		return nil, fmt.Errorf("loop: the context thresholds must be 0 < soft (%g) ≤ hard (%g) ≤ 1", o.ContextSoft, o.ContextHard)
+	}
+	if o.ContextWindow > 0 && o.ContextWindow-o.MaxTokens-o.Reserve < minOutputTokens*4 {
+		return nil, fmt.Errorf("loop: a context window of %d tokens leaves no room once max_tokens (%d) and the reserve (%d) are kept free", o.ContextWindow, o.MaxTokens, o.Reserve)
+	}
 	if o.Workdir == "" {
 		o.Workdir = "."
 	}
-	return &Runner{o: o, state: Idle}, nil
+	if o.Guard == nil {
+		o.Guard = guard.New(guard.Off)
+	}
+	model := o.Model
+	if o.ModelInfo != nil && o.ModelInfo.ID != "" {
+		model = o.ModelInfo.ID
+	}
+	return &Runner{o: o, state: Idle, est: NewEstimator(model)}, nil
 }
 
 var errLeaseLost = errors.New("lease lost: another worker may hold the task")
@@ -200,6 +251,7 @@ var errLeaseLost = errors.New("lease lost: another worker may hold the task")
 // <POWERGLIDE_ERROR>, except when a signal interrupted the run.
 func (r *Runner) Run(ctx context.Context) Result {
 	r.runCtx = ctx
+	r.times.start = time.Now()
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	var hbDone chan struct{}
 	if r.o.Team != nil {
@@ -210,9 +262,11 @@ func (r *Runner) Run(ctx context.Context) Result {
 	if s := r.o.Session; s != nil {
 		s.Info.Status = "running"
 		s.Info.PID = os.Getpid()
+		_, s.Info.PIDStart, _ = proc.Self()
 		if r.o.Resume != nil {
 			r.usage = r.o.Resume.Usage
 			r.step = max(s.Info.Step, r.o.Resume.TotalSteps)
+			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
 		}
 	}
 	r.fire(Start, "")
@@ -241,6 +295,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 			w.Paused = false
 		})
 	}
+	r.o.Events.Emit(r.summary())
 	switch {
 	case r.res.Signal, r.res.Idle:
 	case r.state == Done:
@@ -333,7 +388,7 @@ func (r *Runner) taskFail(reason string, retry bool) (Input, string) {
 // limit reports a limit; run-scoped limits end the run.
 func (r *Runner) limit(le *LimitError, runScoped bool) (Input, string) {
 	r.res.Limit = true
-	ev := &protocol.LoopLimitEvent{Type: protocol.LoopLimit, TS: r.now(), Step: r.step, Limit: le.Limit, Reason: le.Reason}
+	ev := &protocol.LoopLimitEvent{Type: protocol.LoopLimit, TS: r.now(), Step: r.step, Limit: le.Limit, Pattern: le.Pattern, Reason: le.Reason}
 	if r.cur != nil {
 		ev.Task = r.cur.task.ID
 	}
@@ -388,9 +443,15 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	if r.sys == "" {
 		r.sys = DefaultSystem
 	}
-	if pc := ProjectContext(r.o.Workdir); pc != "" {
+	if r.o.VelocityFile != "" {
+		r.sys += paceNote()
+	}
+	if r.o.NoContextFiles {
+		r.log("info", "project context files (AGENTS.md, CLAUDE.md) left out")
+	} else if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
+	r.o.Guard.Trust(r.sys)
 	if m := r.o.ModelInfo; m != nil {
 		prices := "prices unknown"
 		if m.Priced() {
@@ -437,17 +498,19 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	tr := &taskRun{task: t, ctx: tctx, cancel: cancel, lastRenew: r.now()}
-	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures}
+	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures, OutputMax: r.o.BreakerOutput, CycleMax: r.o.BreakerCycle}
 	if restore != nil && restore.Current != nil && restore.Current.ID == t.ID && len(restore.Conv) > 0 {
 		tr.conv, tr.steps, tr.iter = restore.Conv, restore.Steps, restore.Iter
+		r.o.Guard.Rebuild(r.sys, tr.conv)
 		r.log("info", "resumed task %s with %d messages", t.ID, len(tr.conv))
 	} else {
 		if it, ok := r.o.Source.(interface{ Iterations(*protocol.Task) int }); ok {
 			tr.iter = it.Iterations(t)
 		}
 		first := r.userMessage(r.taskPrompt(t, tr.iter+1, ""))
-		tr.conv = []protocol.Message{first}
-		r.remember(MemoryRecord{Type: MemTask, Task: t.ID, Status: "started", TaskRec: t})
+		prev, follows := r.followUp(t)
+		tr.conv = append(prev, first)
+		r.remember(MemoryRecord{Type: MemTask, Task: t.ID, Status: "started", TaskRec: t, Follows: follows})
 		r.remember(MemoryRecord{Type: MemMessage, Task: t.ID, Message: &first})
 	}
 	r.curMu.Lock()
@@ -472,6 +535,7 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 func (r *Runner) waitTask(ctx context.Context, w Waiter) (*protocol.Task, error) {
 	r.waiting.Store(true)
 	defer r.waiting.Store(false)
+	defer func(start time.Time) { r.times.wait += time.Since(start) }(time.Now())
 	var until time.Time
 	if r.o.IdleWait > 0 {
 		until = time.Now().Add(r.o.IdleWait)
@@ -503,6 +567,7 @@ func (r *Runner) waitTask(ctx context.Context, w Waiter) (*protocol.Task, error)
 }
 
 func (r *Runner) userMessage(text string) protocol.Message {
+	r.o.Guard.Trust(text)
 	return protocol.Message{Role: protocol.RoleUser, Content: protocol.Content{{Type: protocol.BlockText, Text: text}}}
 }
 
@@ -674,39 +739,43 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	tr := r.cur
-	if err := r.pace(tr.ctx); err != nil {
+	paceStart := time.Now()
+	err := r.pace(tr.ctx)
+	r.times.wait += time.Since(paceStart)
+	if err != nil {
 		return r.taskCtxErr()
 	}
 	if r.o.MaxSteps > 0 && tr.steps >= r.o.MaxSteps {
 		return r.limit(&LimitError{Limit: LimitSteps, Reason: fmt.Sprintf("%d steps taken, the limit is %d", tr.steps, r.o.MaxSteps)}, false)
 	}
 	if err := r.window(tr.ctx); err != nil {
-		var le *LimitError
-		switch {
-		case tr.ctx.Err() != nil:
-			return r.taskCtxErr()
-		case errors.As(err, &le):
-			return r.limit(le, true) // the summarizing call would pass the budget
-		}
-		return r.modelFailure(err)
+		return r.windowFailure(err)
 	}
 	req := r.request(tr.conv)
-	if err := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); err != nil {
+	est := r.est.Request(req)
+	if err := r.o.Budget.Check(r.usage, est, r.o.MaxTokens); err != nil {
 		return r.limit(err.(*LimitError), true)
 	}
 	r.step++
+	r.steps++
 	tr.steps++
-	end, err := r.call(tr.ctx, req, r.onModelEvent)
+	end, err := r.callModel(tr.ctx, req)
 	var me *ModelError
 	if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
-		// The estimate was short: compact as if the window were full, once.
-		r.log("warn", "context overflow reported by the model: compacting and retrying")
-		if cerr := r.compact(tr.ctx, 0); cerr == nil {
-			req = r.request(tr.conv)
-			if berr := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); berr != nil {
-				return r.limit(berr.(*LimitError), true)
-			}
-			end, err = r.call(tr.ctx, req, r.onModelEvent)
+		// The estimate was short: it is raised, and the conversation
+		// compacted to well under it, once.
+		r.log("warn", "context overflow reported by the model at about %d estimated tokens: compacting and retrying", est)
+		r.est.Raise(1.2)
+		if cerr := r.compact(tr.ctx, r.est.Request(req), true); cerr != nil {
+			return r.windowFailure(cerr)
+		}
+		req = r.request(tr.conv)
+		if berr := r.o.Budget.Check(r.usage, r.est.Request(req), r.o.MaxTokens); berr != nil {
+			return r.limit(berr.(*LimitError), true)
+		}
+		end, err = r.callModel(tr.ctx, req)
+		if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
+			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), oneLine(me.Event.Message, 200)), false)
 		}
 	}
 	if le := (*LimitError)(nil); errors.As(err, &le) {
@@ -745,7 +814,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		r.addMessage(r.userMessage(continueText), nil)
 		return Truncated, "max_tokens: the answer was cut off, asking the model to go on"
 	}
-	tr.answer = tr.partial + text
+	tr.answer = r.guardAnswer(tr.partial + text)
 	tr.partial = ""
 	return Answer, end.StopReason
 }
@@ -802,9 +871,50 @@ func (r *Runner) toolCall() (Input, string) {
 		}
 		if len(c.Input) > 0 && !json.Valid(c.Input) {
 			tr.results[i] = failedResult(c, "the input is not valid JSON")
+			continue
+		}
+		if fs := r.o.Guard.CheckCall(c); len(fs) > 0 {
+			r.guardEvents(fs, &c)
+			if r.o.Guard.Refuses() {
+				tr.results[i] = failedResult(c, guard.Refusal(fs))
+			}
 		}
 	}
 	return Parsed, ""
+}
+
+// guardEvents reports the guard's findings about call (nil: the final
+// answer).
+func (r *Runner) guardEvents(fs []guard.Finding, call *protocol.ToolCall) {
+	action := "warned"
+	if r.o.Guard.Refuses() {
+		action = "refused"
+		if call == nil {
+			action = "removed"
+		}
+	}
+	for _, f := range fs {
+		ev := &protocol.LoopGuardEvent{Type: protocol.LoopGuard, TS: r.now(), Task: r.cur.task.ID, Step: r.step, Mode: string(r.o.Guard.Mode()),
+			Action: action, Kind: f.Kind, Match: f.Match, Source: f.Source}
+		if call != nil {
+			ev.Tool, ev.CallID = call.Name, call.ID
+		}
+		r.o.Events.Emit(ev)
+	}
+}
+
+// guardAnswer checks the final answer's Markdown images; in strict mode
+// the ones from untrusted hosts are removed from what the task records.
+func (r *Runner) guardAnswer(answer string) string {
+	fs := r.o.Guard.CheckAnswer(answer)
+	if len(fs) == 0 {
+		return answer
+	}
+	r.guardEvents(fs, nil)
+	if r.o.Guard.Refuses() {
+		return guard.StripImages(answer, fs)
+	}
+	return answer
 }
 
 func (r *Runner) executing() (Input, string) {
@@ -818,7 +928,9 @@ func (r *Runner) executing() (Input, string) {
 		}
 	}
 	if len(todo) > 0 {
+		start := time.Now()
 		res, err := r.o.Tools.Call(tr.ctx, todo)
+		r.times.tools += time.Since(start)
 		if err != nil {
 			if tr.ctx.Err() != nil {
 				return r.taskCtxErr()
@@ -826,7 +938,10 @@ func (r *Runner) executing() (Input, string) {
 			return r.fatal(fmt.Errorf("tools: %w", err))
 		}
 		for j, i := range idx {
-			tr.results[i] = res[j]
+			if res[j].Untrusted {
+				r.o.Guard.Untrusted(tr.calls[i].Name, res[j].Output)
+			}
+			tr.results[i] = redactResult(res[j])
 		}
 	}
 	failed := 0
@@ -849,6 +964,18 @@ func (r *Runner) executing() (Input, string) {
 	return Executed, fmt.Sprintf("%d ok, %d failed", len(tr.results)-failed, failed)
 }
 
+// redactResult removes secrets from a tool result before the model, the
+// events or the session see it: the tools component runs without the keys
+// pg-loop holds, so it cannot know their values.
+func redactResult(res protocol.ToolResult) protocol.ToolResult {
+	res.Output = secrets.RedactString(res.Output)
+	if res.Error != nil {
+		e := secrets.RedactString(*res.Error)
+		res.Error = &e
+	}
+	return res
+}
+
 func (r *Runner) observing() (Input, string) {
 	tr := r.cur
 	blocks := make(protocol.Content, len(tr.results))
@@ -864,11 +991,17 @@ func (r *Runner) observing() (Input, string) {
 		if res.Truncated && res.FullOutput != "" {
 			out += "\n[output truncated; the whole output is in " + res.FullOutput + "]"
 		}
+		if r.o.ContextWindow > 0 {
+			out = r.cutOutput(res.Name, out, r.outputMax())
+		}
+		if res.Untrusted {
+			out = guard.Wrap(tr.calls[i].Name, out)
+		}
 		blocks[i] = protocol.Block{Type: protocol.BlockToolResult, ID: tr.calls[i].ID, Output: out, IsError: !res.OK}
 	}
 	r.addMessage(protocol.Message{Role: protocol.RoleTool, Content: blocks}, nil)
-	for _, res := range tr.results {
-		if err := tr.breaker.Result(res); err != nil {
+	for i, res := range tr.results {
+		if err := tr.breaker.Result(tr.calls[i], res); err != nil {
 			var le *LimitError
 			errors.As(err, &le)
 			return r.limit(le, false)
@@ -911,7 +1044,9 @@ func (r *Runner) verify() (Input, string) {
 		feedback = fmt.Sprintf("The task is not complete: your answer did not contain <promise>%s</promise>. Keep working; say it only when everything is done.", w)
 	}
 	if cmd := r.verifyCmd(tr.task); cmd != "" && promiseOK {
+		start := time.Now()
 		out, err := RunVerify(tr.ctx, cmd, r.o.Workdir, r.o.VerifyTimeout)
+		r.times.verify += time.Since(start)
 		if err != nil && tr.ctx.Err() != nil {
 			return r.taskCtxErr()
 		}
@@ -976,10 +1111,15 @@ type TaskResult struct {
 
 func (r *Runner) commit() (Input, string) {
 	tr := r.cur
+	if in, reason, ok := r.leaseHeld(); !ok {
+		return in, reason
+	}
 	hash := ""
 	if r.o.Commit {
 		msg := CommitMessage(tr.answer, tr.task.Title)
+		start := time.Now()
 		h, err := GitCommit(tr.ctx, r.o.Workdir, msg)
+		r.times.verify += time.Since(start)
 		if err != nil {
 			if tr.ctx.Err() != nil {
 				return r.taskCtxErr()
@@ -1009,6 +1149,43 @@ func (r *Runner) commit() (Input, string) {
 	return Committed, hash
 }
 
+// errLeaseLostBeforeCommit is the reason of a task whose lease was gone
+// when the work was about to be committed.
+var errLeaseLostBeforeCommit = errors.New("lease lost before commit: nothing committed; another worker may hold the task")
+
+// leaseHeld checks, right before the commit, that the task's lease is still
+// this worker's: a renewal with its fencing token, which fails once another
+// worker holds the task (the lease ran out during a long verify, a pause, a
+// stopped process, and the task was claimed again). Then nothing is
+// committed, in git or in the queue: the work is the new holder's to do and
+// commit. The renewal also extends the lease, so it cannot run out between
+// the check and the commit. With ok false, in and reason are the outcome.
+func (r *Runner) leaseHeld() (in Input, reason string, ok bool) {
+	tr := r.cur
+	err := r.o.Source.Renew(tr.ctx, tr.task)
+	switch {
+	case err == nil:
+		tr.lastRenew = time.Now()
+		return "", "", true
+	case errors.Is(err, ErrLeaseLost):
+		token := int64(0)
+		if tr.task.Claim != nil {
+			token = tr.task.Claim.Token
+		}
+		r.log("warn", "task %s: lease lost before commit (token %d): nothing committed: %v", tr.task.ID, token, err)
+		tr.cancel(errLeaseLostBeforeCommit) // the task is not ours to fail or release
+		r.failReason = errLeaseLostBeforeCommit.Error()
+		return TaskFailed, r.failReason, false
+	case tr.ctx.Err() != nil:
+		in, reason = r.taskCtxErr()
+		return in, reason, false
+	}
+	// The queue cannot say whether the lease is held: committing could
+	// do the work twice, so the run stops (the task is released).
+	in, reason = r.fatal(fmt.Errorf("renew task %s before commit: %w", tr.task.ID, err))
+	return in, reason, false
+}
+
 // endTask fails or releases the current task in its source.
 func (r *Runner) endTask(status, reason string, retry bool) {
 	tr := r.cur
@@ -1018,11 +1195,14 @@ func (r *Runner) endTask(status, reason string, retry bool) {
 	// Use a short fresh context: the task's may be cancelled (signal).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lost := errors.Is(context.Cause(tr.ctx), errLeaseLost)
+	cause := context.Cause(tr.ctx)
+	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit)
 	var err error
 	switch {
 	case lost:
+		r.res.Cancelled++
 	case status == "released":
+		r.res.Released++
 		err = r.o.Source.Release(ctx, tr.task)
 	default:
 		r.res.Failed++
@@ -1039,6 +1219,7 @@ func (r *Runner) closeTask(status, reason string) {
 	r.o.Events.Emit(&protocol.LoopTaskEvent{Type: protocol.LoopTask, TS: r.now(), Task: tr.task.ID, Title: tr.task.Title, Status: status, Reason: reason, Usage: tr.usage})
 	if status != "released" {
 		r.remember(MemoryRecord{Type: MemTask, Task: tr.task.ID, Status: status, Reason: reason})
+		r.last, r.lastTask = FollowUpBase(tr.conv), tr.task.ID
 	}
 	tr.cancel(nil)
 	r.curMu.Lock()
@@ -1086,59 +1267,6 @@ func (r *Runner) finishSession() {
 	r.saveSession()
 }
 
-// window keeps the next request inside the model's context window: old
-// tool outputs are pruned first, then older turns are summarized.
-func (r *Runner) window(ctx context.Context) error {
-	if r.o.ContextWindow <= 0 {
-		return nil
-	}
-	limit := r.o.ContextWindow - r.o.MaxTokens - r.o.Reserve
-	if EstimateTokens(r.request(r.cur.conv)) <= limit {
-		return nil
-	}
-	return r.compact(ctx, limit)
-}
-
-// compact prunes old tool outputs, then summarizes older turns, until the
-// request fits limit tokens (limit 0: do both, whatever the size).
-func (r *Runner) compact(ctx context.Context, limit int) error {
-	tr := r.cur
-	before := len(tr.conv) - r.o.KeepMessages
-	if before > 1 {
-		tr.conv = pruneBefore(tr.conv, before)
-		r.remember(MemoryRecord{Type: MemPrune, Task: tr.task.ID, Before: before})
-		est := EstimateTokens(r.request(tr.conv))
-		r.log("info", "context window: pruned old tool outputs, about %d tokens now (limit %d)", est, limit)
-		if limit > 0 && est <= limit {
-			return nil
-		}
-	}
-	cut := summaryCut(tr.conv, r.o.KeepMessages)
-	if cut == 0 {
-		if limit == 0 {
-			return errors.New("nothing left to compact")
-		}
-		return nil // nothing old enough: let the model report an overflow
-	}
-	req := &protocol.Request{Model: r.o.Model, System: summarizeSystem, MaxTokens: r.o.MaxTokens,
-		Messages: []protocol.Message{r.userMessage("The task:\n" + tr.conv[0].Content.Text() + "\n\nThe work so far:\n" + transcript(tr.conv[1:cut]) + "\nSummarize it.")}}
-	if err := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); err != nil {
-		return err
-	}
-	end, err := r.call(ctx, req, nil)
-	if err != nil {
-		return fmt.Errorf("summarize the conversation: %w", err)
-	}
-	u := end.Usage
-	r.spend(u)
-	tr.usage = tr.usage.Add(u)
-	summary := strings.TrimSpace(end.Message.Content.Text())
-	tr.conv = applySummary(tr.conv, cut, summary)
-	r.remember(MemoryRecord{Type: MemSummary, Task: tr.task.ID, KeepFrom: cut, Summary: summary, Usage: &u})
-	r.log("info", "context window: summarized %d messages, about %d tokens now", cut-1, EstimateTokens(r.request(tr.conv)))
-	return nil
-}
-
 // spend counts a model call's usage.
 func (r *Runner) spend(u protocol.Usage) {
 	r.usage = r.usage.Add(u)
@@ -1152,7 +1280,7 @@ func (r *Runner) initWorker() {
 	host, _ := os.Hostname()
 	now := r.now()
 	w := &protocol.Worker{Worker: r.o.Worker, PID: pid, PIDStart: start, Host: host, State: string(Idle),
-		HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
+		HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1, HeartbeatIntervalMS: r.o.Heartbeat.Milliseconds()}
 	if st, err := proc.ReadStat(pid); err == nil {
 		w.PGID, w.SID = st.PGID, st.SID // a watcher signals this process only while they match
 	}

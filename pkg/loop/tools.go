@@ -25,9 +25,10 @@ type Tools interface {
 }
 
 // ListCommand runs a `pg-tool list`-like command and decodes its array.
-func ListCommand(ctx context.Context, cmdline, dir string, stderr io.Writer, args ...string) ([]protocol.ToolDef, error) {
+// env is the command's environment (nil: this process's).
+func ListCommand(ctx context.Context, cmdline, dir string, env []string, stderr io.Writer, args ...string) ([]protocol.ToolDef, error) {
 	cmd := shellCommand(ctx, cmdline, args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, env
 	cmd.Stderr = stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -57,14 +58,17 @@ type ServeTools struct {
 	co      *coprocess
 	ListCmd string
 	Dir     string
+	env     []string
 	stderr  io.Writer
 }
 
-// NewServeTools runs cmdline as a tools coprocess; listCmd prints the tool definitions.
-func NewServeTools(cmdline, listCmd, dir string, stderr io.Writer) *ServeTools {
+// NewServeTools runs cmdline as a tools coprocess; listCmd prints the tool
+// definitions. env is their environment (nil: this process's); pg-loop
+// gives it without secrets, so that only the model component holds keys.
+func NewServeTools(cmdline, listCmd, dir string, env []string, stderr io.Writer) *ServeTools {
 	co := newCoprocess("tools", cmdline, stderr)
-	co.dir = dir
-	return &ServeTools{co: co, ListCmd: listCmd, Dir: dir, stderr: stderr}
+	co.dir, co.env = dir, env
+	return &ServeTools{co: co, ListCmd: listCmd, Dir: dir, env: env, stderr: stderr}
 }
 
 // List runs the list command.
@@ -72,7 +76,7 @@ func (t *ServeTools) List(ctx context.Context) ([]protocol.ToolDef, error) {
 	if t.ListCmd == "" {
 		return nil, nil
 	}
-	return ListCommand(ctx, t.ListCmd, t.Dir, t.stderr)
+	return ListCommand(ctx, t.ListCmd, t.Dir, t.env, t.stderr)
 }
 
 // Call writes every call, then waits for all their results.
@@ -146,12 +150,13 @@ func (t *ServeTools) Close() error { return t.co.Close() }
 type CommandTools struct {
 	Cmdline string
 	Dir     string
+	Env     []string // the command's environment (nil: this process's)
 	Stderr  io.Writer
 }
 
 // List runs `CMD list`.
 func (t *CommandTools) List(ctx context.Context) ([]protocol.ToolDef, error) {
-	return ListCommand(ctx, t.Cmdline, t.Dir, t.Stderr, "list")
+	return ListCommand(ctx, t.Cmdline, t.Dir, t.Env, t.Stderr, "list")
 }
 
 // Call runs the calls in parallel, one process each. A command that
@@ -181,7 +186,7 @@ func (t *CommandTools) one(ctx context.Context, c protocol.ToolCall) protocol.To
 	}
 	start := time.Now()
 	cmd := shellCommand(ctx, t.Cmdline, "call", c.Name, input)
-	cmd.Dir = t.Dir
+	cmd.Dir, cmd.Env = t.Dir, t.Env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

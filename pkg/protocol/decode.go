@@ -114,6 +114,8 @@ var (
 		LoopLimit:      func() any { return &LoopLimitEvent{} },
 		LoopTask:       func() any { return &LoopTaskEvent{} },
 		LoopLog:        func() any { return &LoopLogEvent{} },
+		LoopSummary:    func() any { return &LoopSummaryEvent{} },
+		LoopGuard:      func() any { return &LoopGuardEvent{} },
 		EventError:     func() any { return &ErrorEvent{} },
 	})
 	JournalEvents = family("journal-event", map[string]func() any{

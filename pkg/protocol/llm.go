@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Roles of a message.
@@ -195,6 +196,25 @@ type Usage struct {
 	CacheReadTokens  int     `json:"cache_read_tokens"`
 	CacheWriteTokens int     `json:"cache_write_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Check reports a usage no real call has: a negative count, or a cost that
+// is negative, NaN or infinite. Such numbers, summed into totals, would
+// evade every budget (a server reporting negative tokens once priced a call
+// at -$1,499,999.99997), so whoever takes a usage from outside refuses it.
+func (u Usage) Check() error {
+	for _, f := range [...]struct {
+		name string
+		n    int
+	}{{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens}, {"cache_read_tokens", u.CacheReadTokens}, {"cache_write_tokens", u.CacheWriteTokens}} {
+		if f.n < 0 {
+			return fmt.Errorf("%s is negative (%d)", f.name, f.n)
+		}
+	}
+	if u.CostUSD < 0 || math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) {
+		return fmt.Errorf("cost_usd is not a cost (%g)", u.CostUSD)
+	}
+	return nil
 }
 
 // Add returns the sum of two usages.

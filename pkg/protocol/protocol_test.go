@@ -63,6 +63,7 @@ var samples = []struct {
 	{"loop-event", &protocol.LoopLimitEvent{Type: "limit", TS: ts, Limit: "steps", Reason: "200 steps"}},
 	{"loop-event", &protocol.LoopTaskEvent{Type: "task", TS: ts, Task: "t-1", Status: "done"}},
 	{"loop-event", &protocol.LoopLogEvent{Type: "log", TS: ts, Level: "warn", Message: "slow"}},
+	{"loop-event", &protocol.LoopGuardEvent{Type: "guard", TS: ts, Step: 3, Mode: "strict", Action: "refused", Kind: "url", Tool: "bash", CallID: "c1", Match: "https://evil.example/x", Source: "mcp__web__fetch"}},
 	{"error", &protocol.ErrorEvent{Type: "error", Tool: "pg-queue", Kind: "usage", Message: "bad", Line: 3, ExitCode: 2}},
 	{"queue-stats", &protocol.QueueStats{Type: "stats", TS: ts, Live: 3, Pending: 1, Claimed: 1, Done: 4, Archived: 3, Claimable: 1,
 		OldestPending: "t-1", OldestPendingAge: 1.5, NextToken: 18, Throughput: protocol.QueueThroughput{Last1m: 1, Last5m: 2, Last15m: 3, PerMinute: 0.4}}},

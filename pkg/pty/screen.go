@@ -7,6 +7,7 @@ import (
 
 	"github.com/hinshun/vt10x"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // emulator is a VT emulator fed with a terminal's output. vt10x consumes
@@ -140,6 +141,12 @@ func (e *emulator) snapshot(name string) protocol.PtyScreen {
 			b.WriteRune(c)
 		}
 		s.Lines[y] = strings.TrimRight(b.String(), " ")
+	}
+	// A key on the screen is shown redacted, as in the output file.
+	if all := strings.Join(s.Lines, "\n"); secrets.Default().Has([]byte(all)) {
+		if red := strings.Split(secrets.RedactString(all), "\n"); len(red) == rows {
+			s.Lines = red
+		}
 	}
 	cur := e.vt.Cursor()
 	s.Cursor = protocol.PtyCursor{Row: min(cur.Y, rows-1), Col: min(cur.X, cols-1)}

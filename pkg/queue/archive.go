@@ -14,6 +14,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 func (q *Queue) archivePath() string { return filepath.Join(q.dir.Path(), ArchiveFile) }
@@ -64,6 +65,9 @@ func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *ch
 			delete(s.hdr.FinishedDeps, id)
 		}
 	}
+	// Redacted before it is indexed (task lines written by a process that
+	// did not know a secret may hold it).
+	buf = secrets.Redact(buf)
 	if c.rewrite {
 		// A prune replaces the archive in this change: the tasks go
 		// into its new content.
@@ -97,6 +101,49 @@ func (q *Queue) appendArchive(data []byte) error {
 		}
 	}
 	q.indexAppended(before, existed, data)
+	return nil
+}
+
+// archiveSize is the size of task-archive.jsonl, 0 when there is none.
+func (q *Queue) archiveSize() (int64, error) {
+	fi, err := os.Stat(q.archivePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", ArchiveFile, err)
+	}
+	return fi.Size(), nil
+}
+
+// trimArchive cuts off what a writer killed before its commit appended to
+// task-archive.jsonl: tasks its change would have archived, which are
+// still live in the loaded version (and would be archived again). The
+// archive thus holds each task once, for jq as for this package. Callers
+// hold the team lock; the version is settled (a committed prune's rewrite
+// is in place).
+func (q *Queue) trimArchive(s *state) error {
+	if s.hdr.ArchiveSize == nil {
+		return nil
+	}
+	size, err := q.archiveSize()
+	if err != nil || size <= *s.hdr.ArchiveSize {
+		return err
+	}
+	f, err := os.OpenFile(q.archivePath(), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("trim %s: %w", ArchiveFile, err)
+	}
+	err = f.Truncate(*s.hdr.ArchiveSize)
+	if err == nil && !q.NoSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("trim %s: %w", ArchiveFile, err)
+	}
 	return nil
 }
 

@@ -2,8 +2,10 @@ package queue
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +121,123 @@ func TestNewerVersionRefused(t *testing.T) {
 	got, _ := os.ReadFile(q.Dir().Queue())
 	if string(got) != string(doc) {
 		t.Fatalf("file changed:\n%s", got)
+	}
+}
+
+func TestJSONDepth(t *testing.T) {
+	cases := map[string]int{
+		`1`: 0, `"[[["`: 0, `[]`: 1, `{"a":1}`: 1, `[[],[[]]]`: 3, `{"a":"}]\"[","b":[{}]}`: 3,
+		strings.Repeat("[", 300) + strings.Repeat("]", 300): 300,
+	}
+	for in, want := range cases {
+		if got := jsonDepth([]byte(in)); got != want {
+			t.Errorf("jsonDepth(%.20s) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// A result nested deeper than task-queue.json can hold for jq is refused;
+// the deepest allowed keeps the whole document within MaxDepth.
+func TestResultDepth(t *testing.T) {
+	q, _ := open(t)
+	add(t, q, protocol.Task{ID: "a", Title: "a"})
+	got, err := q.Claim("w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nest := func(n int) []byte { return []byte(strings.Repeat("[", n) + strings.Repeat("]", n)) }
+	var ie *InputError
+	if _, err := q.Complete("a", got.Claim.Token, nest(300)); !errors.As(err, &ie) {
+		t.Fatalf("300 levels: %v, want InputError", err)
+	}
+	if _, err := q.Complete("a", got.Claim.Token, nest(maxValueDepth+1)); !errors.As(err, &ie) {
+		t.Fatalf("%d levels: %v, want InputError", maxValueDepth+1, err)
+	}
+	if _, err := q.Complete("a", got.Claim.Token, nest(maxValueDepth)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(q.Dir().Queue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := jsonDepth(data); d != MaxDepth {
+		t.Fatalf("task-queue.json nests %d levels, want %d", d, MaxDepth)
+	}
+}
+
+// archiveIDs returns the ids of task-archive.jsonl, line by line.
+func archiveIDs(t *testing.T, q *Queue) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(q.Dir().Path(), ArchiveFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		id, ok := archivedID([]byte(line))
+		if !ok {
+			t.Fatalf("archive line %q", line)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// A change stopped after appending to the archive but before its commit
+// leaves lines of tasks that are still live; the next change cuts them off
+// before archiving again, so the archive holds each task once.
+func TestArchiveStaysUnique(t *testing.T) {
+	q, _ := open(t)
+	defer func() { CrashHook = nil }()
+	var tasks []protocol.Task
+	for i := range 6 {
+		tasks = append(tasks, protocol.Task{ID: fmt.Sprint("a", i), Title: "a"})
+	}
+	add(t, q, tasks...)
+	for range tasks {
+		got, err := q.Claim("w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Complete(got.ID, got.Claim.Token, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Archive two tasks, then stop two archivings at "prepared".
+	CrashHook = nil
+	if n, err := q.Archive(0); err != nil || n != 6 {
+		t.Fatalf("archive: %d %v", n, err)
+	}
+	add(t, q, protocol.Task{ID: "b", Title: "b"})
+	got, _ := q.Claim("w", time.Minute)
+	q.Complete(got.ID, got.Claim.Token, nil)
+	CrashHook = func(point string) bool { return point == "prepared" }
+	for range 2 {
+		if _, err := reopen(t, q).Archive(0); !errors.Is(err, errCrashed) {
+			t.Fatalf("archive: %v, want the crash", err)
+		}
+	}
+	// The second cut off what the first appended.
+	if ids := archiveIDs(t, q); len(ids) != 7 {
+		t.Fatalf("after the stopped archivings the archive holds %v", ids)
+	}
+	CrashHook = nil
+	if n, err := reopen(t, q).Archive(0); err != nil || n != 1 {
+		t.Fatalf("archive: %d %v", n, err)
+	}
+	ids := archiveIDs(t, q)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("task %s archived twice: %v", id, ids)
+		}
+		seen[id] = true
+	}
+	if len(ids) != 7 {
+		t.Fatalf("archive holds %v, want the 7 tasks", ids)
+	}
+	st, err := q.Stats()
+	if err != nil || st.Done != 7 || st.Archived != 7 {
+		t.Fatalf("stats %+v %v", st, err)
 	}
 }

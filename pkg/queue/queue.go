@@ -185,6 +185,10 @@ func (q *Queue) mutate(fn func(s *state, now time.Time, c *change) error) error 
 		q.drop()
 		return err
 	}
+	if err := q.trimArchive(s); err != nil {
+		q.drop()
+		return err
+	}
 	now := q.now()
 	var c change
 	if err := fn(s, now, &c); err != nil {
@@ -224,7 +228,7 @@ func (q *Queue) create(fn func(s *state, now time.Time, c *change) error) (done 
 	if len(c.events) == 0 {
 		return true, nil
 	}
-	if err := os.MkdirAll(q.dir.Path(), 0o755); err != nil {
+	if err := os.MkdirAll(q.dir.Path(), teamdir.DirMode); err != nil {
 		return true, fmt.Errorf("create team dir: %w", err)
 	}
 	return false, nil
@@ -315,6 +319,14 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 	}
 	s.hdr.Journal = &pendingEvents{Offset: off, Events: raws}
 	s.hdr.ArchiveRewrite = c.rewrite
+	size := int64(len(c.archiveData))
+	if !c.rewrite {
+		var err error
+		if size, err = q.archiveSize(); err != nil {
+			return err
+		}
+	}
+	s.hdr.ArchiveSize = &size
 	gen := s.hdr.Generation + 1
 	if c.rewrite {
 		if err := q.writeArchiveNext(gen, c.archiveData); err != nil {
@@ -800,12 +812,16 @@ func (q *Queue) Renew(id string, token int64, lease time.Duration) (*protocol.Ta
 	return out, err
 }
 
-// Complete marks a held task done with its result (any JSON; nil is null).
+// Complete marks a held task done with its result (any JSON nested at most
+// MaxDepth-3 levels, so task-queue.json stays readable by jq; nil is null).
 // Completing again with the same token is a harmless success that changes
 // nothing.
 func (q *Queue) Complete(id string, token int64, result json.RawMessage) (*protocol.Task, error) {
 	if len(result) > 0 && !json.Valid(result) {
 		return nil, &InputError{Index: -1, Msg: "result is not valid JSON"}
+	}
+	if d := jsonDepth(result); d > maxValueDepth {
+		return nil, &InputError{Index: -1, Msg: fmt.Sprintf("result is nested %d levels deep, at most %d: task-queue.json must stay within %d levels for jq", d, maxValueDepth, MaxDepth)}
 	}
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {

@@ -21,6 +21,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -65,6 +66,13 @@ type header struct {
 	// rewrote task-archive.jsonl: the new archive waits in
 	// archiveNextName(generation) until it is renamed into place.
 	ArchiveRewrite bool `json:"archive_rewrite,omitempty"`
+	// ArchiveSize is the size of task-archive.jsonl that goes with this
+	// version. Tasks are appended to the archive before the version that
+	// drops them from the live file is committed; a writer killed in
+	// between leaves lines past this size, which the next writer cuts off
+	// before archiving again, so the archive never holds a task twice.
+	// Absent in files written by hand or by older versions.
+	ArchiveSize *int64 `json:"archive_size,omitempty"`
 }
 
 // pendingEvents are the journal lines of one change.
@@ -343,12 +351,14 @@ func (s *state) find(id string) (int, *entry, error) {
 	return pos, &found, nil
 }
 
+// marshalTask encodes a task as stored, secrets redacted: the stored bytes
+// are indexed, so they are redacted here and never changed later.
 func marshalTask(t *protocol.Task) ([]byte, error) {
 	b, err := jsonl.Marshal(t)
 	if err != nil {
 		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
 	}
-	return bytes.TrimSuffix(b, []byte{'\n'}), nil
+	return secrets.Redact(bytes.TrimSuffix(b, []byte{'\n'})), nil
 }
 
 // normalize makes the lists empty instead of null, as DESIGN.md §3 shows.
@@ -812,7 +822,7 @@ func replace(path string, sync bool, fill func(*os.File) error) (*os.File, error
 	}
 	err = fill(tmp)
 	if err == nil {
-		err = tmp.Chmod(0o644)
+		err = tmp.Chmod(teamdir.FileMode)
 	}
 	if err == nil && sync {
 		err = tmp.Sync()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -22,8 +23,21 @@ const (
 
 var errTimeout = errors.New("timed out")
 
+// fetchRE spots a command line that reaches the network (a URL, a
+// download tool, git clone/fetch/pull): its output is untrusted.
+var fetchRE = regexp.MustCompile(`(?i)\bhttps?://|\b(curl|wget|nc|ncat|telnet|lynx|w3m|aria2c)\b|\bgit\s+(clone|fetch|pull)\b`)
+
+// fetches reports whether a bash call's command reaches the network.
+func fetches(input json.RawMessage) bool {
+	var in struct {
+		Command string `json:"command"`
+	}
+	return json.Unmarshal(input, &in) == nil && fetchRE.MatchString(in.Command)
+}
+
 var bashTool = &Tool{
-	Name: "bash",
+	Name:      "bash",
+	Untrusted: fetches,
 	Description: `Run a shell command with bash -c in the workspace and return its combined stdout and stderr followed by its exit code.
 Use it for builds, tests, git, and programs; prefer read/grep/glob/ls to inspect files and edit/write to change them.
 The working directory starts at the workspace root (or "workdir", relative to the root); in a long-running session a "cd" carries over to the next call (not when the command ends by exec-ing another program).

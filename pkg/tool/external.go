@@ -121,6 +121,7 @@ func (s *Session) loadExternal(ctx context.Context, exe string) (*Tool, error) {
 		Description: def.Description,
 		Schema:      def.InputSchema,
 		ReadOnly:    def.ReadOnly,
+		Untrusted:   always,
 		Run: func(ctx context.Context, s *Session, input json.RawMessage) (string, error) {
 			var stdout, stderr bytes.Buffer
 			s.mu.Lock()

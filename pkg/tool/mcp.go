@@ -256,6 +256,7 @@ func (srv *mcpServer) wrap(t *mcp.Tool) *Tool {
 		Description: t.Description,
 		Schema:      schema,
 		ReadOnly:    t.Annotations != nil && t.Annotations.ReadOnlyHint,
+		Untrusted:   always,
 		Run: func(ctx context.Context, s *Session, input json.RawMessage) (string, error) {
 			return srv.call(ctx, remote, input)
 		},

@@ -22,6 +22,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/sandbox"
+	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
 // Tool is one tool a model can call.
@@ -34,6 +35,9 @@ type Tool struct {
 	// Run does the work. A non-nil error makes the result ok:false; the
 	// output, when not empty, is still returned (e.g. a failing command's output).
 	Run func(ctx context.Context, s *Session, input json.RawMessage) (string, error)
+	// Untrusted reports whether a call's output comes from outside the
+	// workspace (see protocol.ToolResult.Untrusted); nil: never.
+	Untrusted func(input json.RawMessage) bool
 
 	once     sync.Once
 	compiled *jsonschema.Resolved
@@ -62,6 +66,9 @@ type Options struct {
 	VerifyTimeout time.Duration
 	MaxOutput     int    // output cap in characters (default 30000; <0 disables)
 	OutputDir     string // where truncated outputs are saved in full
+	// MaxSaved caps one saved full output in bytes (default
+	// DefaultMaxSaved; <0 disables): a longer one keeps head and tail.
+	MaxSaved int
 	// PersistCwd makes bash's working directory carry over between calls (serve mode).
 	PersistCwd bool
 	// Env is the environment commands are given from, through the
@@ -100,12 +107,14 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	start := time.Now()
 	out := Outcome{ToolResult: protocol.ToolResult{Type: "result", ID: call.ID, Name: call.Name, Sandbox: string(s.sandbox.Mode())}}
 	finish := func(output string, err error, kind string) Outcome {
-		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, output, "output")
+		// Secrets are redacted before anything is kept: the model, the
+		// caller and the saved full output never see them.
+		out.Output, out.Truncated, out.FullOutput = s.capOutput(call, secrets.RedactString(output), "output")
 		if err != nil {
 			// Error text (a verifier's output, an external tool's stderr, an
 			// MCP server's message) gets the same cap. Its marker names the
 			// file; full_output names it too when the output was not cut.
-			msg, cut, file := s.capOutput(call, err.Error(), "error")
+			msg, cut, file := s.capOutput(call, secrets.RedactString(err.Error()), "error")
 			if cut {
 				out.Truncated = true
 				if out.FullOutput == "" {
@@ -135,6 +144,7 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	if err := t.validate(input); err != nil {
 		return finish("", err, KindBadInput)
 	}
+	out.Untrusted = t.Untrusted != nil && t.Untrusted(input)
 	output, err := t.Run(ctx, s, input)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, errTimeout) {
 		err = fmt.Errorf("%s: cancelled: %w", call.Name, context.Cause(ctx))
@@ -145,6 +155,11 @@ func (s *Session) Call(ctx context.Context, call protocol.ToolCall) Outcome {
 	}
 	return finish(output, err, "")
 }
+
+// always marks every call of a tool as untrusted: MCP and external tools,
+// whose output comes from programs (and often networks) outside the
+// workspace.
+func always(json.RawMessage) bool { return true }
 
 // inputError marks input that passed the schema but that a tool found
 // malformed (a glob or regexp that does not compile): bad input, exit 2.

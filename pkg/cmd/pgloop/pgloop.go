@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,9 +15,11 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -25,9 +28,15 @@ pg-loop runs a state machine (idle → load_tasks → pick_task → thinking →
 
 Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
 
-Every safety limit works on its own: --max-steps per task, the circuit breaker, --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
+<POWERGLIDE_DONE> means the queue is drained: every task the run had ended, not that each one succeeded (a task that failed its check or hit a limit still ends). A script tells success from failure by the exit code (0: every task done; 1: a task or the run failed; 3: nothing claimable within --idle-wait; 4: a limit stopped a task or the run; 130/143: a signal) or by the summary record that precedes the marker: {"type":"summary","ok":…,"outcome":"done|failed|limit|idle|interrupted","tasks":{"done","failed","cancelled","released"},"steps","usage" (tokens in, out, cache, cost),"wall_ms","model_ms","tools_ms","verify_ms","wait_ms","harness_ms"}.
 
-Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win).
+Every safety limit works on its own: --max-steps per task, the circuit breaker (the same call repeated, one tool failing repeatedly, the same output whatever the inputs, a cycle of 2 to 4 calls repeated; each a config key, the limit event naming the pattern), --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
+
+The context window: no request is sent that the loop's estimate puts over the model's window less max_tokens and the reserve. Past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a tool output longer than --tool-output-max keeps its head and tail, the whole text saved in outputs/ of the session, a file the model is told about. A provider's context_overflow compacts harder and retries once; a conversation that cannot fit fails its task, saying so. The model is told its velocity file (--velocity-file; by default worker-<n>.velocity in team mode, else velocity in the session), whose path its tools find in $POWERGLIDE_VELOCITY_FILE, and may write it to slow itself down (the default pg-tool gets --pass-env and --allow-write for it).
+
+Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
+
+Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
 
 All the flags: pg-loop run --help.
 
@@ -37,12 +46,17 @@ Examples:
   $ pg-loop --team web --worker 3 --verify 'make test' --commit
   $ pg-loop --fresh --promise DONE --task 'port the parser' --verify 'make test' --max-iterations 20
   $ pg-loop --pipeline feature.json --var feature='rate limiting' --var test_cmd='go test ./...'
-  $ pg-loop --continue`
+  $ pg-loop --guard strict --task 'summarise the issues' --tools-serve "pg-tool serve --mcp 'gh=github-mcp-server stdio'"
+  $ pg-loop --continue
+  $ pg-loop --continue --task 'now add tests for it'
+  $ pg-loop --fork s-20261125T101500-3f2a9c1d --task 'try it with a map instead'
+  $ pg-loop sessions`
 
 // CLI is pg-loop's grammar.
 type CLI struct {
 	cli.Common `embed:""`
-	Run        RunCmd `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
+	Run        RunCmd      `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
+	Sessions   SessionsCmd `cmd:"" help:"List the sessions (JSON Lines: id, parent, status, created, updated, tasks by status, tokens, cost, cwd), or show one with its transcript."`
 }
 
 // Spec describes pg-loop.
@@ -51,7 +65,7 @@ func Spec() *cli.Spec {
 		Name:        "pg-loop",
 		Description: description,
 		CLI:         &CLI{},
-		Schemas:     []string{"loop-event", "task", "request", "model-event", "tool-call", "tool-output", "worker"},
+		Schemas:     []string{"loop-event", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
 	}
 }
 
@@ -62,8 +76,11 @@ func Spec() *cli.Spec {
 //	$ pg-loop --team web --worker 3
 //	$ pg-loop --fresh --promise DONE --task 'port the parser to Go' --verify 'make test' --max-iterations 20
 //	$ pg-loop --pipeline testdata/pipelines/feature.json --var feature='rate limiting for the API' --var test_cmd='go test ./...'
+//	$ pg-loop --session-id parser --task 'port the parser to Go'
+//	$ pg-loop --resume parser --task 'now add tests for it'
+//	$ pg-loop --fork parser --session-id parser-map --task 'use a map for the symbol table instead'
 type RunCmd struct {
-	Task          []string          `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" sep:"none" group:"Tasks"`
+	Task          []string          `help:"A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session's unfinished tasks, as a follow-up: it starts from the conversation of the session's task that ended last." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
 	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
@@ -75,40 +92,51 @@ type RunCmd struct {
 	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
 	Var           map[string]string `help:"Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable)." placeholder:"KEY=VALUE" group:"Tasks"`
 
-	LLMServe     string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
-	ToolsServe   string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
-	ToolParallel int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
-	ToolsList    string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
-	LLM          string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
-	Tools        string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
-	Model        string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
-	MaxTokens    int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
-	System       string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
-	Workdir      string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
+	LLMServe       string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
+	ToolsServe     string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
+	ToolParallel   int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
+	ToolsList      string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
+	LLM            string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
+	Tools          string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
+	Model          string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
+	MaxTokens      int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
+	System         string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
+	NoContextFiles bool   `help:"Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt." group:"Components"`
+	Veto           string `help:"Edit veto for the run: pg-tool runs CMD before and after every edit or write, and a change that makes CMD newly fail is rolled back and the call fails with CMD's output (pg-tool --verify). Needs the default tools component." placeholder:"CMD" group:"Components"`
+	Workdir        string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
 
 	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
 	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
 	MaxVerify     int           `help:"Failed verify runs before the task fails (0: no cap). A task with an iteration cap (--max-iterations, a pipeline stage's max_iterations) runs its iterations: there this cap applies only when given." default:"3" group:"Verify"`
-	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed." group:"Verify"`
+	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed. In team mode only while the task's lease is still held (renewed with its fencing token just before): a worker that lost it commits nothing." group:"Verify"`
 
 	Fresh         bool   `help:"Ralph mode: every iteration starts a fresh conversation with the same prompt; the state lives in files and git." group:"Ralph"`
 	Promise       string `help:"Completion needs <promise>WORD</promise> in the final answer and a passing verify." placeholder:"WORD" group:"Ralph"`
 	MaxIterations int    `help:"Iterations (answers checked) per task before it fails (0: no cap)." default:"0" group:"Ralph"`
 
 	MaxSteps        int           `help:"Model turns per task before the step limit fails it." config:"loop_max_steps" env:"POWERGLIDE_MAX_STEPS" default:"200" group:"Safety"`
-	BreakerRepeat   int           `help:"Circuit breaker: the same tool with the same input this many times in a row (0: off)." default:"3" group:"Safety"`
-	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." default:"5" group:"Safety"`
+	BreakerRepeat   int           `help:"Circuit breaker: the same tool with the same input this many times in a row (0: off)." config:"loop_breaker_repeat" env:"POWERGLIDE_BREAKER_REPEAT" default:"3" group:"Safety"`
+	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." config:"loop_breaker_failures" env:"POWERGLIDE_BREAKER_FAILURES" default:"5" group:"Safety"`
+	BreakerOutput   int           `help:"Circuit breaker: the same tool returning the same output this many times in a row, whatever its inputs (0: off). New outputs never trip it." config:"loop_breaker_output" env:"POWERGLIDE_BREAKER_OUTPUT" default:"5" group:"Safety"`
+	BreakerCycle    int           `help:"Circuit breaker: a cycle of 2 to 4 calls (A B A B ..., A B C A B C ...) with the same inputs and the same outputs repeated this many times (0: off)." config:"loop_breaker_cycle" env:"POWERGLIDE_BREAKER_CYCLE" default:"3" group:"Safety"`
 	BudgetTokens    int           `help:"Token budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_tokens" env:"POWERGLIDE_BUDGET_TOKENS" default:"0" group:"Safety"`
 	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run: halt before a call that could pass it (0: none). Each call, the first included, is priced at the model's prices from 'pg-llm models' (its estimated input and its max_tokens of output); for a model without prices there (a custom model, a script component without --model) the price per token seen so far is used, so the first call runs unpriced." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
 	TeamBudgetUSD   *float64      `name:"team-budget-usd" help:"Team mode: set the team's dollar budget in its ledger (budget.json in the team directory; 0 removes the budget), as pg-monitor run --budget-usd does. Whatever sets it, every worker of the team reserves each call's estimated cost in the ledger before the call and settles the real cost after; a call that could take the team past its budget is not made: the task is released and the run exits 4. For cron workers started without pg-monitor." env:"POWERGLIDE_TEAM_BUDGET_USD" placeholder:"X" group:"Safety"`
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
+	Guard           string        `help:"Exfiltration guard: a tool call whose arguments carry a URL (or a key-shaped string) that first appeared in untrusted tool output (MCP tools, external tools, network commands), or a Markdown image from such a URL in the final answer, is reported as a guard event. warn: report only; strict: also refuse the call with a tool error the model reads (and remove the image from the task's result); off: no checks. Untrusted output always reaches the model wrapped in <untrusted source=\"TOOL\">." config:"guard" env:"POWERGLIDE_GUARD" enum:"off,warn,strict" default:"warn" placeholder:"MODE" group:"Safety"`
 
-	ContextWindow int    `help:"The model's context window in tokens: older tool outputs are pruned, then older turns summarized, before a request would pass it less max_tokens and the reserve (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
-	Reserve       int    `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
-	Resume        string `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
-	Continue      bool   `help:"Resume the latest session of this workdir." group:"Memory"`
+	ContextWindow int     `help:"The model's context window in tokens. No request is sent that the loop estimates over it, less max_tokens and the reserve (the usable window): past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a conversation still over has its long texts cut; one that cannot fit fails its task, saying so. Tokens are counted with the model's tokenizer when it is known (OpenAI's o200k models), else at 3 bytes a token, raised when the provider counts more (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
+	ContextSoft   float64 `help:"Share of the usable window past which old tool outputs (all but the last few messages) are pruned." config:"loop_context_soft" env:"POWERGLIDE_CONTEXT_SOFT" default:"0.7" placeholder:"F" group:"Memory"`
+	ContextHard   float64 `help:"Share of the usable window past which older turns are summarized by the model. A summary that leaves the conversation over it is not made again before a few new messages." config:"loop_context_hard" env:"POWERGLIDE_CONTEXT_HARD" default:"0.9" placeholder:"F" group:"Memory"`
+	ToolOutputMax int     `help:"Tokens of one tool output kept in the conversation: a longer one keeps its head and tail, and the whole text is saved (0600) in outputs/ of the session, a file the model is told about and the read tool may open (0: a quarter of the usable window)." config:"loop_tool_output_max" env:"POWERGLIDE_TOOL_OUTPUT_MAX" default:"0" placeholder:"N" group:"Memory"`
+	Reserve       int     `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
+	Resume        string  `help:"Resume a session by id: its unfinished tasks run first (the one in progress from where it stopped), then the tasks of --task or --tasks, added after them with ids of their own." placeholder:"ID" group:"Memory"`
+	Continue      bool    `help:"Resume the latest session of this workdir (as --resume)." group:"Memory"`
+	SessionID     string  `name:"session-id" help:"Start a new session with this id (letters, digits, '.', '_', '-'); exit 2 if it exists." placeholder:"ID" group:"Memory"`
+	Fork          string  `help:"Start a new session from a copy of session ID's history (its memory, tasks and options), recording ID as its parent; the two then go their own ways. With --task, the new tasks are added as with --resume." placeholder:"ID" group:"Memory"`
+	NoSession     bool    `help:"Keep no session: nothing is written under $POWERGLIDE_HOME/sessions." group:"Memory"`
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
 
@@ -140,11 +168,13 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	c.maxVerifySet = given("max-verify")
 	// A resumed session brings back its run's options, for the flags not
 	// given again.
-	var sess *loop.Session
-	var replay *loop.Replay
-	if c.Resume != "" && c.Continue {
-		return cli.Usagef("give --resume or --continue, not both")
+	if err := c.checkSession(home); err != nil {
+		return err
 	}
+	// base is the session a run goes on from: the resumed one, or the
+	// parent of a fork (whose copy is made once the flags are checked).
+	var sess, base *loop.Session
+	var replay *loop.Replay
 	if c.Continue {
 		id, err := loop.LatestSession(home, workdir)
 		if err != nil {
@@ -152,19 +182,32 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		}
 		c.Resume = id
 	}
-	if c.Resume != "" {
-		if sess, err = loop.OpenSession(home, c.Resume); err != nil {
-			return cli.Usagef("--resume: %v", err)
+	id, flag := c.Resume, "--resume"
+	if c.Fork != "" {
+		id, flag = c.Fork, "--fork"
+	}
+	if id != "" {
+		if base, err = loop.OpenSession(home, id); err != nil {
+			return cli.Usagef("%s: %v", flag, err)
 		}
-		if replay, err = sess.LoadReplay(); err != nil {
-			sess.Close()
-			return cli.Failf("session", "resume %s: %v", c.Resume, err)
+		if c.Fork != "" {
+			defer base.Close()
 		}
-		if len(sess.Info.Options) > 0 {
+		if replay, err = base.LoadReplay(); err != nil {
+			base.Close()
+			return cli.Failf("session", "%s %s: %v", flag, id, err)
+		}
+		if c.Fork != "" && base.Info.Team != "" {
+			return cli.Usagef("--fork: session %s is a team worker's: its tasks belong to team %s's queue", id, base.Info.Team)
+		}
+		if len(base.Info.Options) > 0 {
 			var saved savedOptions
-			if err := json.Unmarshal(sess.Info.Options, &saved); err == nil {
+			if err := json.Unmarshal(base.Info.Options, &saved); err == nil {
 				c.restore(saved, given)
 			}
+		}
+		if c.Resume != "" {
+			sess = base
 		}
 	}
 	o := loop.Options{
@@ -182,9 +225,15 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		MaxSteps:        c.MaxSteps,
 		BreakerSame:     c.BreakerRepeat,
 		BreakerFailures: c.BreakerFailures,
+		BreakerOutput:   c.BreakerOutput,
+		BreakerCycle:    c.BreakerCycle,
 		Budget:          loop.Budget{Tokens: c.BudgetTokens, USD: c.BudgetUSD},
 		VelocityFile:    c.VelocityFile,
 		ContextWindow:   c.ContextWindow,
+		ContextSoft:     c.ContextSoft,
+		ContextHard:     c.ContextHard,
+		ToolOutputMax:   c.ToolOutputMax,
+		NoContextFiles:  c.NoContextFiles,
 		Reserve:         c.Reserve,
 		Heartbeat:       c.Heartbeat,
 		Stderr:          rt.IO.Err,
@@ -192,6 +241,11 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := c.check(&o); err != nil {
 		return err
 	}
+	mode, err := guard.ParseMode(c.Guard)
+	if err != nil {
+		return cli.Usagef("--guard: %v", err)
+	}
+	o.Guard = guard.New(mode)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
 		if err != nil || v < 0 {
@@ -216,30 +270,55 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	}
 
 	// Task source.
-	src, err := c.source(rt, &o, home, workdir, sess, replay)
+	src, err := c.source(rt, &o, home, workdir, base, replay)
 	if err != nil {
 		return err
 	}
 	c.model(rt, cfg, &o, workdir)
-	if sess == nil {
-		if sess, err = loop.CreateSession(home, workdir, now); err != nil {
+	if !c.NoSession {
+		if sess, err = c.openSession(home, workdir, base, now); err != nil {
+			return err
+		}
+		defer sess.Close()
+		if ls, ok := src.(*loop.ListSource); ok {
+			sess.Info.Tasks = ls.Snapshot()
+		}
+		sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
+		if b, err := json.Marshal(c.saved()); err == nil {
+			sess.Info.Options = b
+		}
+		o.Session = sess
+		msg := "session " + sess.Info.ID
+		if sess.Info.Parent != "" {
+			msg += ", forked from " + sess.Info.Parent
+		}
+		fmt.Fprintf(rt.IO.Err, "pg-loop: %s\n", msg)
+	}
+	o.Source = src
+	// work holds the run's velocity file and the whole text of cut tool
+	// outputs: the session's directory, or with --no-session a temporary
+	// one removed at the end.
+	work := ""
+	if sess != nil {
+		work = sess.Dir
+	} else {
+		if work, err = os.MkdirTemp("", "pg-loop-"); err != nil {
 			return cli.Failf("session", "%v", err)
 		}
+		defer os.RemoveAll(work)
 	}
-	defer sess.Close()
-	if ls, ok := src.(*loop.ListSource); ok {
-		sess.Info.Tasks = ls.Snapshot()
+	if o.VelocityFile == "" {
+		// The model may slow itself down by writing it.
+		o.VelocityFile = filepath.Join(work, "velocity")
 	}
-	sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
-	if b, err := json.Marshal(c.saved()); err == nil {
-		sess.Info.Options = b
-	}
-	o.Session = sess
-	o.Source = src
-	fmt.Fprintf(rt.IO.Err, "pg-loop: session %s\n", sess.Info.ID)
 
 	// Components.
-	llm, tools := c.components(rt, workdir)
+	// The tools (and the model's bash) find the velocity file in their
+	// environment; it exists, so that the sandbox can let them write it.
+	if f, err := os.OpenFile(o.VelocityFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		f.Close()
+	}
+	llm, tools := c.components(rt, workdir, filepath.Join(work, "outputs"), o.VelocityFile)
 	defer llm.Close()
 	defer tools.Close()
 	o.LLM, o.Tools = llm, tools
@@ -319,7 +398,15 @@ func (c *RunCmd) resolve(cfg *config.Config) {
 	c.MaxSteps = cfg.Int("loop_max_steps")
 	c.BudgetTokens = cfg.Int("loop_budget_tokens")
 	c.BudgetUSD = cfg.Float("loop_budget_usd")
+	c.Guard = cfg.String("guard")
 	c.Lease = cfg.Duration("lease").String()
+	c.BreakerRepeat = cfg.Int("loop_breaker_repeat")
+	c.BreakerFailures = cfg.Int("loop_breaker_failures")
+	c.BreakerOutput = cfg.Int("loop_breaker_output")
+	c.BreakerCycle = cfg.Int("loop_breaker_cycle")
+	c.ContextSoft = cfg.Float("loop_context_soft")
+	c.ContextHard = cfg.Float("loop_context_hard")
+	c.ToolOutputMax = cfg.Int("loop_tool_output_max")
 	c.ContextWindow = 0 // the model's window
 	if cfg.Get("loop_context_window").Source != config.SourceDefault {
 		c.ContextWindow = cfg.Int("loop_context_window")
@@ -353,6 +440,8 @@ type savedOptions struct {
 	MaxSteps        *int              `json:"max_steps,omitempty"`
 	BreakerRepeat   *int              `json:"breaker_repeat,omitempty"`
 	BreakerFailures *int              `json:"breaker_failures,omitempty"`
+	BreakerOutput   *int              `json:"breaker_output,omitempty"`
+	BreakerCycle    *int              `json:"breaker_cycle,omitempty"`
 	BudgetTokens    *int              `json:"budget_tokens,omitempty"`
 	BudgetUSD       *float64          `json:"budget_usd,omitempty"`
 	Velocity        string            `json:"velocity,omitempty"`
@@ -360,6 +449,11 @@ type savedOptions struct {
 	Heartbeat       *time.Duration    `json:"heartbeat,omitempty"`
 	ContextWindow   *int              `json:"context_window,omitempty"` // only when set: else the model's
 	Reserve         *int              `json:"reserve,omitempty"`
+	ContextSoft     *float64          `json:"context_soft,omitempty"`
+	ContextHard     *float64          `json:"context_hard,omitempty"`
+	ToolOutputMax   *int              `json:"tool_output_max,omitempty"`
+	NoContextFiles  *bool             `json:"no_context_files,omitempty"`
+	Veto            string            `json:"veto,omitempty"`
 	ToolParallel    *int              `json:"tool_parallel,omitempty"`
 	Var             map[string]string `json:"var,omitempty"`
 }
@@ -369,8 +463,10 @@ func (c *RunCmd) saved() savedOptions {
 		Model: c.Model, MaxTokens: &c.MaxTokens, System: c.System, Verify: c.Verify, VerifyTimeout: &c.VerifyTimeout,
 		MaxVerify: &c.MaxVerify, MaxVerifySet: c.maxVerifySet, Commit: &c.Commit, Fresh: &c.Fresh, Promise: c.Promise,
 		MaxIterations: &c.MaxIterations, MaxSteps: &c.MaxSteps, BreakerRepeat: &c.BreakerRepeat, BreakerFailures: &c.BreakerFailures,
+		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
 		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
-		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var}
+		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var,
+		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, Veto: c.Veto}
 	if c.contextWindowSet {
 		s.ContextWindow = &c.ContextWindow
 	}
@@ -421,10 +517,17 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	pick(&c.MaxSteps, given("max-steps"), s.MaxSteps)
 	pick(&c.BreakerRepeat, given("breaker-repeat"), s.BreakerRepeat)
 	pick(&c.BreakerFailures, given("breaker-failures"), s.BreakerFailures)
+	pick(&c.BreakerOutput, given("breaker-output"), s.BreakerOutput)
+	pick(&c.BreakerCycle, given("breaker-cycle"), s.BreakerCycle)
 	pick(&c.BudgetTokens, given("budget-tokens"), s.BudgetTokens)
 	pick(&c.BudgetUSD, given("budget-usd"), s.BudgetUSD)
 	pick(&c.Heartbeat, given("heartbeat"), s.Heartbeat)
 	pick(&c.Reserve, given("reserve"), s.Reserve)
+	pick(&c.ContextSoft, given("context-soft"), s.ContextSoft)
+	pick(&c.ContextHard, given("context-hard"), s.ContextHard)
+	pick(&c.ToolOutputMax, given("tool-output-max"), s.ToolOutputMax)
+	pick(&c.NoContextFiles, given("no-context-files"), s.NoContextFiles)
+	str(&c.Veto, "veto", s.Veto)
 	pick(&c.ToolParallel, given("tool-parallel"), s.ToolParallel)
 	if !given("context-window") && s.ContextWindow != nil {
 		c.ContextWindow, c.contextWindowSet = *s.ContextWindow, true
@@ -476,7 +579,7 @@ func (c *RunCmd) check(o *loop.Options) error {
 	if n > 1 {
 		return cli.Usagef("give one task source: --task, --tasks, --team or --pipeline")
 	}
-	if n == 0 && c.Resume == "" && !c.Continue {
+	if n == 0 && c.Resume == "" && !c.Continue && c.Fork == "" {
 		return cli.Usagef("no tasks: give --task TEXT, --tasks FILE, --team T --worker N or --pipeline FILE")
 	}
 	if c.LLM != "" && c.LLMServe != "" {
@@ -497,7 +600,7 @@ func (c *RunCmd) check(o *loop.Options) error {
 		}
 	}
 	for name, v := range map[string]int{"--max-steps": o.MaxSteps, "--max-verify": o.MaxVerify, "--max-iterations": o.MaxIterations, "--budget-tokens": o.Budget.Tokens,
-		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens, "--tool-parallel": c.ToolParallel} {
+		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--breaker-output": o.BreakerOutput, "--breaker-cycle": o.BreakerCycle, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens, "--tool-parallel": c.ToolParallel} {
 		if v < 0 {
 			return cli.Usagef("%s must not be negative", name)
 		}
@@ -505,9 +608,18 @@ func (c *RunCmd) check(o *loop.Options) error {
 	if o.Budget.USD < 0 {
 		return cli.Usagef("--budget-usd must not be negative")
 	}
+	if c.ContextSoft <= 0 || c.ContextHard <= 0 || c.ContextSoft > c.ContextHard || c.ContextHard > 1 {
+		return cli.Usagef("--context-soft %g and --context-hard %g must be shares of the window with 0 < soft ≤ hard ≤ 1", c.ContextSoft, c.ContextHard)
+	}
+	if c.ToolOutputMax < 0 {
+		return cli.Usagef("--tool-output-max must not be negative")
+	}
+	if c.Veto != "" && (c.Tools != "" || c.ToolsServe != "") {
+		return cli.Usagef("--veto sets up the default tools component (pg-tool serve --verify CMD); with --tools or --tools-serve, give --verify CMD to your own pg-tool")
+	}
 	if c.TeamBudgetUSD != nil {
-		if *c.TeamBudgetUSD < 0 {
-			return cli.Usagef("--team-budget-usd must not be negative")
+		if v := *c.TeamBudgetUSD; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return cli.Usagef("--team-budget-usd must be a finite number that is not negative, got %v", v)
 		}
 		if c.Team == "" {
 			return cli.Usagef("--team-budget-usd needs team mode: --team T --worker N")
@@ -585,9 +697,14 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		now := time.Now().UTC()
 		var ts []protocol.Task
 		for i, t := range c.Task {
-			ts = append(ts, loop.NewTask(loop.TaskInput{ID: fmt.Sprintf("task-%d", i+1), Prompt: t}, now))
+			in := loop.TaskInput{ID: fmt.Sprintf("task-%d", i+1), Prompt: t}
+			if sess != nil {
+				// Added to a session that goes on: a follow-up.
+				in.Labels = map[string]string{loop.LabelFollowUp: "true"}
+			}
+			ts = append(ts, loop.NewTask(in, now))
 		}
-		return &loop.ListSource{Tasks: ts}, nil
+		return c.listSource(sess, replay, ts)
 	case c.Tasks != "":
 		in, name := rt.IO.In, "stdin"
 		if c.Tasks != "-" {
@@ -605,21 +722,89 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if len(ts) == 0 {
 			return nil, cli.Nothingf("--tasks: no tasks in %s", name)
 		}
-		return &loop.ListSource{Tasks: ts}, nil
+		return c.listSource(sess, replay, ts)
 	default: // a resumed --task/--tasks session
-		ts := sess.Info.Tasks
-		for i := range ts {
-			if st, ok := replay.Ended[ts[i].ID]; ok {
-				ts[i].Status = st
-			} else if ts[i].Status == protocol.StatusClaimed {
-				ts[i].Status = protocol.StatusPending
-			}
-		}
-		return &loop.ListSource{Tasks: ts}, nil
+		return c.listSource(sess, replay, nil)
 	}
 }
 
-func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Tools) {
+// listSource is the task list of a run: the new tasks, after the tasks of
+// the session the run goes on from (sess, when resumed or forked), none
+// dropped and no id used twice.
+func (c *RunCmd) listSource(sess *loop.Session, replay *loop.Replay, add []protocol.Task) (loop.Source, error) {
+	if sess == nil {
+		return &loop.ListSource{Tasks: add}, nil
+	}
+	used := map[string]bool{}
+	for id := range replay.Ended {
+		used[id] = true
+	}
+	if replay.Current != nil {
+		used[replay.Current.ID] = true
+	}
+	ts, err := loop.AppendTasks(loop.ResumedTasks(&sess.Info, replay), add, used)
+	if err != nil {
+		return nil, cli.Usagef("session %s: %v", sess.Info.ID, err)
+	}
+	return &loop.ListSource{Tasks: ts}, nil
+}
+
+// checkSession checks the session flags before anything is changed.
+func (c *RunCmd) checkSession(home string) error {
+	n := 0
+	for _, set := range []bool{c.Resume != "", c.Continue, c.Fork != ""} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return cli.Usagef("give one of --resume, --continue and --fork")
+	case c.NoSession && (n > 0 || c.SessionID != ""):
+		return cli.Usagef("--no-session keeps no session: it cannot go with --resume, --continue, --fork or --session-id")
+	case c.SessionID != "" && (c.Resume != "" || c.Continue):
+		return cli.Usagef("--session-id names a new session: give it alone or with --fork, not with --resume or --continue")
+	}
+	if c.SessionID != "" {
+		if err := teamdir.ValidName("session", c.SessionID); err != nil {
+			return cli.Usagef("--session-id: %v", err)
+		}
+		if loop.SessionExists(home, c.SessionID) {
+			return cli.Usagef("--session-id: session %s already exists (--resume %s goes on with it)", c.SessionID, c.SessionID)
+		}
+	}
+	if c.Fork != "" {
+		if err := teamdir.ValidName("session", c.Fork); err != nil {
+			return cli.Usagef("--fork: %v", err)
+		}
+	}
+	return nil
+}
+
+// openSession is the run's session: the resumed one, a fork of base, or a
+// new one (named by --session-id).
+func (c *RunCmd) openSession(home, workdir string, base *loop.Session, now time.Time) (*loop.Session, error) {
+	var sess *loop.Session
+	var err error
+	switch {
+	case c.Resume != "":
+		return base, nil
+	case c.Fork != "":
+		sess, err = loop.ForkSession(home, base, c.SessionID, workdir, now)
+	default:
+		sess, err = loop.CreateSessionID(home, workdir, c.SessionID, now)
+	}
+	var ee *loop.ExistsError
+	if errors.As(err, &ee) {
+		return nil, cli.Usagef("--session-id: %v", err)
+	}
+	if err != nil {
+		return nil, cli.Failf("session", "%v", err)
+	}
+	return sess, nil
+}
+
+func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) (loop.LLM, loop.Tools) {
 	var llm loop.LLM
 	if c.LLM != "" {
 		llm = &loop.CommandLLM{Cmdline: c.LLM, Dir: workdir, Stderr: rt.IO.Err}
@@ -631,14 +816,22 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		llm = loop.NewServeLLM(cmd, rt.IO.Err)
 	}
 	var tools loop.Tools
+	// The tools (and the model's bash) find the velocity file here.
+	env := append(toolsEnv(rt), loop.VelocityEnv+"="+velocity)
 	if c.Tools != "" {
-		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Stderr: rt.IO.Err}
+		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
 		if cmd == "" {
 			// pg-tool serves one call at a time unless told otherwise; a
 			// turn's parallel calls should run together.
-			cmd = loop.SiblingCommand("pg-tool", fmt.Sprintf("serve --parallel %d", max(c.ToolParallel, 1)))
+			// Full outputs go to the session, where the loop saves the
+			// outputs it cuts: the read tool may open both.
+			args := fmt.Sprintf("serve --parallel %d --output-dir %s --pass-env %s --allow-write %s", max(c.ToolParallel, 1), loop.ShellQuote(outputs), loop.VelocityEnv, loop.ShellQuote(velocity))
+			if c.Veto != "" {
+				args += " --verify " + loop.ShellQuote(c.Veto)
+			}
+			cmd = loop.SiblingCommand("pg-tool", args)
 			if list == "" {
 				list = loop.SiblingCommand("pg-tool", "list")
 			}
@@ -646,7 +839,25 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		if list == "" && strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
 			list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
 		}
-		tools = loop.NewServeTools(cmd, list, workdir, rt.IO.Err)
+		tools = loop.NewServeTools(cmd, list, workdir, env, rt.IO.Err)
 	}
 	return llm, tools
+}
+
+// toolsEnv is the environment of the tools component: pg-loop's own
+// without the variables named like secrets (API keys, tokens, passwords),
+// so that in a running agent only the model component holds a key. Names
+// listed in POWERGLIDE_PASS_ENV (comma-separated) are kept, for a tool
+// that needs one (pg-tool --pass-env lets it through to commands).
+func toolsEnv(rt *cli.Runtime) []string {
+	// The command's environment over the process's: the same in the real
+	// binary, and a test's own variables win.
+	env := append(os.Environ(), rt.IO.Env...)
+	var keep []string
+	for _, name := range strings.Split(rt.IO.Getenv("POWERGLIDE_PASS_ENV"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			keep = append(keep, name)
+		}
+	}
+	return secrets.ScrubEnv(env, keep...)
 }

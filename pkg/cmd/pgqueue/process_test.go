@@ -617,3 +617,94 @@ func TestCrashProcesses(t *testing.T) {
 		t.Fatalf("nothing was archived (%d) or pruned (%d)", archived, pruned)
 	}
 }
+
+// TestCrashArchiveUnique: pg-queue processes SIGKILLed while they archive
+// (by the crash hook, between the archive append and the commit, and from
+// outside at random moments) never leave a task twice in
+// task-archive.jsonl: its line count is its count of unique ids, so jq
+// over the file counts right.
+func TestCrashArchiveUnique(t *testing.T) {
+	if pgQueueBin == os.Args[0] {
+		t.Fatal("pg-queue with the crash hook could not be built")
+	}
+	rounds := 40
+	if testing.Short() {
+		rounds = 15
+	}
+	tm := newTeam(t, "archive")
+	d := tm.dir()
+	q, err := queue.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kills := 0
+	for r := range rounds {
+		// A few more finished tasks each round, for the archive to take.
+		var tasks []protocol.Task
+		for i := range 3 {
+			tasks = append(tasks, protocol.Task{ID: fmt.Sprintf("r%d-%d", r, i), Title: "t"})
+		}
+		if _, err := q.Add(tasks); err != nil {
+			t.Fatal(err)
+		}
+		for range tasks {
+			got, err := q.Claim("w", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Complete(got.ID, got.Claim.Token, json.RawMessage(`{"round":1}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := tm.cmd("", "archive")
+		c.Env = append(slices.Clip(tm.env), "PGQUEUE_TEST_CRASH=0.5")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if rand.IntN(3) == 0 {
+			timer := time.AfterFunc(time.Duration(rand.Int64N(int64(3*time.Millisecond))), func() { c.Process.Signal(syscall.SIGKILL) })
+			defer timer.Stop()
+		}
+		var ee *exec.ExitError
+		if err := c.Wait(); errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				kills++
+			} else {
+				t.Fatalf("archive: %v", err)
+			}
+		}
+	}
+	if out, code := tm.run("", "archive"); code != 0 {
+		t.Fatalf("final archive: exit %d: %s", code, out)
+	}
+	data, err := os.ReadFile(filepath.Join(d.Path(), queue.ArchiveFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	ids := map[string]int{}
+	for _, line := range lines {
+		var task protocol.Task
+		if err := json.Unmarshal([]byte(line), &task); err != nil {
+			t.Fatalf("archive line %q: %v", line, err)
+		}
+		ids[task.ID]++
+	}
+	t.Logf("%d rounds, %d archivings killed, %d archive lines", rounds, kills, len(lines))
+	if kills == 0 {
+		t.Fatal("no archiving was killed")
+	}
+	if len(lines) != len(ids) || len(ids) != 3*rounds {
+		var twice []string
+		for id, n := range ids {
+			if n > 1 {
+				twice = append(twice, id)
+			}
+		}
+		t.Fatalf("task-archive.jsonl: %d lines, %d unique ids, want %d of each; twice: %v", len(lines), len(ids), 3*rounds, twice)
+	}
+	st, err := q.Stats()
+	if err != nil || st.Live != 0 || st.Archived != 3*rounds {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+}

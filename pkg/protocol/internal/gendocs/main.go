@@ -54,21 +54,25 @@ func main() {
 }
 
 var intro = map[string]string{
-	"request":       "A model call: what `pg-llm` reads on stdin, and each line of `pg-llm serve` (with an `id`).",
-	"message":       "One turn of a conversation; `end` events carry the assistant's message ready to append.",
-	"model-event":   "What `pg-llm` writes: `start`, then deltas, tool calls, usage, retries and fallbacks, and last `end` (or `error`).",
-	"tool-def":      "A tool as a model sees it.",
-	"tool-list":     "`pg-tool list`: the definitions, ready for a request's `tools`.",
-	"tool-call":     "A call of a tool: each line `pg-tool serve` reads.",
-	"tool-result":   "`pg-tool`'s answer to a call.",
+	"request":     "A model call: what `pg-llm` reads on stdin, and each line of `pg-llm serve` (with an `id`).",
+	"message":     "One turn of a conversation; `end` events carry the assistant's message ready to append.",
+	"model-event": "What `pg-llm` writes: `start`, then deltas, tool calls, usage, retries and fallbacks, and last `end` (or `error`).",
+	"tool-def":    "A tool as a model sees it.",
+	"tool-list":   "`pg-tool list`: the definitions, ready for a request's `tools`.",
+	"tool-call":   "A call of a tool: each line `pg-tool serve` reads.",
+	"tool-result": "`pg-tool`'s answer to a call. Secrets in the output and the error are replaced by `[redacted:NAME]` (a variable's or config key's name, or a kind: `anthropic-key`, `openai-key`, `github-token`, `aws-access-key`, `bearer-token`). " +
+		"`untrusted: true` marks output brought in from outside the workspace: every MCP tool and external tool, and a `bash` command that reaches the network (a URL, curl, wget, nc, git clone/fetch/pull). " +
+		"pg-loop gives such output to the model wrapped as `<untrusted source=\"TOOL\">`, a newline, the output, a newline and `</untrusted>` (a `</untrusted>` inside the output is defused), so the model can tell data from instructions.",
 	"tool-output":   "What `pg-tool serve` writes: results, and errors for malformed lines.",
 	"tool-sandbox":  "`pg-tool sandbox`: the sandbox mode in force and what enforces each rule on this machine.",
 	"task":          "One task of the team queue (`task-queue.json`, `pg-queue list`).",
 	"worker":        "`worker-<n>.json`: a worker's own record of its state and heartbeat.",
 	"worker-status": "`pg-monitor status`: each worker with its liveness (alive, stale, stuck, dead, done), heartbeat age, task and usage.",
 	"journal-event": "`events.jsonl`: the team's journal of task changes, worker state changes and monitor actions.",
-	"loop-event":    "`pg-loop`'s stdout and `logs/worker-<n>.jsonl`.",
-	"error":         "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
+	"loop-event": "`pg-loop`'s stdout and `logs/worker-<n>.jsonl`. " +
+		"A `guard` event is a finding of the exfiltration guard (`--guard warn`, the default, or `strict`): a tool call whose arguments carry a URL on a host that first appeared in untrusted tool output (not in the system prompt, the task or the user's messages), or a key-shaped string from such output, or a Markdown image from such a host in the final answer. " +
+		"In strict mode the call is refused with a tool error the model reads (`action: refused`) and the image is removed from the task's result (`action: removed`).",
+	"error": "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
 }
 
 func render(w io.Writer) error {
