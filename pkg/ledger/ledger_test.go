@@ -228,3 +228,33 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 		t.Fatalf("reservations after the TTL: %+v", tb.Reservations)
 	}
 }
+
+// BenchmarkReserveSettle is the ledger's cost per model call: a
+// reservation and a settlement, each a locked read and an fsynced atomic
+// replace of budget.json, with n other calls in flight.
+func BenchmarkReserveSettle(b *testing.B) {
+	for _, n := range []int{0, 16} {
+		b.Run(fmt.Sprintf("inflight=%d", n), func(b *testing.B) {
+			d := teamdir.Dir{Home: b.TempDir(), Team: "t"}
+			if _, err := SetBudget(d, 1e9, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+			l := New(d, "1")
+			for range n {
+				if _, err := l.Reserve(0.01); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				id, err := l.Reserve(0.01)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Settle(id, 0.005); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
