@@ -150,8 +150,15 @@ func TestReserveBusyAndExhausted(t *testing.T) {
 	if tb.Refused == nil || tb.Refused.Worker != "2" || tb.SpentUSD != 0.05 || len(tb.Reservations) != 0 {
 		t.Fatalf("ledger: %+v", tb)
 	}
-	if _, err := b.Reserve(0.05); err != nil {
+	idb, err := b.Reserve(0.05)
+	if err != nil {
 		t.Fatalf("a call that fits exactly: %v", err)
+	}
+	if err := b.Settle(idb, 0.05); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Reserve(0); !errors.As(err, &out) {
+		t.Fatalf("a call without an estimate once the budget is spent: %v, want exhausted", err)
 	}
 	// A new budget clears the refusal; 0 removes the limit.
 	if tb, err := SetBudget(d, 0, time.Now()); err != nil || tb.Refused != nil {
