@@ -203,6 +203,8 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			Offset     int64  `json:"offset"`
 			NextOffset int64  `json:"next_offset"`
 			Matched    *bool  `json:"matched"`
+			Skipped    int64  `json:"skipped"`
+			OutputLost int64  `json:"output_lost"`
 		}
 		if jerr := json.Unmarshal(lastLine(stdout), &rec); jerr != nil {
 			if err != nil {
@@ -213,6 +215,12 @@ The result ends with the offset to pass as "since" next time, so each read retur
 		out := rec.Data
 		if out != "" && !strings.HasSuffix(out, "\n") {
 			out += "\n"
+		}
+		if rec.Skipped > 0 {
+			out = fmt.Sprintf("[%d bytes before offset %d were discarded (the session keeps only its latest output); reading from there]\n", rec.Skipped, rec.Offset) + out
+		}
+		if rec.OutputLost > 0 {
+			out += fmt.Sprintf("[%d bytes of the session's output could not be saved (disk full?); they are missing here]\n", rec.OutputLost)
 		}
 		out += fmt.Sprintf("[next_offset: %d]\n", rec.NextOffset)
 		if in.Wait != "" && (rec.Matched == nil || !*rec.Matched) {

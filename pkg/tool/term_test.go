@@ -34,6 +34,7 @@ read)
   case "$*" in
   *--wait*nomatch*) echo '{"type":"output","name":"'$2'","data":"partial","offset":0,"next_offset":7,"matched":false}'; exit 124 ;;
   *--wait*) echo '{"type":"output","name":"'$2'","data":"$ ","offset":5,"next_offset":7,"matched":true}' ;;
+  *--since=100*) printf '%s\n' '{"type":"output","name":"'$2'","data":"late\n","offset":4096,"next_offset":4101,"skipped":3996,"output_lost":12}' ;;
   *--plain*) printf '%s\n' '{"type":"output","name":"'$2'","data":"hello\n","offset":0,"next_offset":7}' ;;
   *) printf '%s\n' '{"type":"output","name":"'$2'","data":"hello\r\n","offset":0,"next_offset":7}' ;;
   esac ;;
@@ -66,6 +67,7 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 		{"term_send", `{"name":"sh","text":"echo hi","keys":["Enter","C-c"]}`, true, "sent to sh\n", "send sh --keys=Enter,C-c -- echo hi"},
 		{"term_send", `{"name":"sh","text":"--version"}`, true, "sent to sh\n", "send sh -- --version"},
 		{"term_read", `{"name":"sh","since":0}`, true, "hello\n[next_offset: 7]\n", "read sh --json --plain --since=0"},
+		{"term_read", `{"name":"sh","since":100}`, true, "[3996 bytes before offset 4096 were discarded (the session keeps only its latest output); reading from there]\nlate\n[12 bytes of the session's output could not be saved (disk full?); they are missing here]\n[next_offset: 4101]\n", "read sh --json --plain --since=100"},
 		{"term_read", `{"name":"sh","since":0,"raw":true}`, true, "hello\r\n[next_offset: 7]\n", "read sh --json --since=0"},
 		{"term_read", `{"name":"sh","wait":"\\$ $","timeout_ms":2000}`, true, "$ \n[next_offset: 7]\n", "read sh --json --plain --wait=\\$ $ --timeout=2s"},
 		{"term_read", `{"name":"sh","wait":"nomatch","timeout_ms":100}`, false, "partial\n[next_offset: 7]\n", "read sh --json --plain --wait=nomatch --timeout=100ms"},
