@@ -147,6 +147,10 @@ func newPrinter(rt *cli.Runtime, expr string, raw bool) (*printer, error) {
 // print writes one record; it reports how many lines it wrote.
 func (p *printer) print(rec any) (int, error) {
 	if p.jq == nil {
+		if b, ok := rec.([]byte); ok { // one JSON line already
+			_, err := p.out.Write(append(b, '\n'))
+			return 1, err
+		}
 		return 1, p.enc.Encode(rec)
 	}
 	var v any
@@ -201,9 +205,13 @@ func (p *printer) run(v any) (int, error) {
 
 // printTasks prints tasks as JSON lines.
 func printTasks(rt *cli.Runtime, ts ...protocol.Task) error {
-	enc := jsonl.NewEncoder(rt.IO.Out)
 	for i := range ts {
-		if err := enc.Encode(&ts[i]); err != nil {
+		// As stored: with the fields this version does not know.
+		b, err := queue.EncodeTask(&ts[i])
+		if err != nil {
+			return err
+		}
+		if _, err := rt.IO.Out.Write(append(b, '\n')); err != nil {
 			return err
 		}
 	}
@@ -524,7 +532,11 @@ func (c *ListCmd) Run(rt *cli.Runtime, root *CLI) error {
 		return table(rt.IO.Out, ts)
 	}
 	for i := range ts {
-		if _, err := p.print(&ts[i]); err != nil {
+		b, err := queue.EncodeTask(&ts[i])
+		if err != nil {
+			return err
+		}
+		if _, err := p.print(b); err != nil {
 			return err
 		}
 	}
