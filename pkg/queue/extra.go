@@ -51,8 +51,15 @@ var (
 // as encoding/json matches them: "Status" fills the status field.
 func unknownFields(obj []byte, known map[string]bool) map[string]json.RawMessage {
 	var out map[string]json.RawMessage
-	eachMember(obj, func(key string, val []byte) {
-		if known[key] || known[strings.ToLower(key)] {
+	eachMember(obj, func(raw, val []byte) {
+		if known[string(raw)] { // (no allocation)
+			return
+		}
+		key := string(raw)
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &key)
+		}
+		if known[strings.ToLower(key)] {
 			return
 		}
 		if out == nil {
@@ -69,9 +76,9 @@ func unknownFields(obj []byte, known map[string]bool) map[string]json.RawMessage
 	return out
 }
 
-// eachMember calls fn with the name and value of each member of a valid
-// JSON object.
-func eachMember(obj []byte, fn func(key string, val []byte)) {
+// eachMember calls fn with the name (as written, escapes and all) and the
+// value of each member of a valid JSON object.
+func eachMember(obj []byte, fn func(key, val []byte)) {
 	i := bytes.IndexByte(obj, '{')
 	if i < 0 {
 		return
@@ -83,10 +90,7 @@ func eachMember(obj []byte, fn func(key string, val []byte)) {
 			return
 		}
 		end := skipString(obj, i)
-		key := string(obj[i+1 : end-1])
-		if strings.IndexByte(key, '\\') >= 0 {
-			json.Unmarshal(obj[i:end], &key)
-		}
+		key := obj[i+1 : end-1]
 		i = skipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
 			return

@@ -333,3 +333,27 @@ func TestUnknownFieldsKept(t *testing.T) {
 		})
 	}
 }
+
+var benchTask = []byte(`{"id":"t-01JDXYZABCDEFGHJKMNPQRSTVW","title":"fix the flaky test in pkg/queue","prompt":"The test TestCrashProcesses fails one run in fifty; find out why and fix it.","status":"claimed","priority":2,"depends_on":["t-01JDXYZABCDEFGHJKMNPQRSTVA"],"labels":{"area":"queue"},"verify":"go test ./pkg/queue/...","attempts":1,"max_attempts":3,"claim":{"worker":"3","token":17,"until":"2026-11-22T10:00:00Z"},"result":null,"error":null,"created_at":"2026-11-22T09:00:00Z","updated_at":"2026-11-22T09:50:00Z"}`)
+
+// The scan for fields this version does not know, next to the decoding it
+// adds to: go test -bench DecodeTask ./pkg/queue
+func BenchmarkUnmarshalTask(b *testing.B) {
+	for b.Loop() {
+		var t protocol.Task
+		json.Unmarshal(benchTask, &t)
+	}
+}
+
+func BenchmarkScanKeys(b *testing.B) {
+	for b.Loop() {
+		unknownFields(benchTask, taskKeys())
+	}
+}
+
+func BenchmarkDecodeTask(b *testing.B) {
+	for b.Loop() {
+		var t protocol.Task
+		decodeTask(benchTask, &t)
+	}
+}
