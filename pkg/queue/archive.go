@@ -273,6 +273,7 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 				return nil
 			}
 			if t.UpdatedAt.After(cut) {
+				seen[t.ID] = true // kept once (an older archive may hold a copy)
 				keep = append(append(keep, line...), '\n')
 				return nil
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,7 @@ func archiveIDs(t *testing.T, q *Queue) []string {
 // leaves lines of tasks that are still live; the next change cuts them off
 // before archiving again, so the archive holds each task once.
 func TestArchiveStaysUnique(t *testing.T) {
-	q, _ := open(t)
+	q, clk := open(t)
 	defer func() { CrashHook = nil }()
 	var tasks []protocol.Task
 	for i := range 6 {
@@ -240,6 +241,31 @@ func TestArchiveStaysUnique(t *testing.T) {
 	st, err := q.Stats()
 	if err != nil || st.Done != 7 || st.Archived != 7 {
 		t.Fatalf("stats %+v %v", st, err)
+	}
+	// An archive written before this rule may hold a copy: a prune
+	// rewrites the archive without it.
+	clk.add(2 * time.Hour)
+	add(t, q, protocol.Task{ID: "c", Title: "c"})
+	got, _ = q.Claim("w", time.Minute)
+	q.Complete(got.ID, got.Claim.Token, nil)
+	if n, err := q.Archive(0); err != nil || n != 1 {
+		t.Fatalf("archive c: %d %v", n, err)
+	}
+	path := filepath.Join(q.Dir().Path(), ArchiveFile)
+	data, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(path, append(data, lines[len(lines)-2]...), 0o644) // c again
+	qdata, _ := os.ReadFile(q.Dir().Queue())
+	legacy := regexp.MustCompile(`"archive_size":\d+,`).ReplaceAll(qdata, nil)
+	if len(legacy) == len(qdata) {
+		t.Fatal("no archive_size in the header")
+	}
+	os.WriteFile(q.Dir().Queue(), legacy, 0o644)
+	if n, err := reopen(t, q).Prune(time.Hour); err != nil || n != 7 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	if ids := archiveIDs(t, q); len(ids) != 1 || ids[0] != "c" {
+		t.Fatalf("after the prune the archive holds %v", ids)
 	}
 }
 

@@ -32,6 +32,8 @@ The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the liv
 
 A claim is a lease with a fencing token: renew, complete, fail and release must present the token, and a stale token (the lease expired and the task went to another worker, or it was released or cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable again, and a task that used max_attempts attempts fails with the reason in its error field. A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or was cancelled, or it lies on a dependency cycle (add refuses cycles; a file edited by hand may hold one), so a swarm still drains.
 
+Bad input changes nothing and creates nothing: the team directory appears with the first change that succeeds. A task-queue.json edited by hand keeps the fields pg-queue does not know; one of a newer version, or one pg-queue cannot read, is refused with exit 2 (see docs/team-dir.md).
+
 Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
 		CLI:     &CLI{},
 		Schemas: []string{"task", "journal-event", "queue-stats", "queue-count", "error"},
@@ -307,7 +309,7 @@ func splitIDs(in []string) []string {
 // $ pg-queue claim --worker 3 | jq -r '.id, .claim.token'
 type ClaimCmd struct {
 	Worker string        `help:"Name of the claiming worker." env:"POWERGLIDE_WORKER" required:"" placeholder:"W"`
-	Lease  time.Duration `help:"Length of the lease; renew before it ends (default 10m)." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"D"`
+	Lease  time.Duration `help:"Length of the lease; renew before it ends (default 10m, at most 876000h)." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"D"`
 	Wait   time.Duration `help:"Wait up to this long for a claimable task before exiting 3." placeholder:"D"`
 }
 
@@ -378,7 +380,7 @@ func (c *RenewCmd) Run(rt *cli.Runtime, root *CLI) error {
 // $ go test ./... -json | jq -s -c '{tests: length}' | pg-queue complete t-01JD... --token 17 --result -
 type CompleteCmd struct {
 	tokenArgs
-	Result string `help:"Result as JSON, or - to read it from stdin." placeholder:"JSON"`
+	Result string `help:"Result as JSON, or - to read it from stdin; nested at most 97 levels deep, so task-queue.json stays readable by jq." placeholder:"JSON"`
 }
 
 // Run completes the task and prints it.
