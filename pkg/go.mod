@@ -12,11 +12,13 @@ require (
 	github.com/muesli/roff v0.1.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/tiktoken-go/tokenizer v0.10.0
 	golang.org/x/term v0.47.0
 )
 
 require (
 	github.com/atotto/clipboard v0.1.4 // indirect
+	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )

@@ -33,7 +33,7 @@ run() {
 	local name=$1 llm=$2 tools=$3 list=$4
 	local start end pid hwm=0 ticks=0 h c
 	start=$(date +%s%N)
-	"$tmp/pg-loop" --json --task benchmark --max-steps $((steps + 1)) --breaker-repeat 0 --breaker-failures 0 \
+	"$tmp/pg-loop" --json --task benchmark --max-steps $((steps + 1)) --breaker-repeat 0 --breaker-failures 0 --breaker-output 0 --breaker-cycle 0 \
 		--llm-serve "$T -f '%M %U %S' -o $tmp/llm.rss $llm" \
 		--tools-serve "$T -f '%M %U %S' -o $tmp/tools.rss $tools" --tools-list "$list" >"$tmp/events.jsonl" 2>"$tmp/err" &
 	pid=$!

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # pg-tool benchmarks: a cold `pg-tool call read`, serve-mode cost per read
-# call, and grep over a large tree against ripgrep. Prints a small report.
+# call, a bash call with and without the sandbox, and grep over a large tree
+# against ripgrep. Prints a small report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
@@ -70,7 +71,23 @@ start=$(date +%s%N)
 end=$(date +%s%N)
 echo "serve: ls calls: $(ms "$start" "$end" $n) ms per call (mean of $n)"
 
-# 3. grep over a large tree (the Go source tree) against ripgrep.
+# 3. bash "true" through serve, with and without the sandbox: what the
+#    sandbox adds to a command (the issue's bound: 1 ms median).
+n=1000
+for ((i = 0; i < n; i++)); do echo '{"id":"1","name":"bash","input":{"command":"true"}}'; done > "$work/bash.jsonl"
+mean_bash() { # mean_bash MODE: mean time of a bash call through serve
+	"$T" --root "$work" --sandbox "$1" serve < "$work/bash.jsonl" > "$work/bash.out"
+	start=$(date +%s%N)
+	"$T" --root "$work" --sandbox "$1" serve < "$work/bash.jsonl" > "$work/bash.out"
+	end=$(date +%s%N)
+	echo "$(ms "$start" "$end" $n) ms per call end to end (mean of $n)"
+}
+for mode in off workspace-write; do
+	echo "serve: bash true, --sandbox $(printf '%-15s' "$mode"): $(mean_bash "$mode")"
+done
+echo "  baseline, fork+exec of bash -c true:   $(pstat 200 bash -c true)"
+
+# 4. grep over a large tree (the Go source tree) against ripgrep.
 if command -v rg >/dev/null 2>&1; then
 	src=$(go env GOROOT)/src
 	files=$(find "$src" -type f | wc -l)

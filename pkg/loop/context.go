@@ -72,3 +72,20 @@ collect:
 	}
 	return b.String()
 }
+
+// VelocityEnv names the velocity file in the environment of the tools.
+const VelocityEnv = "POWERGLIDE_VELOCITY_FILE"
+
+// paceNote tells the model where its velocity file is, so it can slow
+// itself down (a rate limit, a long build to wait for) and speed up again.
+// The path is named through the tools' environment: the prompt is then the
+// same for every worker of a team (a recorded session replays on any).
+func paceNote() string {
+	return `
+
+# Pace
+Your pace is read before each step from the file whose path is in the environment variable ` + VelocityEnv + `: one number, steps per second (1 = a step a second, 0.2 = one every 5 seconds; empty or missing = full speed). You may write it to slow yourself down, for instance while waiting on something that takes time, e.g. with bash: echo 0.2 > "$` + VelocityEnv + `" . Write 0 only to pause until a person changes it.`
+}
+
+// ShellQuote quotes s for sh.
+func ShellQuote(s string) string { return shellQuote(s) }

@@ -5,10 +5,12 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Markers are the last stdout line of a run.
@@ -66,13 +68,20 @@ func (e *Emitter) Err() error {
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n-- // never cut a character in two
+		}
 		s = s[:n] + "…"
 	}
 	return s
 }
 
-// Render is the readable form of an event.
-func Render(ev any) string {
+// Render is the readable form of an event, for a terminal: control
+// characters in the model's text, tool output or a task title are shown,
+// not obeyed.
+func Render(ev any) string { return termtext.Visible(render(ev)) }
+
+func render(ev any) string {
 	switch e := ev.(type) {
 	case *protocol.LoopStateEvent:
 		s := fmt.Sprintf("%s [%d] %-10s → %s", e.TS.Format("15:04:05"), e.Step, e.From, e.To)
@@ -117,9 +126,20 @@ func Render(ev any) string {
 		return s
 	case *protocol.LoopLogEvent:
 		return fmt.Sprintf("%s %s: %s", e.TS.Format("15:04:05"), e.Level, e.Message)
+	case *protocol.LoopSummaryEvent:
+		s := fmt.Sprintf("%s summary: %s; tasks %d done, %d failed, %d cancelled, %d released; %d steps; %d in / %d out tokens (%d cache read, %d cache write), $%.4f; %.1fs wall: model %.1fs, tools %.1fs, verify %.1fs, waiting %.1fs, harness %.1fs",
+			e.TS.Format("15:04:05"), e.Outcome, e.Tasks.Done, e.Tasks.Failed, e.Tasks.Cancelled, e.Tasks.Released, e.Steps,
+			e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.Usage.CostUSD,
+			secs(e.WallMS), secs(e.ModelMS), secs(e.ToolsMS), secs(e.VerifyMS), secs(e.WaitMS), secs(e.HarnessMS))
+		if e.Reason != "" {
+			s += " (" + oneLine(e.Reason, 200) + ")"
+		}
+		return s
 	case *protocol.LoopGuardEvent:
 		return fmt.Sprintf("%s [%d] GUARD %s %s %s (first seen in untrusted output of %s)", e.TS.Format("15:04:05"), e.Step, e.Action, e.Kind, oneLine(e.Match, 120), e.Source)
 	}
 	b, _ := jsonl.Marshal(ev)
 	return strings.TrimSpace(string(b))
 }
+
+func secs(ms int64) float64 { return float64(ms) / 1000 }

@@ -28,19 +28,20 @@ func TestBreaker(t *testing.T) {
 	e := "x"
 	fail := protocol.ToolResult{Name: "bash", Error: &e}
 	ok := protocol.ToolResult{Name: "bash", OK: true}
-	if b.Result(fail) != nil || b.Result(ok) != nil || b.Result(fail) != nil {
+	bc := c(`{}`)
+	if b.Result(bc, fail) != nil || b.Result(bc, ok) != nil || b.Result(bc, fail) != nil {
 		t.Fatal("a success must reset the failure count")
 	}
-	if b.Result(protocol.ToolResult{Name: "read", Error: &e}) != nil {
+	if b.Result(bc, protocol.ToolResult{Name: "read", Error: &e}) != nil {
 		t.Fatal("failures of another tool count apart")
 	}
 	var le *LimitError
-	if err := b.Result(fail); !errors.As(err, &le) || le.Limit != LimitBreaker {
+	if err := b.Result(bc, fail); !errors.As(err, &le) || le.Limit != LimitBreaker {
 		t.Fatalf("want a breaker trip, got %v", err)
 	}
 	off := Breaker{}
 	for i := 0; i < 10; i++ {
-		if off.Call(c(`{}`)) != nil || off.Result(fail) != nil {
+		if off.Call(c(`{}`)) != nil || off.Result(bc, fail) != nil {
 			t.Fatal("a zero breaker tripped")
 		}
 	}

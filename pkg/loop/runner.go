@@ -59,6 +59,8 @@ type Options struct {
 	MaxSteps        int
 	BreakerSame     int
 	BreakerFailures int
+	BreakerOutput   int // the same output of a tool this many times in a row
+	BreakerCycle    int // a cycle of 2 to 4 calls repeated this many times
 	Budget          Budget
 	Velocity        float64 // steps per second; 0 with VelocitySet pauses
 	VelocitySet     bool
@@ -67,6 +69,18 @@ type Options struct {
 	ContextWindow int // tokens; 0 disables windowing
 	Reserve       int // tokens kept free besides max_tokens
 	KeepMessages  int // recent messages summarization keeps
+	// ContextSoft and ContextHard are the thresholds, as shares of the
+	// usable window, past which old tool outputs are pruned and older
+	// turns summarized (0: the defaults).
+	ContextSoft float64
+	ContextHard float64
+	// ToolOutputMax is the most tokens one tool output keeps in the
+	// conversation (0: a quarter of the usable window); OutputDir is where
+	// longer ones are saved whole (default: outputs/ in the session).
+	ToolOutputMax int
+	OutputDir     string
+	// NoContextFiles leaves out AGENTS.md and CLAUDE.md.
+	NoContextFiles bool
 
 	Team      *teamdir.Dir // team mode: the worker record is kept here
 	Worker    string
@@ -99,6 +113,10 @@ type Result struct {
 	// with tasks left in the queue; it ended without <POWERGLIDE_DONE>.
 	Idle     bool
 	IdleLeft string // what was left, for the message
+	// Cancelled counts tasks taken back (lease lost, cancelled in the
+	// queue); Released, tasks given back unfinished.
+	Cancelled int
+	Released  int
 }
 
 // Waiter is a task source that can tell a queue with nothing claimable
@@ -142,6 +160,9 @@ type Runner struct {
 	sys   string
 	cur   *taskRun
 	res   Result
+	est   *Estimator
+	times timings
+	steps int // model turns of this process
 
 	failReason string
 	failRetry  bool
@@ -172,6 +193,9 @@ type taskRun struct {
 	lastVerify  string
 	usage       protocol.Usage
 	lastRenew   time.Time
+	// summaryAgain is the conversation length before which no new summary
+	// is made: the last one did not bring it under the hard threshold.
+	summaryAgain int
 }
 
 // NewRunner checks the options and returns a runner.
@@ -191,13 +215,29 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.KeepMessages <= 0 {
 		o.KeepMessages = 8
 	}
+	if o.ContextSoft <= 0 {
+		o.ContextSoft = DefaultContextSoft
+	}
+	if o.ContextHard <= 0 {
+		o.ContextHard = DefaultContextHard
+	}
+	if o.ContextSoft > o.ContextHard || o.ContextHard > 1 {
+		return nil, fmt.Errorf("loop: the context thresholds must be 0 < soft (%g) ≤ hard (%g) ≤ 1", o.ContextSoft, o.ContextHard)
+	}
+	if o.ContextWindow > 0 && o.ContextWindow-o.MaxTokens-o.Reserve < minOutputTokens*4 {
+		return nil, fmt.Errorf("loop: a context window of %d tokens leaves no room once max_tokens (%d) and the reserve (%d) are kept free", o.ContextWindow, o.MaxTokens, o.Reserve)
+	}
 	if o.Workdir == "" {
 		o.Workdir = "."
 	}
 	if o.Guard == nil {
 		o.Guard = guard.New(guard.Off)
 	}
-	return &Runner{o: o, state: Idle}, nil
+	model := o.Model
+	if o.ModelInfo != nil && o.ModelInfo.ID != "" {
+		model = o.ModelInfo.ID
+	}
+	return &Runner{o: o, state: Idle, est: NewEstimator(model)}, nil
 }
 
 var errLeaseLost = errors.New("lease lost: another worker may hold the task")
@@ -207,6 +247,7 @@ var errLeaseLost = errors.New("lease lost: another worker may hold the task")
 // <POWERGLIDE_ERROR>, except when a signal interrupted the run.
 func (r *Runner) Run(ctx context.Context) Result {
 	r.runCtx = ctx
+	r.times.start = time.Now()
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	var hbDone chan struct{}
 	if r.o.Team != nil {
@@ -248,6 +289,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 			w.Paused = false
 		})
 	}
+	r.o.Events.Emit(r.summary())
 	switch {
 	case r.res.Signal, r.res.Idle:
 	case r.state == Done:
@@ -340,7 +382,7 @@ func (r *Runner) taskFail(reason string, retry bool) (Input, string) {
 // limit reports a limit; run-scoped limits end the run.
 func (r *Runner) limit(le *LimitError, runScoped bool) (Input, string) {
 	r.res.Limit = true
-	ev := &protocol.LoopLimitEvent{Type: protocol.LoopLimit, TS: r.now(), Step: r.step, Limit: le.Limit, Reason: le.Reason}
+	ev := &protocol.LoopLimitEvent{Type: protocol.LoopLimit, TS: r.now(), Step: r.step, Limit: le.Limit, Pattern: le.Pattern, Reason: le.Reason}
 	if r.cur != nil {
 		ev.Task = r.cur.task.ID
 	}
@@ -395,7 +437,12 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	if r.sys == "" {
 		r.sys = DefaultSystem
 	}
-	if pc := ProjectContext(r.o.Workdir); pc != "" {
+	if r.o.VelocityFile != "" {
+		r.sys += paceNote()
+	}
+	if r.o.NoContextFiles {
+		r.log("info", "project context files (AGENTS.md, CLAUDE.md) left out")
+	} else if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
 	r.o.Guard.Trust(r.sys)
@@ -445,7 +492,7 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	tr := &taskRun{task: t, ctx: tctx, cancel: cancel, lastRenew: r.now()}
-	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures}
+	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures, OutputMax: r.o.BreakerOutput, CycleMax: r.o.BreakerCycle}
 	if restore != nil && restore.Current != nil && restore.Current.ID == t.ID && len(restore.Conv) > 0 {
 		tr.conv, tr.steps, tr.iter = restore.Conv, restore.Steps, restore.Iter
 		r.o.Guard.Rebuild(r.sys, tr.conv)
@@ -481,6 +528,7 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 func (r *Runner) waitTask(ctx context.Context, w Waiter) (*protocol.Task, error) {
 	r.waiting.Store(true)
 	defer r.waiting.Store(false)
+	defer func(start time.Time) { r.times.wait += time.Since(start) }(time.Now())
 	var until time.Time
 	if r.o.IdleWait > 0 {
 		until = time.Now().Add(r.o.IdleWait)
@@ -684,39 +732,43 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	tr := r.cur
-	if err := r.pace(tr.ctx); err != nil {
+	paceStart := time.Now()
+	err := r.pace(tr.ctx)
+	r.times.wait += time.Since(paceStart)
+	if err != nil {
 		return r.taskCtxErr()
 	}
 	if r.o.MaxSteps > 0 && tr.steps >= r.o.MaxSteps {
 		return r.limit(&LimitError{Limit: LimitSteps, Reason: fmt.Sprintf("%d steps taken, the limit is %d", tr.steps, r.o.MaxSteps)}, false)
 	}
 	if err := r.window(tr.ctx); err != nil {
-		var le *LimitError
-		switch {
-		case tr.ctx.Err() != nil:
-			return r.taskCtxErr()
-		case errors.As(err, &le):
-			return r.limit(le, true) // the summarizing call would pass the budget
-		}
-		return r.modelFailure(err)
+		return r.windowFailure(err)
 	}
 	req := r.request(tr.conv)
-	if err := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); err != nil {
+	est := r.est.Request(req)
+	if err := r.o.Budget.Check(r.usage, est, r.o.MaxTokens); err != nil {
 		return r.limit(err.(*LimitError), true)
 	}
 	r.step++
+	r.steps++
 	tr.steps++
-	end, err := r.call(tr.ctx, req, r.onModelEvent)
+	end, err := r.callModel(tr.ctx, req)
 	var me *ModelError
 	if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
-		// The estimate was short: compact as if the window were full, once.
-		r.log("warn", "context overflow reported by the model: compacting and retrying")
-		if cerr := r.compact(tr.ctx, 0); cerr == nil {
-			req = r.request(tr.conv)
-			if berr := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); berr != nil {
-				return r.limit(berr.(*LimitError), true)
-			}
-			end, err = r.call(tr.ctx, req, r.onModelEvent)
+		// The estimate was short: it is raised, and the conversation
+		// compacted to well under it, once.
+		r.log("warn", "context overflow reported by the model at about %d estimated tokens: compacting and retrying", est)
+		r.est.Raise(1.2)
+		if cerr := r.compact(tr.ctx, r.est.Request(req), true); cerr != nil {
+			return r.windowFailure(cerr)
+		}
+		req = r.request(tr.conv)
+		if berr := r.o.Budget.Check(r.usage, r.est.Request(req), r.o.MaxTokens); berr != nil {
+			return r.limit(berr.(*LimitError), true)
+		}
+		end, err = r.callModel(tr.ctx, req)
+		if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
+			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), oneLine(me.Event.Message, 200)), false)
 		}
 	}
 	if le := (*LimitError)(nil); errors.As(err, &le) {
@@ -869,7 +921,9 @@ func (r *Runner) executing() (Input, string) {
 		}
 	}
 	if len(todo) > 0 {
+		start := time.Now()
 		res, err := r.o.Tools.Call(tr.ctx, todo)
+		r.times.tools += time.Since(start)
 		if err != nil {
 			if tr.ctx.Err() != nil {
 				return r.taskCtxErr()
@@ -930,14 +984,17 @@ func (r *Runner) observing() (Input, string) {
 		if res.Truncated && res.FullOutput != "" {
 			out += "\n[output truncated; the whole output is in " + res.FullOutput + "]"
 		}
+		if r.o.ContextWindow > 0 {
+			out = r.cutOutput(res.Name, out, r.outputMax())
+		}
 		if res.Untrusted {
 			out = guard.Wrap(tr.calls[i].Name, out)
 		}
 		blocks[i] = protocol.Block{Type: protocol.BlockToolResult, ID: tr.calls[i].ID, Output: out, IsError: !res.OK}
 	}
 	r.addMessage(protocol.Message{Role: protocol.RoleTool, Content: blocks}, nil)
-	for _, res := range tr.results {
-		if err := tr.breaker.Result(res); err != nil {
+	for i, res := range tr.results {
+		if err := tr.breaker.Result(tr.calls[i], res); err != nil {
 			var le *LimitError
 			errors.As(err, &le)
 			return r.limit(le, false)
@@ -980,7 +1037,9 @@ func (r *Runner) verify() (Input, string) {
 		feedback = fmt.Sprintf("The task is not complete: your answer did not contain <promise>%s</promise>. Keep working; say it only when everything is done.", w)
 	}
 	if cmd := r.verifyCmd(tr.task); cmd != "" && promiseOK {
+		start := time.Now()
 		out, err := RunVerify(tr.ctx, cmd, r.o.Workdir, r.o.VerifyTimeout)
+		r.times.verify += time.Since(start)
 		if err != nil && tr.ctx.Err() != nil {
 			return r.taskCtxErr()
 		}
@@ -1045,10 +1104,15 @@ type TaskResult struct {
 
 func (r *Runner) commit() (Input, string) {
 	tr := r.cur
+	if in, reason, ok := r.leaseHeld(); !ok {
+		return in, reason
+	}
 	hash := ""
 	if r.o.Commit {
 		msg := CommitMessage(tr.answer, tr.task.Title)
+		start := time.Now()
 		h, err := GitCommit(tr.ctx, r.o.Workdir, msg)
+		r.times.verify += time.Since(start)
 		if err != nil {
 			if tr.ctx.Err() != nil {
 				return r.taskCtxErr()
@@ -1078,6 +1142,43 @@ func (r *Runner) commit() (Input, string) {
 	return Committed, hash
 }
 
+// errLeaseLostBeforeCommit is the reason of a task whose lease was gone
+// when the work was about to be committed.
+var errLeaseLostBeforeCommit = errors.New("lease lost before commit: nothing committed; another worker may hold the task")
+
+// leaseHeld checks, right before the commit, that the task's lease is still
+// this worker's: a renewal with its fencing token, which fails once another
+// worker holds the task (the lease ran out during a long verify, a pause, a
+// stopped process, and the task was claimed again). Then nothing is
+// committed, in git or in the queue: the work is the new holder's to do and
+// commit. The renewal also extends the lease, so it cannot run out between
+// the check and the commit. With ok false, in and reason are the outcome.
+func (r *Runner) leaseHeld() (in Input, reason string, ok bool) {
+	tr := r.cur
+	err := r.o.Source.Renew(tr.ctx, tr.task)
+	switch {
+	case err == nil:
+		tr.lastRenew = time.Now()
+		return "", "", true
+	case errors.Is(err, ErrLeaseLost):
+		token := int64(0)
+		if tr.task.Claim != nil {
+			token = tr.task.Claim.Token
+		}
+		r.log("warn", "task %s: lease lost before commit (token %d): nothing committed: %v", tr.task.ID, token, err)
+		tr.cancel(errLeaseLostBeforeCommit) // the task is not ours to fail or release
+		r.failReason = errLeaseLostBeforeCommit.Error()
+		return TaskFailed, r.failReason, false
+	case tr.ctx.Err() != nil:
+		in, reason = r.taskCtxErr()
+		return in, reason, false
+	}
+	// The queue cannot say whether the lease is held: committing could
+	// do the work twice, so the run stops (the task is released).
+	in, reason = r.fatal(fmt.Errorf("renew task %s before commit: %w", tr.task.ID, err))
+	return in, reason, false
+}
+
 // endTask fails or releases the current task in its source.
 func (r *Runner) endTask(status, reason string, retry bool) {
 	tr := r.cur
@@ -1087,11 +1188,14 @@ func (r *Runner) endTask(status, reason string, retry bool) {
 	// Use a short fresh context: the task's may be cancelled (signal).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lost := errors.Is(context.Cause(tr.ctx), errLeaseLost)
+	cause := context.Cause(tr.ctx)
+	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit)
 	var err error
 	switch {
 	case lost:
+		r.res.Cancelled++
 	case status == "released":
+		r.res.Released++
 		err = r.o.Source.Release(ctx, tr.task)
 	default:
 		r.res.Failed++
@@ -1155,59 +1259,6 @@ func (r *Runner) finishSession() {
 	r.saveSession()
 }
 
-// window keeps the next request inside the model's context window: old
-// tool outputs are pruned first, then older turns are summarized.
-func (r *Runner) window(ctx context.Context) error {
-	if r.o.ContextWindow <= 0 {
-		return nil
-	}
-	limit := r.o.ContextWindow - r.o.MaxTokens - r.o.Reserve
-	if EstimateTokens(r.request(r.cur.conv)) <= limit {
-		return nil
-	}
-	return r.compact(ctx, limit)
-}
-
-// compact prunes old tool outputs, then summarizes older turns, until the
-// request fits limit tokens (limit 0: do both, whatever the size).
-func (r *Runner) compact(ctx context.Context, limit int) error {
-	tr := r.cur
-	before := len(tr.conv) - r.o.KeepMessages
-	if before > 1 {
-		tr.conv = pruneBefore(tr.conv, before)
-		r.remember(MemoryRecord{Type: MemPrune, Task: tr.task.ID, Before: before})
-		est := EstimateTokens(r.request(tr.conv))
-		r.log("info", "context window: pruned old tool outputs, about %d tokens now (limit %d)", est, limit)
-		if limit > 0 && est <= limit {
-			return nil
-		}
-	}
-	cut := summaryCut(tr.conv, r.o.KeepMessages)
-	if cut == 0 {
-		if limit == 0 {
-			return errors.New("nothing left to compact")
-		}
-		return nil // nothing old enough: let the model report an overflow
-	}
-	req := &protocol.Request{Model: r.o.Model, System: summarizeSystem, MaxTokens: r.o.MaxTokens,
-		Messages: []protocol.Message{r.userMessage("The task:\n" + tr.conv[0].Content.Text() + "\n\nThe work so far:\n" + transcript(tr.conv[1:cut]) + "\nSummarize it.")}}
-	if err := r.o.Budget.Check(r.usage, EstimateTokens(req), r.o.MaxTokens); err != nil {
-		return err
-	}
-	end, err := r.call(ctx, req, nil)
-	if err != nil {
-		return fmt.Errorf("summarize the conversation: %w", err)
-	}
-	u := end.Usage
-	r.spend(u)
-	tr.usage = tr.usage.Add(u)
-	summary := strings.TrimSpace(end.Message.Content.Text())
-	tr.conv = applySummary(tr.conv, cut, summary)
-	r.remember(MemoryRecord{Type: MemSummary, Task: tr.task.ID, KeepFrom: cut, Summary: summary, Usage: &u})
-	r.log("info", "context window: summarized %d messages, about %d tokens now", cut-1, EstimateTokens(r.request(tr.conv)))
-	return nil
-}
-
 // spend counts a model call's usage.
 func (r *Runner) spend(u protocol.Usage) {
 	r.usage = r.usage.Add(u)
@@ -1221,7 +1272,7 @@ func (r *Runner) initWorker() {
 	host, _ := os.Hostname()
 	now := r.now()
 	w := &protocol.Worker{Worker: r.o.Worker, PID: pid, PIDStart: start, Host: host, State: string(Idle),
-		HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
+		HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1, HeartbeatIntervalMS: r.o.Heartbeat.Milliseconds()}
 	if old, err := r.o.Team.ReadWorker(r.o.Worker); err == nil {
 		w.Epoch = old.Epoch + 1
 		w.Spent = old.Carried() // earlier processes' usage stays counted (a seed of pg-monitor has none of its own)

@@ -57,6 +57,7 @@ const (
 	MemPrune   = "prune"   // tool outputs of messages before Before were pruned
 	MemSummary = "summary" // messages 1..KeepFrom-1 were replaced by Summary
 	MemFresh   = "fresh"   // a Ralph iteration restarted the conversation
+	MemReplace = "replace" // message Index was replaced by Message (a long text cut to fit the window)
 )
 
 // MemoryRecord is one line of memory.jsonl.
@@ -73,6 +74,7 @@ type MemoryRecord struct {
 	Summary   string            `json:"summary,omitempty"`
 	Iteration int               `json:"iteration,omitempty"`
 	Reason    string            `json:"reason,omitempty"`
+	Index     int               `json:"index,omitempty"`
 }
 
 // Session is an open session directory.
@@ -95,7 +97,7 @@ func NewSessionID(now time.Time) string {
 func CreateSession(home, workdir string, now time.Time) (*Session, error) {
 	id := NewSessionID(now)
 	dir := filepath.Join(teamdir.Sessions(home), id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, teamdir.DirMode); err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
 	s := &Session{Dir: dir, Info: SessionInfo{ID: id, Workdir: workdir, Status: "running", State: string(Idle), PID: os.Getpid(), CreatedAt: now.UTC(), UpdatedAt: now.UTC()}}
@@ -165,7 +167,7 @@ func LatestSession(home, workdir string) (string, error) {
 }
 
 func (s *Session) open() error {
-	f, err := os.OpenFile(filepath.Join(s.Dir, MemoryFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(s.Dir, MemoryFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 	if err != nil {
 		return fmt.Errorf("open session memory: %w", err)
 	}
@@ -202,7 +204,7 @@ func (s *Session) Save(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(s.Dir, SessionFile), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(filepath.Join(s.Dir, SessionFile), append(b, '\n'), teamdir.FileMode)
 }
 
 // Close closes the memory file.
@@ -243,6 +245,7 @@ type memLine struct {
 	KeepFrom  int             `json:"keep_from"`
 	Summary   string          `json:"summary"`
 	Iteration int             `json:"iteration"`
+	Index     int             `json:"index"`
 }
 
 // ReadMemory replays a memory file. Lines are decoded in parallel, then
@@ -281,7 +284,7 @@ func ReadMemory(r io.Reader) (*Replay, error) {
 					continue
 				}
 				rec := MemoryRecord{Type: m.Type, Task: m.Task, Status: m.Status, TaskRec: m.TaskRec, Usage: m.Usage,
-					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration}
+					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration, Index: m.Index}
 				if m.Message != nil {
 					rec.Message = &protocol.Message{Role: m.Message.Role, Content: m.Message.Content}
 				}
@@ -341,6 +344,10 @@ func (rp *Replay) apply(rec *MemoryRecord) {
 		rp.Conv = applySummary(rp.Conv, rec.KeepFrom, rec.Summary)
 		if rec.Usage != nil {
 			rp.Usage = rp.Usage.Add(*rec.Usage)
+		}
+	case MemReplace:
+		if rec.Message != nil && rec.Index >= 0 && rec.Index < len(rp.Conv) {
+			rp.Conv[rec.Index] = *rec.Message
 		}
 	case MemFresh:
 		if len(rp.Conv) > 0 {

@@ -43,7 +43,7 @@ func (r *Runner) reserve(ctx context.Context, req *protocol.Request) (string, er
 	if r.o.Ledger == nil {
 		return "", nil
 	}
-	est, _ := r.o.Budget.nextCost(r.usage, EstimateTokens(req), req.MaxTokens)
+	est, _ := r.o.Budget.nextCost(r.usage, r.est.Request(req), req.MaxTokens)
 	waited := false
 	defer func() {
 		if waited {

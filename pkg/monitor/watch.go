@@ -237,6 +237,9 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 	recs, errs := rd.workers(w.Dir)
 	res.Errors = append(res.Errors, errs...)
 	now := w.now()
+	if err := w.checkIntervals(rd, recs, now); err != nil {
+		return res, err
+	}
 
 	// Kills in flight: drop the finished ones, escalate the overdue ones.
 	ended := map[string]*Kill{}
@@ -489,7 +492,7 @@ func (w *Watcher) saveState(st *State) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(w.statePath(), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(w.statePath(), append(b, '\n'), teamdir.FileMode)
 }
 
 // waitGone polls until pid has ended or max elapsed.

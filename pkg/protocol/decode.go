@@ -114,6 +114,7 @@ var (
 		LoopLimit:      func() any { return &LoopLimitEvent{} },
 		LoopTask:       func() any { return &LoopTaskEvent{} },
 		LoopLog:        func() any { return &LoopLogEvent{} },
+		LoopSummary:    func() any { return &LoopSummaryEvent{} },
 		LoopGuard:      func() any { return &LoopGuardEvent{} },
 		EventError:     func() any { return &ErrorEvent{} },
 	})

@@ -13,6 +13,7 @@ const (
 	LoopLimit      = "limit"
 	LoopTask       = "task"
 	LoopLog        = "log"
+	LoopSummary    = "summary"
 	LoopGuard      = "guard"
 )
 
@@ -85,12 +86,14 @@ type LoopCommitEvent struct {
 
 // LoopLimitEvent reports a safety limit that stopped the loop.
 type LoopLimitEvent struct {
-	Type   string    `json:"type" jsonschema:"enum=limit"`
-	TS     time.Time `json:"ts"`
-	Task   string    `json:"task,omitempty"`
-	Step   int       `json:"step"`
-	Limit  string    `json:"limit" jsonschema:"description=steps\\, breaker\\, budget_tokens\\, budget_usd\\, iterations\\, verify"`
-	Reason string    `json:"reason"`
+	Type  string    `json:"type" jsonschema:"enum=limit"`
+	TS    time.Time `json:"ts"`
+	Task  string    `json:"task,omitempty"`
+	Step  int       `json:"step"`
+	Limit string    `json:"limit" jsonschema:"description=steps\\, breaker\\, budget_tokens\\, budget_usd\\, iterations\\, verify\\, context"`
+	// Pattern names the loop a breaker trip caught.
+	Pattern string `json:"pattern,omitempty" jsonschema:"enum=same_call,enum=failures,enum=same_output,enum=cycle"`
+	Reason  string `json:"reason"`
 }
 
 // LoopTaskEvent marks a task starting or ending in the loop.
@@ -110,6 +113,36 @@ type LoopLogEvent struct {
 	TS      time.Time `json:"ts"`
 	Level   string    `json:"level" jsonschema:"enum=info,enum=warn,enum=error"`
 	Message string    `json:"message"`
+}
+
+// LoopSummaryEvent is the last record of every run, just before the end
+// marker: what the run did and where its time went. OK is true exactly
+// when pg-loop exits 0.
+type LoopSummaryEvent struct {
+	Type      string         `json:"type" jsonschema:"enum=summary"`
+	TS        time.Time      `json:"ts"`
+	Session   string         `json:"session,omitempty"`
+	Worker    string         `json:"worker,omitempty"`
+	OK        bool           `json:"ok" jsonschema:"description=true when the run succeeded (exit 0): every task it took ended done"`
+	Outcome   string         `json:"outcome" jsonschema:"enum=done,enum=failed,enum=limit,enum=idle,enum=interrupted"`
+	Reason    string         `json:"reason,omitempty" jsonschema:"description=why the run did not succeed"`
+	Tasks     LoopTaskCounts `json:"tasks"`
+	Steps     int            `json:"steps" jsonschema:"description=model turns of this run"`
+	Usage     Usage          `json:"usage" jsonschema:"description=tokens (input\\, output\\, cache) and cost of this run's model calls"`
+	WallMS    int64          `json:"wall_ms"`
+	ModelMS   int64          `json:"model_ms" jsonschema:"description=time waiting on the model (summaries included)"`
+	ToolsMS   int64          `json:"tools_ms" jsonschema:"description=time in tool calls"`
+	VerifyMS  int64          `json:"verify_ms" jsonschema:"description=time in verify commands and commits"`
+	WaitMS    int64          `json:"wait_ms" jsonschema:"description=time paused by the velocity or waiting for a claimable task"`
+	HarnessMS int64          `json:"harness_ms" jsonschema:"description=the rest: the loop's own work (session\\, events\\, queue\\, context window)"`
+}
+
+// LoopTaskCounts counts the tasks a run ended, by how they ended.
+type LoopTaskCounts struct {
+	Done      int `json:"done"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled" jsonschema:"description=tasks taken back from this worker: lease lost\\, or cancelled in the queue"`
+	Released  int `json:"released" jsonschema:"description=tasks given back unfinished (the run was interrupted or could not go on)"`
 }
 
 // LoopGuardEvent is a finding of the exfiltration guard: a tool call whose

@@ -61,15 +61,18 @@ type Worker struct {
 	Step        int       `json:"step"`
 	Session     string    `json:"session,omitempty"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
-	ProgressAt  time.Time `json:"progress_at"`
-	StartedAt   time.Time `json:"started_at"`
-	Usage       Usage     `json:"usage" jsonschema:"description=the usage of the worker's current process (a resumed session's earlier usage stays with the process that spent it)"`
-	Spent       *Usage    `json:"spent,omitempty" jsonschema:"description=the summed usage of the worker's earlier processes (carried over by each restart); the worker's total is spent plus usage"`
-	Velocity    float64   `json:"velocity"`
-	Paused      bool      `json:"paused,omitempty"`
-	LastTool    string    `json:"last_tool,omitempty"`
-	LastError   *string   `json:"last_error"`
-	LastResult  string    `json:"last_result,omitempty"`
+	// HeartbeatIntervalMS is how often the worker beats, when it says:
+	// a watcher refuses a stale limit shorter than twice it.
+	HeartbeatIntervalMS int64     `json:"heartbeat_interval_ms,omitempty" jsonschema:"minimum=0,description=how often the worker refreshes heartbeat_at\\, in milliseconds (optional)"`
+	ProgressAt          time.Time `json:"progress_at"`
+	StartedAt           time.Time `json:"started_at"`
+	Usage               Usage     `json:"usage" jsonschema:"description=the usage of the worker's current process (a resumed session's earlier usage stays with the process that spent it)"`
+	Spent               *Usage    `json:"spent,omitempty" jsonschema:"description=the summed usage of the worker's earlier processes (carried over by each restart); the worker's total is spent plus usage"`
+	Velocity            float64   `json:"velocity"`
+	Paused              bool      `json:"paused,omitempty"`
+	LastTool            string    `json:"last_tool,omitempty"`
+	LastError           *string   `json:"last_error"`
+	LastResult          string    `json:"last_result,omitempty"`
 }
 
 // MaxClockSkew is how far in the future a worker's heartbeat may lie

@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/sandbox"
 )
 
 func benchRoot(b *testing.B) string {
@@ -76,4 +79,52 @@ func BenchmarkServeLs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkBashTrue: a bash call of "true" with and without the sandbox,
+// the two alternating so that the machine's load weighs on both alike. It
+// reports the median of each and their difference (the sandbox's bound: 1
+// ms added).
+func BenchmarkBashTrue(b *testing.B) {
+	sessions := map[sandbox.Mode]*Session{}
+	for _, mode := range []sandbox.Mode{sandbox.Off, sandbox.WorkspaceWrite} {
+		root := benchRoot(b)
+		sb, err := sandbox.New(sandbox.Policy{Mode: mode, Root: root, Home: os.Getenv("HOME")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if sb.Err() != nil {
+			b.Fatal(sb.Err())
+		}
+		s, err := NewSession(Options{Root: root, PersistCwd: true, Sandbox: sb})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		sessions[mode] = s
+	}
+	call := protocol.ToolCall{ID: "1", Name: "bash", Input: []byte(`{"command":"true"}`)}
+	ctx := context.Background()
+	times := map[sandbox.Mode][]time.Duration{}
+	for b.Loop() {
+		for _, mode := range []sandbox.Mode{sandbox.Off, sandbox.WorkspaceWrite} {
+			start := time.Now()
+			if r := sessions[mode].Call(ctx, call); !r.OK {
+				b.Fatal(*r.Error)
+			}
+			times[mode] = append(times[mode], time.Since(start))
+		}
+	}
+	off, on := median(times[sandbox.Off]), median(times[sandbox.WorkspaceWrite])
+	b.ReportMetric(float64(off.Microseconds()), "off-median-us")
+	b.ReportMetric(float64(on.Microseconds()), "sandbox-median-us")
+	b.ReportMetric(float64((on - off).Microseconds()), "added-us")
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
 }

@@ -27,7 +27,11 @@ pg-loop runs a state machine (idle → load_tasks → pick_task → thinking →
 
 Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
 
-Every safety limit works on its own: --max-steps per task, the circuit breaker, --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
+<POWERGLIDE_DONE> means the queue is drained: every task the run had ended, not that each one succeeded (a task that failed its check or hit a limit still ends). A script tells success from failure by the exit code (0: every task done; 1: a task or the run failed; 3: nothing claimable within --idle-wait; 4: a limit stopped a task or the run; 130/143: a signal) or by the summary record that precedes the marker: {"type":"summary","ok":…,"outcome":"done|failed|limit|idle|interrupted","tasks":{"done","failed","cancelled","released"},"steps","usage" (tokens in, out, cache, cost),"wall_ms","model_ms","tools_ms","verify_ms","wait_ms","harness_ms"}.
+
+Every safety limit works on its own: --max-steps per task, the circuit breaker (the same call repeated, one tool failing repeatedly, the same output whatever the inputs, a cycle of 2 to 4 calls repeated; each a config key, the limit event naming the pattern), --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
+
+The context window: no request is sent that the loop's estimate puts over the model's window less max_tokens and the reserve. Past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a tool output longer than --tool-output-max keeps its head and tail, the whole text saved in outputs/ of the session, a file the model is told about. A provider's context_overflow compacts harder and retries once; a conversation that cannot fit fails its task, saying so. The model is told its velocity file (--velocity-file; by default worker-<n>.velocity in team mode, else velocity in the session), whose path its tools find in $POWERGLIDE_VELOCITY_FILE, and may write it to slow itself down (the default pg-tool gets --pass-env and --allow-write for it).
 
 Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
@@ -80,29 +84,33 @@ type RunCmd struct {
 	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
 	Var           map[string]string `help:"Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable)." placeholder:"KEY=VALUE" group:"Tasks"`
 
-	LLMServe     string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
-	ToolsServe   string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
-	ToolParallel int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
-	ToolsList    string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
-	LLM          string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
-	Tools        string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
-	Model        string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
-	MaxTokens    int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
-	System       string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
-	Workdir      string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
+	LLMServe       string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
+	ToolsServe     string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
+	ToolParallel   int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
+	ToolsList      string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
+	LLM            string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
+	Tools          string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
+	Model          string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
+	MaxTokens      int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
+	System         string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
+	NoContextFiles bool   `help:"Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt." group:"Components"`
+	Veto           string `help:"Edit veto for the run: pg-tool runs CMD before and after every edit or write, and a change that makes CMD newly fail is rolled back and the call fails with CMD's output (pg-tool --verify). Needs the default tools component." placeholder:"CMD" group:"Components"`
+	Workdir        string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
 
 	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
 	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
 	MaxVerify     int           `help:"Failed verify runs before the task fails (0: no cap). A task with an iteration cap (--max-iterations, a pipeline stage's max_iterations) runs its iterations: there this cap applies only when given." default:"3" group:"Verify"`
-	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed." group:"Verify"`
+	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed. In team mode only while the task's lease is still held (renewed with its fencing token just before): a worker that lost it commits nothing." group:"Verify"`
 
 	Fresh         bool   `help:"Ralph mode: every iteration starts a fresh conversation with the same prompt; the state lives in files and git." group:"Ralph"`
 	Promise       string `help:"Completion needs <promise>WORD</promise> in the final answer and a passing verify." placeholder:"WORD" group:"Ralph"`
 	MaxIterations int    `help:"Iterations (answers checked) per task before it fails (0: no cap)." default:"0" group:"Ralph"`
 
 	MaxSteps        int           `help:"Model turns per task before the step limit fails it." config:"loop_max_steps" env:"POWERGLIDE_MAX_STEPS" default:"200" group:"Safety"`
-	BreakerRepeat   int           `help:"Circuit breaker: the same tool with the same input this many times in a row (0: off)." default:"3" group:"Safety"`
-	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." default:"5" group:"Safety"`
+	BreakerRepeat   int           `help:"Circuit breaker: the same tool with the same input this many times in a row (0: off)." config:"loop_breaker_repeat" env:"POWERGLIDE_BREAKER_REPEAT" default:"3" group:"Safety"`
+	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." config:"loop_breaker_failures" env:"POWERGLIDE_BREAKER_FAILURES" default:"5" group:"Safety"`
+	BreakerOutput   int           `help:"Circuit breaker: the same tool returning the same output this many times in a row, whatever its inputs (0: off). New outputs never trip it." config:"loop_breaker_output" env:"POWERGLIDE_BREAKER_OUTPUT" default:"5" group:"Safety"`
+	BreakerCycle    int           `help:"Circuit breaker: a cycle of 2 to 4 calls (A B A B ..., A B C A B C ...) with the same inputs and the same outputs repeated this many times (0: off)." config:"loop_breaker_cycle" env:"POWERGLIDE_BREAKER_CYCLE" default:"3" group:"Safety"`
 	BudgetTokens    int           `help:"Token budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_tokens" env:"POWERGLIDE_BUDGET_TOKENS" default:"0" group:"Safety"`
 	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run: halt before a call that could pass it (0: none). Each call, the first included, is priced at the model's prices from 'pg-llm models' (its estimated input and its max_tokens of output); for a model without prices there (a custom model, a script component without --model) the price per token seen so far is used, so the first call runs unpriced." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
 	TeamBudgetUSD   *float64      `name:"team-budget-usd" help:"Team mode: set the team's dollar budget in its ledger (budget.json in the team directory; 0 removes the budget), as pg-monitor run --budget-usd does. Whatever sets it, every worker of the team reserves each call's estimated cost in the ledger before the call and settles the real cost after; a call that could take the team past its budget is not made: the task is released and the run exits 4. For cron workers started without pg-monitor." env:"POWERGLIDE_TEAM_BUDGET_USD" placeholder:"X" group:"Safety"`
@@ -111,10 +119,13 @@ type RunCmd struct {
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
 	Guard           string        `help:"Exfiltration guard: a tool call whose arguments carry a URL (or a key-shaped string) that first appeared in untrusted tool output (MCP tools, external tools, network commands), or a Markdown image from such a URL in the final answer, is reported as a guard event. warn: report only; strict: also refuse the call with a tool error the model reads (and remove the image from the task's result); off: no checks. Untrusted output always reaches the model wrapped in <untrusted source=\"TOOL\">." config:"guard" env:"POWERGLIDE_GUARD" enum:"off,warn,strict" default:"warn" placeholder:"MODE" group:"Safety"`
 
-	ContextWindow int    `help:"The model's context window in tokens: older tool outputs are pruned, then older turns summarized, before a request would pass it less max_tokens and the reserve (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
-	Reserve       int    `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
-	Resume        string `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
-	Continue      bool   `help:"Resume the latest session of this workdir." group:"Memory"`
+	ContextWindow int     `help:"The model's context window in tokens. No request is sent that the loop estimates over it, less max_tokens and the reserve (the usable window): past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a conversation still over has its long texts cut; one that cannot fit fails its task, saying so. Tokens are counted with the model's tokenizer when it is known (OpenAI's o200k models), else at 3 bytes a token, raised when the provider counts more (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
+	ContextSoft   float64 `help:"Share of the usable window past which old tool outputs (all but the last few messages) are pruned." config:"loop_context_soft" env:"POWERGLIDE_CONTEXT_SOFT" default:"0.7" placeholder:"F" group:"Memory"`
+	ContextHard   float64 `help:"Share of the usable window past which older turns are summarized by the model. A summary that leaves the conversation over it is not made again before a few new messages." config:"loop_context_hard" env:"POWERGLIDE_CONTEXT_HARD" default:"0.9" placeholder:"F" group:"Memory"`
+	ToolOutputMax int     `help:"Tokens of one tool output kept in the conversation: a longer one keeps its head and tail, and the whole text is saved (0600) in outputs/ of the session, a file the model is told about and the read tool may open (0: a quarter of the usable window)." config:"loop_tool_output_max" env:"POWERGLIDE_TOOL_OUTPUT_MAX" default:"0" placeholder:"N" group:"Memory"`
+	Reserve       int     `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
+	Resume        string  `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
+	Continue      bool    `help:"Resume the latest session of this workdir." group:"Memory"`
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
 
@@ -188,9 +199,15 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		MaxSteps:        c.MaxSteps,
 		BreakerSame:     c.BreakerRepeat,
 		BreakerFailures: c.BreakerFailures,
+		BreakerOutput:   c.BreakerOutput,
+		BreakerCycle:    c.BreakerCycle,
 		Budget:          loop.Budget{Tokens: c.BudgetTokens, USD: c.BudgetUSD},
 		VelocityFile:    c.VelocityFile,
 		ContextWindow:   c.ContextWindow,
+		ContextSoft:     c.ContextSoft,
+		ContextHard:     c.ContextHard,
+		ToolOutputMax:   c.ToolOutputMax,
+		NoContextFiles:  c.NoContextFiles,
 		Reserve:         c.Reserve,
 		Heartbeat:       c.Heartbeat,
 		Stderr:          rt.IO.Err,
@@ -247,10 +264,19 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	}
 	o.Session = sess
 	o.Source = src
+	if o.VelocityFile == "" {
+		// The model may slow itself down by writing it.
+		o.VelocityFile = filepath.Join(sess.Dir, "velocity")
+	}
 	fmt.Fprintf(rt.IO.Err, "pg-loop: session %s\n", sess.Info.ID)
 
 	// Components.
-	llm, tools := c.components(rt, workdir)
+	// The tools (and the model's bash) find the velocity file in their
+	// environment; it exists, so that the sandbox can let them write it.
+	if f, err := os.OpenFile(o.VelocityFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		f.Close()
+	}
+	llm, tools := c.components(rt, workdir, filepath.Join(sess.Dir, "outputs"), o.VelocityFile)
 	defer llm.Close()
 	defer tools.Close()
 	o.LLM, o.Tools = llm, tools
@@ -332,6 +358,13 @@ func (c *RunCmd) resolve(cfg *config.Config) {
 	c.BudgetUSD = cfg.Float("loop_budget_usd")
 	c.Guard = cfg.String("guard")
 	c.Lease = cfg.Duration("lease").String()
+	c.BreakerRepeat = cfg.Int("loop_breaker_repeat")
+	c.BreakerFailures = cfg.Int("loop_breaker_failures")
+	c.BreakerOutput = cfg.Int("loop_breaker_output")
+	c.BreakerCycle = cfg.Int("loop_breaker_cycle")
+	c.ContextSoft = cfg.Float("loop_context_soft")
+	c.ContextHard = cfg.Float("loop_context_hard")
+	c.ToolOutputMax = cfg.Int("loop_tool_output_max")
 	c.ContextWindow = 0 // the model's window
 	if cfg.Get("loop_context_window").Source != config.SourceDefault {
 		c.ContextWindow = cfg.Int("loop_context_window")
@@ -365,6 +398,8 @@ type savedOptions struct {
 	MaxSteps        *int              `json:"max_steps,omitempty"`
 	BreakerRepeat   *int              `json:"breaker_repeat,omitempty"`
 	BreakerFailures *int              `json:"breaker_failures,omitempty"`
+	BreakerOutput   *int              `json:"breaker_output,omitempty"`
+	BreakerCycle    *int              `json:"breaker_cycle,omitempty"`
 	BudgetTokens    *int              `json:"budget_tokens,omitempty"`
 	BudgetUSD       *float64          `json:"budget_usd,omitempty"`
 	Velocity        string            `json:"velocity,omitempty"`
@@ -372,6 +407,11 @@ type savedOptions struct {
 	Heartbeat       *time.Duration    `json:"heartbeat,omitempty"`
 	ContextWindow   *int              `json:"context_window,omitempty"` // only when set: else the model's
 	Reserve         *int              `json:"reserve,omitempty"`
+	ContextSoft     *float64          `json:"context_soft,omitempty"`
+	ContextHard     *float64          `json:"context_hard,omitempty"`
+	ToolOutputMax   *int              `json:"tool_output_max,omitempty"`
+	NoContextFiles  *bool             `json:"no_context_files,omitempty"`
+	Veto            string            `json:"veto,omitempty"`
 	ToolParallel    *int              `json:"tool_parallel,omitempty"`
 	Var             map[string]string `json:"var,omitempty"`
 }
@@ -381,8 +421,10 @@ func (c *RunCmd) saved() savedOptions {
 		Model: c.Model, MaxTokens: &c.MaxTokens, System: c.System, Verify: c.Verify, VerifyTimeout: &c.VerifyTimeout,
 		MaxVerify: &c.MaxVerify, MaxVerifySet: c.maxVerifySet, Commit: &c.Commit, Fresh: &c.Fresh, Promise: c.Promise,
 		MaxIterations: &c.MaxIterations, MaxSteps: &c.MaxSteps, BreakerRepeat: &c.BreakerRepeat, BreakerFailures: &c.BreakerFailures,
+		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
 		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
-		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var}
+		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var,
+		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, Veto: c.Veto}
 	if c.contextWindowSet {
 		s.ContextWindow = &c.ContextWindow
 	}
@@ -433,10 +475,17 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	pick(&c.MaxSteps, given("max-steps"), s.MaxSteps)
 	pick(&c.BreakerRepeat, given("breaker-repeat"), s.BreakerRepeat)
 	pick(&c.BreakerFailures, given("breaker-failures"), s.BreakerFailures)
+	pick(&c.BreakerOutput, given("breaker-output"), s.BreakerOutput)
+	pick(&c.BreakerCycle, given("breaker-cycle"), s.BreakerCycle)
 	pick(&c.BudgetTokens, given("budget-tokens"), s.BudgetTokens)
 	pick(&c.BudgetUSD, given("budget-usd"), s.BudgetUSD)
 	pick(&c.Heartbeat, given("heartbeat"), s.Heartbeat)
 	pick(&c.Reserve, given("reserve"), s.Reserve)
+	pick(&c.ContextSoft, given("context-soft"), s.ContextSoft)
+	pick(&c.ContextHard, given("context-hard"), s.ContextHard)
+	pick(&c.ToolOutputMax, given("tool-output-max"), s.ToolOutputMax)
+	pick(&c.NoContextFiles, given("no-context-files"), s.NoContextFiles)
+	str(&c.Veto, "veto", s.Veto)
 	pick(&c.ToolParallel, given("tool-parallel"), s.ToolParallel)
 	if !given("context-window") && s.ContextWindow != nil {
 		c.ContextWindow, c.contextWindowSet = *s.ContextWindow, true
@@ -509,13 +558,22 @@ func (c *RunCmd) check(o *loop.Options) error {
 		}
 	}
 	for name, v := range map[string]int{"--max-steps": o.MaxSteps, "--max-verify": o.MaxVerify, "--max-iterations": o.MaxIterations, "--budget-tokens": o.Budget.Tokens,
-		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens, "--tool-parallel": c.ToolParallel} {
+		"--breaker-repeat": o.BreakerSame, "--breaker-failures": o.BreakerFailures, "--breaker-output": o.BreakerOutput, "--breaker-cycle": o.BreakerCycle, "--context-window": o.ContextWindow, "--reserve": o.Reserve, "--max-tokens": o.MaxTokens, "--tool-parallel": c.ToolParallel} {
 		if v < 0 {
 			return cli.Usagef("%s must not be negative", name)
 		}
 	}
 	if o.Budget.USD < 0 {
 		return cli.Usagef("--budget-usd must not be negative")
+	}
+	if c.ContextSoft <= 0 || c.ContextHard <= 0 || c.ContextSoft > c.ContextHard || c.ContextHard > 1 {
+		return cli.Usagef("--context-soft %g and --context-hard %g must be shares of the window with 0 < soft ≤ hard ≤ 1", c.ContextSoft, c.ContextHard)
+	}
+	if c.ToolOutputMax < 0 {
+		return cli.Usagef("--tool-output-max must not be negative")
+	}
+	if c.Veto != "" && (c.Tools != "" || c.ToolsServe != "") {
+		return cli.Usagef("--veto sets up the default tools component (pg-tool serve --verify CMD); with --tools or --tools-serve, give --verify CMD to your own pg-tool")
 	}
 	if c.TeamBudgetUSD != nil {
 		if *c.TeamBudgetUSD < 0 {
@@ -631,7 +689,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 	}
 }
 
-func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Tools) {
+func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) (loop.LLM, loop.Tools) {
 	var llm loop.LLM
 	if c.LLM != "" {
 		llm = &loop.CommandLLM{Cmdline: c.LLM, Dir: workdir, Stderr: rt.IO.Err}
@@ -643,7 +701,8 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		llm = loop.NewServeLLM(cmd, rt.IO.Err)
 	}
 	var tools loop.Tools
-	env := toolsEnv(rt)
+	// The tools (and the model's bash) find the velocity file here.
+	env := append(toolsEnv(rt), loop.VelocityEnv+"="+velocity)
 	if c.Tools != "" {
 		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
@@ -651,7 +710,13 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir string) (loop.LLM, loop.Too
 		if cmd == "" {
 			// pg-tool serves one call at a time unless told otherwise; a
 			// turn's parallel calls should run together.
-			cmd = loop.SiblingCommand("pg-tool", fmt.Sprintf("serve --parallel %d", max(c.ToolParallel, 1)))
+			// Full outputs go to the session, where the loop saves the
+			// outputs it cuts: the read tool may open both.
+			args := fmt.Sprintf("serve --parallel %d --output-dir %s --pass-env %s --allow-write %s", max(c.ToolParallel, 1), loop.ShellQuote(outputs), loop.VelocityEnv, loop.ShellQuote(velocity))
+			if c.Veto != "" {
+				args += " --verify " + loop.ShellQuote(c.Veto)
+			}
+			cmd = loop.SiblingCommand("pg-tool", args)
 			if list == "" {
 				list = loop.SiblingCommand("pg-tool", "list")
 			}

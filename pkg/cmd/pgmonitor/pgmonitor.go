@@ -181,6 +181,11 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 		if rt.Ctx.Err() != nil {
 			return err
 		}
+		var ie *monitor.IntervalError
+		if errors.As(err, &ie) {
+			fmt.Fprintln(rt.IO.Out, monitor.MarkerError)
+			return cli.Usagef("%v", err)
+		}
 		fmt.Fprintln(rt.IO.Out, monitor.MarkerError)
 		return cli.Failf("run", "%v", err)
 	}
@@ -228,6 +233,10 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 	}
 	for {
 		res, err := w.Pass(rt.Ctx)
+		var ie *monitor.IntervalError
+		if errors.As(err, &ie) {
+			return cli.Usagef("%v", err)
+		}
 		if err != nil {
 			return err
 		}

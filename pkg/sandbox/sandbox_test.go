@@ -1,0 +1,294 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary stand in for pg-tool's sandbox-exec.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 4 && os.Args[1] == ExecCommand && os.Args[2] == "--policy" && os.Args[4] == "--" {
+		err := Exec(os.Args[3], os.Args[5:], os.Environ())
+		fmt.Fprintln(os.Stderr, "sandbox-exec:", err)
+		os.Exit(126)
+	}
+	os.Exit(m.Run())
+}
+
+// fixture is a workspace, an outside directory and a home with a key.
+type fixture struct {
+	root, outside, home string
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := fixture{root: filepath.Join(dir, "ws"), outside: filepath.Join(dir, "outside"), home: filepath.Join(dir, "home")}
+	for _, d := range []string{f.root, f.outside, filepath.Join(f.home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.home, ".ssh", "id_ed25519"), []byte("FAKE-KEY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.home, "notes.txt"), []byte("readable\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// newSandbox makes a sandbox; a machine that cannot enforce it fails the
+// test under CI and skips it, saying why, elsewhere.
+func newSandbox(t *testing.T, p Policy) *Sandbox {
+	t.Helper()
+	sb, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	if err := sb.Err(); err != nil && !slices.Contains(p.Disable, "landlock") && len(p.Disable) == 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the sandbox cannot be set up on this machine: %v", err)
+		}
+		t.Skipf("the sandbox cannot be set up on this machine: %v", err)
+	}
+	return sb
+}
+
+// run runs a bash line in the sandbox and returns its output and error.
+func run(t *testing.T, sb *Sandbox, dir, line string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", line)
+	cmd.Dir = dir
+	cmd.Env = sb.Env(os.Environ(), nil)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := sb.Start(cmd); err != nil {
+		return "", err
+	}
+	err := cmd.Wait()
+	return out.String(), err
+}
+
+func TestParseMode(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Mode
+		err  bool
+	}{{"", WorkspaceWrite, false}, {"workspace-write", WorkspaceWrite, false}, {"read-only", ReadOnly, false}, {"off", Off, false}, {"none", "", true}} {
+		got, err := ParseMode(c.in)
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("ParseMode(%q) = %q, %v", c.in, got, err)
+		}
+	}
+}
+
+func TestEnvAllowList(t *testing.T) {
+	sb := &Sandbox{policy: Policy{TempDir: "/private/tmp"}}
+	env := sb.Env([]string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "TMPDIR=/tmp", "ANTHROPIC_API_KEY=sk-1", "GITHUB_TOKEN=t", "AWS_SECRET_ACCESS_KEY=s", "GOCACHE=/c", "MINE=1"}, []string{"MINE"})
+	want := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "GOCACHE=/c", "MINE=1", "TMPDIR=/private/tmp"}
+	if !slices.Equal(env, want) {
+		t.Errorf("Env = %q, want %q", env, want)
+	}
+}
+
+func TestWritesConfined(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	for _, line := range []string{
+		"touch " + f.outside + "/touched",
+		"echo x > in && cp in " + f.outside + "/copied",
+		"python3 -c 'open(\"" + f.outside + "/py\", \"w\")'",
+		"ln -s " + f.outside + " link && echo x > link/through",
+		"truncate -s 0 " + f.home + "/notes.txt",
+		"rm " + f.home + "/notes.txt",
+	} {
+		if out, err := run(t, sb, f.root, line); err == nil {
+			t.Errorf("%s: succeeded (%s)", line, out)
+		} else if !strings.Contains(out, "ermission denied") && !strings.Contains(out, "PermissionError") {
+			t.Errorf("%s: %v, want permission denied in %q", line, err, out)
+		}
+	}
+	entries, _ := os.ReadDir(f.outside)
+	if len(entries) != 0 {
+		t.Errorf("outside changed: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.home, "notes.txt")); string(b) != "readable\n" {
+		t.Errorf("notes.txt changed: %q", b)
+	}
+	if out, err := run(t, sb, f.root, "mkdir -p a/b && echo ok > a/b/f && mv a/b/f g && echo t > $TMPDIR/t && cat g $TMPDIR/t"); err != nil || out != "ok\nt\n" {
+		t.Errorf("writes inside: %q, %v", out, err)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: ReadOnly, Root: f.root, Home: f.home})
+	if out, err := run(t, sb, f.root, "touch x"); err == nil {
+		t.Errorf("write in the workspace under read-only succeeded: %q", out)
+	}
+	if out, err := run(t, sb, f.root, "echo t > $TMPDIR/t && cat $TMPDIR/t"); err != nil || out != "t\n" {
+		t.Errorf("TMPDIR under read-only: %q, %v", out, err)
+	}
+}
+
+func TestSecretsHidden(t *testing.T) {
+	f := newFixture(t)
+	deny := filepath.Join(f.outside, "deny")
+	if err := os.WriteFile(deny, []byte("DENIED\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home, DenyRead: []string{deny}})
+	for _, p := range []string{filepath.Join(f.home, ".ssh", "id_ed25519"), deny} {
+		if out, err := run(t, sb, f.root, "cat "+p); err == nil || strings.Contains(out, "FAKE-KEY") || strings.Contains(out, "DENIED") {
+			t.Errorf("cat %s: %q, %v", p, out, err)
+		}
+	}
+	// A link planted in the workspace does not reach it either.
+	if out, err := run(t, sb, f.root, "ln -s "+f.home+"/.ssh keys && cat keys/id_ed25519"); err == nil || strings.Contains(out, "FAKE-KEY") {
+		t.Errorf("through a link: %q, %v", out, err)
+	}
+	if out, err := run(t, sb, f.root, "cat "+f.home+"/notes.txt; head -c0 /usr/include/stdio.h && echo include"); err != nil || out != "readable\ninclude\n" {
+		t.Errorf("reads around the secrets: %q, %v", out, err)
+	}
+	r := sb.Report(nil)
+	if !slices.Contains(r.Hidden, filepath.Join(f.home, ".ssh")) || !slices.Contains(r.Hidden, deny) {
+		t.Errorf("report hidden = %v", r.Hidden)
+	}
+}
+
+func TestNoNetwork(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	udp, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	sock := filepath.Join(f.outside, "s.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	got := make(chan string, 3)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			got <- "tcp"
+			c.Close()
+		}
+	}()
+	go func() {
+		if c, err := ul.Accept(); err == nil {
+			got <- "unix"
+			c.Close()
+		}
+	}()
+	go func() {
+		b := make([]byte, 8)
+		if _, _, err := udp.ReadFrom(b); err == nil {
+			got <- "udp"
+		}
+	}()
+	for _, line := range []string{
+		fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port),
+		fmt.Sprintf("python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"127.0.0.1\", %d))'", port),
+		fmt.Sprintf("python3 -c 'import socket; socket.socket(socket.AF_INET6).connect((\"::1\", %d))'", port),
+		"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"" + sock + "\")'",
+	} {
+		if out, err := run(t, sb, f.root, line); err == nil {
+			t.Errorf("%s: succeeded: %q", line, out)
+		}
+	}
+	select {
+	case what := <-got:
+		t.Errorf("a %s connection reached the test's listener", what)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestBackgroundProcessesEnd(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	out, err := run(t, sb, f.root, "(sleep 0.3; echo > job) & setsid -f sh -c 'sleep 0.3; echo > setsid'; (sh -c 'sleep 0.3; echo > fork' &); echo $$")
+	if err != nil || out != "1\n" {
+		t.Fatalf("got %q, %v; want the command as PID 1", out, err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	for _, name := range []string{"job", "setsid", "fork"} {
+		if _, err := os.Stat(filepath.Join(f.root, name)); err == nil {
+			t.Errorf("a %s background process outlived the command", name)
+		}
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	f := newFixture(t)
+	for _, mech := range []string{"landlock", "seccomp", "userns"} {
+		sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home, Disable: []string{mech}})
+		_, err := run(t, sb, f.root, "touch ran")
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--sandbox off runs commands unconfined") {
+			t.Errorf("%s missing: got %v, want a refusal", mech, err)
+		}
+		if _, err := os.Stat(filepath.Join(f.root, "ran")); err == nil {
+			t.Errorf("%s missing: the command ran", mech)
+		}
+		if r := sb.Report(nil); r.Available || len(r.Missing) == 0 {
+			t.Errorf("%s missing: report %+v", mech, r)
+		}
+		if _, err := sb.Wrap("/bin/helper", []string{"true"}); !errors.As(err, &ue) {
+			t.Errorf("%s missing: Wrap = %v, want a refusal", mech, err)
+		}
+	}
+}
+
+// TestExec runs a program through the sandbox-exec helper, as pg-pty's
+// terminal programs and MCP servers are.
+func TestExec(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	argv, err := sb.Wrap(os.Args[0], []string{"bash", "-c", "touch inside; touch " + f.outside + "/x; cat " + f.home + "/.ssh/id_ed25519"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = f.root
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "Permission denied") || strings.Contains(string(out), "FAKE-KEY") {
+		t.Errorf("sandbox-exec: %q, %v", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, "inside")); err != nil {
+		t.Errorf("the write inside failed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.outside, "x")); err == nil {
+		t.Error("the write outside succeeded")
+	}
+}
+
+func TestOffRunsPlainly(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: Off})
+	if out, err := run(t, sb, f.root, "touch "+f.outside+"/x && echo $$"); err != nil || out == "1\n" {
+		t.Errorf("off: %q, %v", out, err)
+	}
+	if argv, err := sb.Wrap("/bin/helper", []string{"true"}); err != nil || !slices.Equal(argv, []string{"true"}) {
+		t.Errorf("off: Wrap = %q, %v", argv, err)
+	}
+}
