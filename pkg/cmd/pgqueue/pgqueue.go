@@ -328,6 +328,7 @@ func (c *ClaimCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
+	rt.CatchBrokenPipe() // a reader gone is a lost record too: give the claim back
 	t, err := q.WaitClaim(rt.Ctx, c.Worker, d, c.Wait)
 	if err != nil {
 		return fail(err)
