@@ -133,7 +133,7 @@ func fixedHeading(page, name string) string {
 	return head + "\n" + page
 }
 
-const exitStatusText = `0 success; 1 runtime failure; 2 usage error or bad input, nothing was changed; ` +
+const exitStatusText = `0 success; 1 runtime failure (output that could not be written included); 2 usage error or bad input, nothing was changed; ` +
 	`3 nothing to do; 4 a limit stopped the job; 124 timeout; 128+n killed by signal n (130 on Ctrl-C).`
 
 const filesText = `$XDG_CONFIG_HOME/powerglide/config.json (default ~/.config/powerglide/config.json): the configuration file. ` +

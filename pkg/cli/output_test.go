@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -99,5 +100,27 @@ func TestPanicIsNotBadInput(t *testing.T) {
 	code := Run(context.Background(), spec, []string{"boom"}, Test(nil, &out, &errb))
 	if code != ExitFailure || !strings.HasPrefix(errb.String(), "pg-toy: error: internal error: boom\n") || !strings.Contains(errb.String(), "goroutine") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+type toyEscape struct {
+	JSON bool `help:"JSON errors."`
+}
+
+func (toyEscape) Run(*Runtime) error { return errors.New("task \x1b]0;pwned\x07 failed") }
+
+// The error line on stderr, most often a terminal, shows escapes; the JSON
+// record keeps the message exact.
+func TestErrorLineShowsEscapes(t *testing.T) {
+	spec := &Spec{Name: "pg-toy", Description: "A toy.", CLI: &struct {
+		Esc toyEscape `cmd:"" help:"Fail with an escape."`
+	}{}}
+	var out, errb bytes.Buffer
+	Run(context.Background(), spec, []string{"esc", "--json"}, Test(nil, &out, &errb))
+	if errb.String() != "pg-toy: error: task ^[]0;pwned^G failed\n" {
+		t.Errorf("stderr %q", errb.String())
+	}
+	if !strings.Contains(out.String(), `"message":"task \u001b]0;pwned\u0007 failed"`) {
+		t.Errorf("JSON record %q", out.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Version is the powerglide version, set at build time with
@@ -260,7 +261,9 @@ func Report(rt *Runtime, err error) int {
 		return code // silent exit: the command already spoke
 	}
 	msg := lowerFirst(err.Error())
-	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, oneLine(msg))
+	// stderr is most often a terminal, and a message may quote a task's
+	// title or a command's output: escapes are shown, not obeyed.
+	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, termtext.Visible(oneLine(msg)))
 	if rt.JSON {
 		rec := protocol.ErrorEvent{Type: protocol.EventError, Tool: rt.Spec.Name, Kind: Kind(err), Message: msg, ExitCode: code}
 		if le := lineOf(err); le > 0 {

@@ -65,6 +65,7 @@ var Keys = []Key{
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
 	{Name: "mcp_timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_MCP_TIMEOUT"}, Default: 10 * time.Minute, Help: "pg-tool: time limit of one MCP tool call; a server that does not answer in time is stopped and restarted on the next call"},
+	{Name: "tool_max_saved_output", Kind: KindInt, Env: []string{"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT"}, Default: 16 << 20, Help: "pg-tool: cap in bytes on one saved full output of a capped result; a longer one keeps its first and last halves (0: no cap)"},
 	{Name: "sandbox", Kind: KindString, Env: []string{"POWERGLIDE_SANDBOX"}, Default: "workspace-write", Help: "pg-tool: sandbox of the commands it starts: workspace-write, read-only or off"},
 	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Default: "default", Help: "team name: the queue and workers in $POWERGLIDE_HOME/teams/<team>/"},
 	{Name: "queue_sync", Kind: KindBool, Env: []string{"POWERGLIDE_QUEUE_SYNC"}, Default: true, Help: "fsync the task queue after each change (false: faster; a power loss may lose the last changes, a killed process never corrupts it)"},
@@ -79,6 +80,7 @@ var Keys = []Key{
 	{Name: "dash_refresh", Kind: KindDuration, Env: []string{"POWERGLIDE_DASH_REFRESH"}, Default: time.Second, Help: "pg-dash: polling interval when file notifications are unavailable"},
 	{Name: "pty_cols", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_COLS"}, Default: 80, Help: "pg-pty terminal width in columns"},
 	{Name: "pty_rows", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_ROWS"}, Default: 24, Help: "pg-pty terminal height in rows"},
+	{Name: "pty_max_output", Kind: KindInt, Env: []string{"POWERGLIDE_PTY_MAX_OUTPUT"}, Default: 64 << 20, Help: "pg-pty: cap in bytes on a session's output.log; older output is discarded, offsets stay valid (0: no cap)"},
 	{Name: "pty_term", Kind: KindString, Env: []string{"POWERGLIDE_PTY_TERM"}, Default: "xterm-256color", Help: "TERM given to programs pg-pty runs"},
 }
 

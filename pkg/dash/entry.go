@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Entry kinds besides the loop event types.
@@ -210,6 +212,7 @@ func entryOf(v any) *Entry {
 		e.Head += ": " + firstLine(ev.Message)
 		e.Body = clip(rest(ev.Message), maxResultLines)
 	}
+	e.Head = termtext.Visible(e.Head) // names, models and ids are the record's too
 	return e
 }
 
@@ -233,7 +236,7 @@ func clip(s string, n int) []string {
 	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = strings.ReplaceAll(l, "\t", "    ")
+		lines[i] = termtext.Visible(strings.ReplaceAll(l, "\t", "    "))
 	}
 	if len(lines) > n {
 		more := len(lines) - n
@@ -249,12 +252,14 @@ func plural(n int) string {
 	return "s"
 }
 
+// firstLine, oneLine and clip render what they keep with termtext: a
+// record's text may carry terminal escapes, to be shown, not obeyed.
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
+		return termtext.Visible(s[:i]) + " …"
 	}
-	return s
+	return termtext.Visible(s)
 }
 
 func rest(s string) string {
@@ -265,12 +270,13 @@ func rest(s string) string {
 	return ""
 }
 
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
+func oneLine(s string) string { return termtext.Line(s) }
 
 func short(s string, n int) string {
 	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n-- // never cut a character in two
+		}
 		return s[:n]
 	}
 	return s

@@ -893,7 +893,7 @@ func (m *Model) setVelocity(id string, v float64) tea.Cmd {
 	m.velPending[id] = velPending{v: v, minSeq: math.MaxInt}
 	path := m.opt.Dir.Velocity(id)
 	return func() tea.Msg {
-		if err := atomicfile.WriteFile(path, []byte(FormatVelocity(v)), 0o644); err != nil {
+		if err := atomicfile.WriteFile(path, []byte(FormatVelocity(v)), teamdir.FileMode); err != nil {
 			return actionMsg{text: "write velocity: " + err.Error(), tone: "bad", worker: id}
 		}
 		if v == 0 {

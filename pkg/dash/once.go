@@ -9,6 +9,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // SnapshotRecord is the JSON form of a snapshot (`pg-dash --once --json`):
@@ -222,7 +223,9 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 			b.WriteString("  " + oneLine(w) + "\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	// Ids, names and titles come from files anyone may edit: their
+	// control characters are shown, not sent to the terminal.
+	_, err := io.WriteString(w, termtext.Visible(b.String()))
 	return err
 }
 
@@ -243,6 +246,6 @@ func WriteEntries(w io.Writer, es []*Entry) error {
 			b.WriteString("           " + strings.TrimPrefix(l, "\x00think") + "\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, termtext.Visible(b.String()))
 	return err
 }

@@ -5,6 +5,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // The palette uses the 16 basic colours, which every terminal maps to its
@@ -121,10 +122,12 @@ func width(s string) int {
 }
 
 // cell fits s into exactly w columns: truncated with an ellipsis or padded.
+// s is plain text (styles go around the cell), rendered with termtext.
 func cell(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
+	s = termtext.Line(s)
 	n := width(s)
 	if n > w {
 		return ansi.Truncate(s, w, "…")
@@ -134,6 +137,7 @@ func cell(s string, w int) string {
 
 // rcell right-aligns s in w columns.
 func rcell(s string, w int) string {
+	s = termtext.Line(s)
 	n := width(s)
 	if n > w {
 		return ansi.Truncate(s, w, "…")

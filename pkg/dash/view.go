@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // View draws the screen.
@@ -428,7 +429,7 @@ func (j JournalPanel) Render(width, height int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	for _, l := range lines {
-		out = append(out, fit(stDim.Render(l.TS.UTC().Format(time.TimeOnly))+" "+toneStyle(l.Tone).Render(l.Text), width))
+		out = append(out, fit(stDim.Render(l.TS.UTC().Format(time.TimeOnly))+" "+toneStyle(l.Tone).Render(termtext.Visible(l.Text)), width))
 	}
 	return out
 }
@@ -454,7 +455,7 @@ func (m *Model) workerHeader(width int, now time.Time) []string {
 	}
 	task := "no task"
 	if w.Task != "" {
-		task = w.Task
+		task = oneLine(w.Task)
 		if k := m.snap.Task(w.Task); k != nil && k.Title != "" {
 			task += " " + oneLine(k.Title)
 		}
@@ -487,7 +488,7 @@ func (m *Model) workerHeader(width int, now time.Time) []string {
 		second = append(second, fmt.Sprintf("pid %d", w.PID))
 	}
 	if w.LastTool != "" {
-		second = append(second, "last tool "+w.LastTool)
+		second = append(second, "last tool "+oneLine(w.LastTool))
 	}
 	if w.LastError != nil && *w.LastError != "" {
 		second = append(second, stBad.Render("error: "+oneLine(*w.LastError)))
@@ -612,7 +613,7 @@ type TaskDetail struct {
 
 // Render draws the detail from line Top.
 func (d TaskDetail) Render(width, height int) string {
-	k := d.Task
+	k := visibleTask(d.Task)
 	st := StatusOf(k)
 	var lines []string
 	add := func(label, v string) {
@@ -683,9 +684,34 @@ func (d TaskDetail) Render(width, height int) string {
 	return strings.Join(lines, "\n")
 }
 
+// visibleTask is a copy of k whose text is safe to draw (termtext).
+func visibleTask(k protocol.Task) protocol.Task {
+	k.ID, k.Title, k.Prompt, k.Verify = termtext.Visible(k.ID), termtext.Visible(k.Title), termtext.Visible(k.Prompt), termtext.Visible(k.Verify)
+	if k.Error != nil {
+		e := termtext.Visible(*k.Error)
+		k.Error = &e
+	}
+	deps := make([]string, len(k.DependsOn))
+	for i, d := range k.DependsOn {
+		deps[i] = termtext.Line(d)
+	}
+	k.DependsOn = deps
+	labels := make(map[string]string, len(k.Labels))
+	for kk, v := range k.Labels {
+		labels[termtext.Line(kk)] = termtext.Line(v)
+	}
+	k.Labels = labels
+	if k.Claim != nil {
+		c := *k.Claim
+		c.Worker = termtext.Line(c.Worker)
+		k.Claim = &c
+	}
+	return k
+}
+
 func wrapIndent(l string, width int) []string {
 	var out []string
-	for _, w := range wrapLine(strings.ReplaceAll(l, "\t", "    "), max(width-2, 10)) {
+	for _, w := range wrapLine(termtext.Visible(strings.ReplaceAll(l, "\t", "    ")), max(width-2, 10)) {
 		out = append(out, "  "+w)
 	}
 	return out

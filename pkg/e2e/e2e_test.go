@@ -68,6 +68,7 @@ func Params(dir string) testscript.Params {
 			"validate":    cmdValidate,
 			"descendants": cmdDescendants,
 			"gone":        cmdGone,
+			"private":     cmdPrivate,
 		},
 	}
 }

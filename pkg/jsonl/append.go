@@ -67,7 +67,9 @@ func AppendRaw(path string, data []byte) error {
 	data = secrets.Redact(data)
 	// One descriptor to lock, look at the last byte and append: the flock
 	// is the one other writers take through gofrs/flock on the same path.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	// 0600: the logs appended here (journals, memory, recordings) hold
+	// conversation content.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}

@@ -301,5 +301,5 @@ func write(d teamdir.Dir, tb *protocol.TeamBudget, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(Path(d), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(Path(d), append(b, '\n'), teamdir.FileMode)
 }

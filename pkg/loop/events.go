@@ -5,10 +5,12 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Markers are the last stdout line of a run.
@@ -66,13 +68,20 @@ func (e *Emitter) Err() error {
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n-- // never cut a character in two
+		}
 		s = s[:n] + "…"
 	}
 	return s
 }
 
-// Render is the readable form of an event.
-func Render(ev any) string {
+// Render is the readable form of an event, for a terminal: control
+// characters in the model's text, tool output or a task title are shown,
+// not obeyed.
+func Render(ev any) string { return termtext.Visible(render(ev)) }
+
+func render(ev any) string {
 	switch e := ev.(type) {
 	case *protocol.LoopStateEvent:
 		s := fmt.Sprintf("%s [%d] %-10s → %s", e.TS.Format("15:04:05"), e.Step, e.From, e.To)

@@ -19,6 +19,7 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // Pipeline is a --pipeline file: stages run in order, each until its exit
@@ -209,10 +210,10 @@ func (ps *PipelineSource) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(ps.StateFile), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(ps.StateFile), teamdir.DirMode); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(ps.StateFile, append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(ps.StateFile, append(b, '\n'), teamdir.FileMode)
 }
 
 func stageID(i int, name string) string { return fmt.Sprintf("stage-%d-%s", i+1, name) }

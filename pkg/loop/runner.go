@@ -175,6 +175,10 @@ type Runner struct {
 	lastWrite time.Time
 	curMu     sync.Mutex  // guards cur for the heartbeat
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
+	// last is the conversation of the task that ended last (FollowUpBase),
+	// for a follow-up task; lastTask its id.
+	last     []protocol.Message
+	lastTask string
 }
 
 type taskRun struct {
@@ -258,9 +262,11 @@ func (r *Runner) Run(ctx context.Context) Result {
 	if s := r.o.Session; s != nil {
 		s.Info.Status = "running"
 		s.Info.PID = os.Getpid()
+		_, s.Info.PIDStart, _ = proc.Self()
 		if r.o.Resume != nil {
 			r.usage = r.o.Resume.Usage
 			r.step = max(s.Info.Step, r.o.Resume.TotalSteps)
+			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
 		}
 	}
 	r.fire(Start, "")
@@ -502,8 +508,9 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 			tr.iter = it.Iterations(t)
 		}
 		first := r.userMessage(r.taskPrompt(t, tr.iter+1, ""))
-		tr.conv = []protocol.Message{first}
-		r.remember(MemoryRecord{Type: MemTask, Task: t.ID, Status: "started", TaskRec: t})
+		prev, follows := r.followUp(t)
+		tr.conv = append(prev, first)
+		r.remember(MemoryRecord{Type: MemTask, Task: t.ID, Status: "started", TaskRec: t, Follows: follows})
 		r.remember(MemoryRecord{Type: MemMessage, Task: t.ID, Message: &first})
 	}
 	r.curMu.Lock()
@@ -1104,6 +1111,9 @@ type TaskResult struct {
 
 func (r *Runner) commit() (Input, string) {
 	tr := r.cur
+	if in, reason, ok := r.leaseHeld(); !ok {
+		return in, reason
+	}
 	hash := ""
 	if r.o.Commit {
 		msg := CommitMessage(tr.answer, tr.task.Title)
@@ -1139,6 +1149,43 @@ func (r *Runner) commit() (Input, string) {
 	return Committed, hash
 }
 
+// errLeaseLostBeforeCommit is the reason of a task whose lease was gone
+// when the work was about to be committed.
+var errLeaseLostBeforeCommit = errors.New("lease lost before commit: nothing committed; another worker may hold the task")
+
+// leaseHeld checks, right before the commit, that the task's lease is still
+// this worker's: a renewal with its fencing token, which fails once another
+// worker holds the task (the lease ran out during a long verify, a pause, a
+// stopped process, and the task was claimed again). Then nothing is
+// committed, in git or in the queue: the work is the new holder's to do and
+// commit. The renewal also extends the lease, so it cannot run out between
+// the check and the commit. With ok false, in and reason are the outcome.
+func (r *Runner) leaseHeld() (in Input, reason string, ok bool) {
+	tr := r.cur
+	err := r.o.Source.Renew(tr.ctx, tr.task)
+	switch {
+	case err == nil:
+		tr.lastRenew = time.Now()
+		return "", "", true
+	case errors.Is(err, ErrLeaseLost):
+		token := int64(0)
+		if tr.task.Claim != nil {
+			token = tr.task.Claim.Token
+		}
+		r.log("warn", "task %s: lease lost before commit (token %d): nothing committed: %v", tr.task.ID, token, err)
+		tr.cancel(errLeaseLostBeforeCommit) // the task is not ours to fail or release
+		r.failReason = errLeaseLostBeforeCommit.Error()
+		return TaskFailed, r.failReason, false
+	case tr.ctx.Err() != nil:
+		in, reason = r.taskCtxErr()
+		return in, reason, false
+	}
+	// The queue cannot say whether the lease is held: committing could
+	// do the work twice, so the run stops (the task is released).
+	in, reason = r.fatal(fmt.Errorf("renew task %s before commit: %w", tr.task.ID, err))
+	return in, reason, false
+}
+
 // endTask fails or releases the current task in its source.
 func (r *Runner) endTask(status, reason string, retry bool) {
 	tr := r.cur
@@ -1148,7 +1195,8 @@ func (r *Runner) endTask(status, reason string, retry bool) {
 	// Use a short fresh context: the task's may be cancelled (signal).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lost := errors.Is(context.Cause(tr.ctx), errLeaseLost)
+	cause := context.Cause(tr.ctx)
+	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit)
 	var err error
 	switch {
 	case lost:
@@ -1171,6 +1219,7 @@ func (r *Runner) closeTask(status, reason string) {
 	r.o.Events.Emit(&protocol.LoopTaskEvent{Type: protocol.LoopTask, TS: r.now(), Task: tr.task.ID, Title: tr.task.Title, Status: status, Reason: reason, Usage: tr.usage})
 	if status != "released" {
 		r.remember(MemoryRecord{Type: MemTask, Task: tr.task.ID, Status: status, Reason: reason})
+		r.last, r.lastTask = FollowUpBase(tr.conv), tr.task.ID
 	}
 	tr.cancel(nil)
 	r.curMu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // The lines a worker prints last (DESIGN.md §4, pg-loop).
@@ -304,11 +305,11 @@ func (s *Supervisor) teamCost() float64 {
 func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string) error {
 	d := s.W.Dir
 	err := s.W.Locked(ctx, func() error {
-		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 		if err != nil {
 			return fmt.Errorf("open worker log: %w", err)
 		}
-		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 		if err != nil {
 			logf.Close()
 			return fmt.Errorf("open worker stderr log: %w", err)
@@ -325,10 +326,20 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 			errf.Close()
 			return err
 		}
+		// The worker's stderr goes through a pipe too, to be redacted on
+		// its way to the file.
+		epr, epw, err := os.Pipe()
+		if err != nil {
+			pr.Close()
+			pw.Close()
+			logf.Close()
+			errf.Close()
+			return err
+		}
 		cmd := proc.Command(exec.Command(s.Opts.Argv[0], s.Opts.Argv[1:]...))
 		cmd.Env = append(append([]string{}, s.Opts.Env...), "POWERGLIDE_TEAM="+d.Team, "POWERGLIDE_WORKER="+sl.name)
 		cmd.Stdout = pw
-		cmd.Stderr = errf
+		cmd.Stderr = epw
 		// Leftovers of the worker's process group (a backgrounded child)
 		// would keep its stdout open and run unsupervised: Wait ends them
 		// while the worker is still unreaped, so its group id cannot name
@@ -336,10 +347,12 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		cmd.EndGroup = true
 		err = cmd.Start()
 		pw.Close()
-		errf.Close()
+		epw.Close()
+		errDone := copyRedacted(errf, epr)
 		if err != nil {
 			pr.Close()
 			logf.Close()
+			<-errDone
 			return fmt.Errorf("start worker %s: %w", sl.name, err)
 		}
 		pid := cmd.Process.Pid
@@ -361,7 +374,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 				s.logf("worker %s: seed record: %v", sl.name, err)
 			}
 		}
-		go s.follow(sl, cmd, pr, logf, pid, start, d.Log(sl.name)+".stderr", errOff)
+		go s.follow(sl, cmd, pr, logf, pid, start, d.Log(sl.name)+".stderr", errOff, errDone)
 		return nil
 	})
 	if err != nil {
@@ -373,7 +386,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 
 // follow copies the worker's stdout to its log, line by line, watching for
 // the end markers, then reaps the worker and reports its exit.
-func (s *Supervisor) follow(sl *slot, cmd *proc.Child, pr *os.File, logf *os.File, pid int, start string, errPath string, errOff int64) {
+func (s *Supervisor) follow(sl *slot, cmd *proc.Child, pr *os.File, logf *os.File, pid int, start string, errPath string, errOff int64, errDone <-chan struct{}) {
 	var mu sync.Mutex
 	marker := ""
 	eof := make(chan struct{})
@@ -416,10 +429,31 @@ func (s *Supervisor) follow(sl *slot, cmd *proc.Child, pr *os.File, logf *os.Fil
 	}
 	pr.Close()
 	<-eof
+	// The stderr copy ends with the worker, unless something it left
+	// holds the pipe: its last line is read after a short wait at most.
+	select {
+	case <-errDone:
+	case <-time.After(2 * time.Second):
+	}
 	mu.Lock()
 	m := marker
 	mu.Unlock()
 	s.exits <- exitMsg{s: sl, pid: pid, start: start, err: err, marker: m, lastErr: lastLine(errPath, errOff)}
+}
+
+// copyRedacted copies a worker's stderr to its file, secrets redacted, and
+// closes both at the end of the stream; the channel closes then.
+func copyRedacted(f *os.File, r *os.File) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer f.Close()
+		defer r.Close()
+		w := secrets.Default().NewWriter(f)
+		_, _ = io.Copy(w, r)
+		_ = w.Flush()
+	}()
+	return done
 }
 
 // lastLine is the last non-empty line of the file at path after offset

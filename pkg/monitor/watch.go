@@ -492,7 +492,7 @@ func (w *Watcher) saveState(st *State) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(w.statePath(), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(w.statePath(), append(b, '\n'), teamdir.FileMode)
 }
 
 // waitGone polls until pid has ended or max elapsed.

@@ -25,6 +25,8 @@ type PtyOutput struct {
 	Offset     int64  `json:"offset"`
 	NextOffset int64  `json:"next_offset"`
 	Matched    bool   `json:"matched" jsonschema:"description=--wait: the pattern was found and data ends with the match"`
+	Skipped    int64  `json:"skipped,omitempty" jsonschema:"description=bytes after the requested offset that the output cap had discarded: data starts at offset"`
+	OutputLost int64  `json:"output_lost,omitempty" jsonschema:"description=bytes of the session's output that could not be written to output.log (see pg-pty status)"`
 }
 
 // PtyCursor is a cursor position, zero-based.
@@ -71,7 +73,12 @@ type PtySession struct {
 	Signal      *string  `json:"signal"`
 	CreatedAt   string   `json:"created_at"`
 	ExitedAt    *string  `json:"exited_at"`
-	OutputBytes int64    `json:"output_bytes,omitempty" jsonschema:"description=size of output.log (status and list only)"`
+	OutputBytes int64    `json:"output_bytes,omitempty" jsonschema:"description=size of output.log (status and list only): every byte the program printed\\, kept or discarded"`
+	OutputMax   int64    `json:"output_max,omitempty" jsonschema:"description=the cap on output.log: about this many of the latest bytes are kept on disk; older ones are discarded (0: no cap)"`
+	OutputStart int64    `json:"output_start,omitempty" jsonschema:"description=the first offset of output.log still kept: the output before it was discarded by the cap (the file keeps its size and offsets; the discarded part reads as zeros)"`
+	OutputLost  int64    `json:"output_lost,omitempty" jsonschema:"description=bytes of output that could not be written to output.log (a full disk\\, a file size limit): read never returns them"`
+	OutputError string   `json:"output_error,omitempty" jsonschema:"description=the first error writing output.log"`
+	Errors      []string `json:"errors,omitempty" jsonschema:"description=other writes the holder could not make: terminal replies\\, the final screen.json (at most 10)"`
 }
 
 // PtyOutputs are the records pg-pty prints.

@@ -20,6 +20,8 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // HolderExec is how start runs the holder: Path with Args (Args[0] is the
@@ -37,7 +39,10 @@ type StartOptions struct {
 	Env     []string // the program's environment
 	Cols    int
 	Rows    int
-	Holder  HolderExec
+	// MaxOutput caps output.log in bytes: older output is discarded
+	// (0: DefaultMaxOutput; negative: no cap).
+	MaxOutput int64
+	Holder    HolderExec
 }
 
 // Start creates the session directory, starts a detached holder (its own
@@ -56,11 +61,11 @@ func (s Store) Start(o StartOptions) (*protocol.PtySession, error) {
 	if _, err := exec.LookPath(o.Command[0]); err != nil {
 		return nil, errorf(ErrNotFound, "command not found: %s", o.Command[0])
 	}
-	if err := os.MkdirAll(s.Root, 0o755); err != nil {
+	if err := os.MkdirAll(s.Root, teamdir.DirMode); err != nil {
 		return nil, err
 	}
 	dir := s.Dir(o.Name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, teamdir.DirMode); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			status := "unknown"
 			if st, err := s.Load(o.Name); err == nil {
@@ -79,11 +84,18 @@ func (s Store) Start(o StartOptions) (*protocol.PtySession, error) {
 }
 
 func (s Store) spawn(dir string, o StartOptions) (*protocol.PtySession, error) {
-	spec, err := json.Marshal(holderSpec{Name: o.Name, Command: o.Command, Dir: o.Dir, Env: o.Env, Cols: o.Cols, Rows: o.Rows})
+	maxOut := o.MaxOutput
+	switch {
+	case maxOut == 0:
+		maxOut = DefaultMaxOutput
+	case maxOut < 0:
+		maxOut = 0
+	}
+	spec, err := json.Marshal(holderSpec{Name: o.Name, Command: o.Command, Dir: o.Dir, Env: o.Env, Cols: o.Cols, Rows: o.Rows, MaxOutput: maxOut})
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, HolderLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(dir, HolderLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, teamdir.FileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -202,14 +214,27 @@ var probeTimeout = 3 * time.Second
 
 // Probe asks a running session's holder whether it is alive and marks the
 // session unresponsive when it does not answer in time (stopped, hung).
-// Any answer counts, also an error from a holder that knows no "ping".
+// Any answer counts, also an error from a holder that knows no "state".
+// The holder's answer brings what it knows of output.log now (discarded,
+// lost, write errors), which session.json may not say yet, or not at all
+// on a full disk.
 func (s Store) Probe(ctx context.Context, st *protocol.PtySession) {
 	if st.Status != protocol.PtyRunning {
 		return
 	}
-	_, err := callWithin(ctx, s.Dir(st.Name), st, request{Op: "ping"}, probeTimeout)
+	resp, err := callWithin(ctx, s.Dir(st.Name), st, request{Op: "state"}, probeTimeout)
 	if errors.Is(err, ErrUnresponsive) {
 		st.Status = protocol.PtyUnresponsive
+	}
+	if err == nil {
+		mergeLive(st, resp.State)
+	}
+}
+
+// mergeLive takes what a holder's live state says about the output.
+func mergeLive(st, live *protocol.PtySession) {
+	if live != nil {
+		st.OutputMax, st.OutputStart, st.OutputLost, st.OutputError, st.Errors = live.OutputMax, live.OutputStart, live.OutputLost, live.OutputError, live.Errors
 	}
 }
 
@@ -284,6 +309,10 @@ func (s Store) Screen(ctx context.Context, name string) (*protocol.PtyScreen, er
 		return nil, err
 	}
 	defer f.Close()
+	// Output the cap discarded is a hole: replay what is kept.
+	if _, err := f.Seek(max(st.OutputStart, dataFrom(f, 0)), io.SeekStart); err != nil {
+		return nil, err
+	}
 	scr, err := renderScreen(name, st.Cols, st.Rows, f)
 	return &scr, err
 }
@@ -298,6 +327,10 @@ type ReadOptions struct {
 	Wait    *regexp.Regexp
 	Timeout time.Duration // for Wait; 0 looks at the output once
 	Max     int           // most bytes to return; 0 means no limit
+	// Plain returns the text without terminal escape sequences (see
+	// package termtext), and Wait matches that text: a pattern written from
+	// what a reader saw matches. Offsets stay offsets into output.log.
+	Plain bool
 }
 
 // pollInterval is how often a waiting read looks at output.log.
@@ -305,13 +338,21 @@ const pollInterval = 20 * time.Millisecond
 
 // Read returns a session's output from an offset. With Wait it returns
 // ErrNoMatch when the program ended without a match and
-// context.DeadlineExceeded on timeout, with the output read so far.
+// context.DeadlineExceeded on timeout, with the output read so far. Output
+// the cap discarded is skipped (the record's skipped says how much).
 func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.PtyOutput, error) {
 	st, err := s.Load(name)
 	if err != nil {
 		return nil, err
 	}
 	dir := s.Dir(name)
+	if st.Status == protocol.PtyRunning {
+		// What the holder knows now of discarded and lost output; a
+		// holder that does not answer soon leaves session.json's word.
+		if resp, err := callWithin(ctx, dir, st, request{Op: "state"}, time.Second); err == nil {
+			mergeLive(st, resp.State)
+		}
+	}
 	since := o.Since
 	if !o.HasSince {
 		since = readCursor(dir)
@@ -324,7 +365,7 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 		return nil, err
 	}
 	defer f.Close()
-	out := &protocol.PtyOutput{Type: "output", Name: name, Offset: since, NextOffset: since}
+	out := &protocol.PtyOutput{Type: "output", Name: name, Offset: since, NextOffset: since, OutputLost: st.OutputLost}
 	var buf []byte
 	var deadline time.Time
 	if o.Wait != nil {
@@ -339,12 +380,19 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 		if err != nil {
 			return nil, err
 		}
-		end := since + int64(len(buf))
 		if since > fi.Size() {
 			return nil, errorf(ErrBadInput, "offset %d is past the end of the output (%d bytes)", since, fi.Size())
 		}
+		end := out.Offset + int64(len(buf))
 		if fi.Size() > end {
-			chunk := make([]byte, fi.Size()-end)
+			if kept := max(st.OutputStart, dataFrom(f, end)); kept > end {
+				// The cap discarded output this read had not reached yet
+				// (a reader far behind a fast program): go on from what
+				// is kept.
+				out.Offset, buf, scanned, end = kept, nil, 0, kept
+				out.Skipped = kept - since
+			}
+			chunk := make([]byte, max(fi.Size()-end, 0))
 			n, err := f.ReadAt(chunk, end)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return nil, err
@@ -360,23 +408,23 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 			} else if running {
 				data = trimRuneEnd(data)
 			}
-			return s.finishRead(dir, out, data, true)
+			return s.finishRead(dir, out, data, o.Plain, running, true)
 		}
 		if fresh {
-			if loc := o.Wait.FindIndex(buf); loc != nil {
+			if end, ok := match(o.Wait, buf, o.Plain); ok {
 				out.Matched = true
-				return s.finishRead(dir, out, buf[:loc[1]], true)
+				return s.finishRead(dir, out, buf[:end], o.Plain, false, true)
 			}
 		}
 		if !running {
-			out.Data, out.NextOffset = string(buf), since+int64(len(buf))
+			out, _ = s.finishRead(dir, out, buf, o.Plain, false, false)
 			if st.Status == protocol.PtyDead {
 				return out, errorf(ErrNoMatch, "session %s died before /%s/ appeared: its holder process is gone", name, o.Wait)
 			}
 			return out, errorf(ErrNoMatch, "session %s %s before /%s/ appeared", name, describeEnd(st), o.Wait)
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			out.Data, out.NextOffset = string(trimRuneEnd(buf)), since+int64(len(trimRuneEnd(buf)))
+			out, _ = s.finishRead(dir, out, trimRuneEnd(buf), o.Plain, true, false)
 			return out, errorf(context.DeadlineExceeded, "/%s/ did not appear in session %s within %s", o.Wait, name, o.Timeout)
 		}
 		if time.Since(lastCheck) > 200*time.Millisecond {
@@ -389,18 +437,50 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 		}
 		select {
 		case <-ctx.Done():
-			out.Data, out.NextOffset = string(trimRuneEnd(buf)), since+int64(len(trimRuneEnd(buf)))
+			out, _ = s.finishRead(dir, out, trimRuneEnd(buf), o.Plain, true, false)
 			return out, ctx.Err()
 		case <-time.After(pollInterval):
 		}
 	}
 }
 
-func (s Store) finishRead(dir string, out *protocol.PtyOutput, data []byte, save bool) (*protocol.PtyOutput, error) {
-	out.Data = string(data)
-	out.NextOffset = out.Offset + int64(len(data))
+// match finds re in raw output, or in its plain text: it returns where in
+// raw the match ends.
+func match(re *regexp.Regexp, raw []byte, plain bool) (int, bool) {
+	if !plain {
+		loc := re.FindIndex(raw)
+		if loc == nil {
+			return 0, false
+		}
+		return loc[1], true
+	}
+	text, ends, _ := termtext.Map(raw)
+	loc := re.FindIndex(text)
+	switch {
+	case loc == nil:
+		return 0, false
+	case loc[1] == 0:
+		return 0, true
+	}
+	return ends[loc[1]-1], true
+}
+
+// finishRead fills out with raw output (its plain text with plain; then an
+// escape sequence cut at the end is left for the next read while more may
+// come) and, with save, stores where the next read starts.
+func (s Store) finishRead(dir string, out *protocol.PtyOutput, raw []byte, plain, more, save bool) (*protocol.PtyOutput, error) {
+	if plain {
+		text, _, complete := termtext.Map(raw)
+		if more {
+			raw = raw[:complete]
+		}
+		out.Data = string(text)
+	} else {
+		out.Data = string(raw)
+	}
+	out.NextOffset = out.Offset + int64(len(raw))
 	if save {
-		if err := atomicfile.WriteFile(filepath.Join(dir, CursorFile), []byte(strconv.FormatInt(out.NextOffset, 10)+"\n"), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, CursorFile), []byte(strconv.FormatInt(out.NextOffset, 10)+"\n"), teamdir.FileMode); err != nil {
 			return nil, err
 		}
 	}

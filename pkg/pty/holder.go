@@ -20,6 +20,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // holderSpec is what start hands the holder on its stdin.
@@ -30,11 +31,13 @@ type holderSpec struct {
 	Env     []string `json:"env"`
 	Cols    int      `json:"cols"`
 	Rows    int      `json:"rows"`
+	// MaxOutput caps output.log in bytes (0: no cap).
+	MaxOutput int64 `json:"max_output"`
 }
 
 // request and response travel as one JSON line each over the socket.
 type request struct {
-	Op   string   `json:"op"` // send, resize, screen, wait, ping
+	Op   string   `json:"op"` // send, resize, screen, wait, ping, state
 	Data []byte   `json:"data,omitempty"`
 	Keys []string `json:"keys,omitempty"`
 	Cols int      `json:"cols,omitempty"`
@@ -45,6 +48,9 @@ type response struct {
 	OK     bool                `json:"ok"`
 	Error  string              `json:"error,omitempty"`
 	Screen *protocol.PtyScreen `json:"screen,omitempty"`
+	// State is the holder's live record (op state): what it says about
+	// output.log is current even when session.json cannot be written.
+	State *protocol.PtySession `json:"state,omitempty"`
 }
 
 type holder struct {
@@ -54,8 +60,10 @@ type holder struct {
 	child  *proc.Child // the program
 	log    io.Writer
 
-	mu    sync.Mutex // guards state and its file
+	mu    sync.Mutex // guards state, out, dirty and the state's file
 	state protocol.PtySession
+	out   *outputLog
+	dirty bool // state changed since session.json was written
 
 	exited chan struct{} // closed once the exit is recorded
 }
@@ -85,7 +93,7 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, OutputFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(dir, OutputFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, teamdir.FileMode)
 	if err != nil {
 		return err
 	}
@@ -116,13 +124,14 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	// The program leads its session and process group: its group is
 	// signalled only until it is reaped.
 	child := proc.Adopt(cmd)
-	h := &holder{dir: dir, master: master, child: child, log: logw, exited: make(chan struct{})}
+	h := &holder{dir: dir, master: master, child: child, log: logw, exited: make(chan struct{}),
+		out: &outputLog{f: logf, max: sp.MaxOutput}}
 	hpid, hstart, _ := proc.Self()
 	cstart, _ := proc.StartTime(cmd.Process.Pid)
 	h.state = protocol.PtySession{
 		Type: "session", Name: sp.Name, Status: protocol.PtyRunning, Command: sp.Command, Dir: sp.Dir,
 		PID: cmd.Process.Pid, PIDStart: cstart, HolderPID: hpid, HolderStart: hstart,
-		Cols: sp.Cols, Rows: sp.Rows, CreatedAt: nowRFC3339(),
+		Cols: sp.Cols, Rows: sp.Rows, CreatedAt: nowRFC3339(), OutputMax: sp.MaxOutput,
 	}
 	if err := writeState(dir, &h.state, false); err != nil {
 		child.SignalGroup(syscall.SIGKILL)
@@ -137,12 +146,12 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	// A holder may live for days next to many others: keep its heap small.
 	// What it allocates per chunk of output is garbage at once.
 	debug.SetGCPercent(25)
-	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited))
+	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited, h.noteError))
 	// The output file is redacted as a stream: a key the program prints
 	// never reaches it, even split across chunks. What may be the start of
 	// one is held back until the next chunk, or briefly when none comes.
 	secrets.Register(secrets.FromEnv(sp.Env)...)
-	outw := secrets.Default().NewWriter(logf)
+	outw := secrets.Default().NewWriter(logSink{h})
 	flush := time.AfterFunc(time.Hour, func() { outw.Flush() })
 	flush.Stop()
 	defer outw.Flush()
@@ -156,6 +165,7 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 
 	go h.serve(ln)
 	go h.watchDir(dirInfo)
+	go h.flushState()
 	// Asked to stop (SIGTERM, SIGINT): hang up on the program, as closing
 	// a terminal window does, and record its end as usual.
 	stopHangup := context.AfterFunc(ctx, func() { child.SignalGroup(syscall.SIGHUP) })
@@ -180,7 +190,9 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 func (h *holder) finish(code int, sig string, werr error) {
 	scr := h.emu.snapshot(h.state.Name)
 	if b, err := json.Marshal(scr); err == nil {
-		atomicfile.WriteFile(filepath.Join(h.dir, ScreenFile), append(b, '\n'), 0o644)
+		if err := atomicfile.WriteFile(filepath.Join(h.dir, ScreenFile), append(b, '\n'), teamdir.FileMode); err != nil {
+			h.noteError("save the final screen: %v", err)
+		}
 	}
 	h.mu.Lock()
 	h.state.Status = protocol.PtyExited
@@ -193,9 +205,69 @@ func (h *holder) finish(code int, sig string, werr error) {
 	if err := writeState(h.dir, &h.state, true); err != nil {
 		fmt.Fprintf(h.log, "pg-pty holder: record exit: %v\n", err)
 	}
+	h.dirty = false
 	h.mu.Unlock()
 	close(h.exited)
 	os.Remove(filepath.Join(h.dir, SocketFile))
+}
+
+// logSink appends to output.log through the holder's outputLog, and
+// records in the state what it discarded or could not write. It never
+// fails: a lost write is counted, not returned.
+type logSink struct{ h *holder }
+
+func (s logSink) Write(b []byte) (int, error) {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	if s.h.out.write(b) {
+		s.h.out.report(&s.h.state)
+		s.h.dirty = true
+	}
+	return len(b), nil
+}
+
+// maxErrors bounds the holder errors a state keeps.
+const maxErrors = 10
+
+// noteError records a write the holder could not make in the session's
+// state (and its log), so status says so.
+func (h *holder) noteError(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintf(h.log, "pg-pty holder: %s\n", msg)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.state.Errors) < maxErrors {
+		h.state.Errors = append(h.state.Errors, msg)
+		h.dirty = true
+	}
+}
+
+// flushState writes session.json when what it says changed (output
+// discarded or lost, holder errors), at most once a second. On a full disk
+// the write fails too: the holder's live state (op state) still says it.
+func (h *holder) flushState() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	logged := false
+	for {
+		select {
+		case <-h.exited:
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		if h.dirty && h.state.Status == protocol.PtyRunning {
+			if err := writeState(h.dir, &h.state, false); err != nil {
+				if !logged {
+					fmt.Fprintf(h.log, "pg-pty holder: update %s: %v\n", StateFile, err)
+					logged = true
+				}
+			} else {
+				h.dirty = false
+			}
+		}
+		h.mu.Unlock()
+	}
 }
 
 // watchDir ends the program when the session directory goes away or is
@@ -293,6 +365,13 @@ func (h *holder) do(req *request, resp *response) error {
 		return nil
 	case "ping":
 		return nil
+	case "state":
+		h.mu.Lock()
+		st := h.state
+		st.Errors = append([]string(nil), h.state.Errors...)
+		h.mu.Unlock()
+		resp.State = &st
+		return nil
 	}
 	return fmt.Errorf("unknown op %q", req.Op)
 }
@@ -300,16 +379,28 @@ func (h *holder) do(req *request, resp *response) error {
 // replier passes the emulator's answers to the program's queries (cursor
 // position, device attributes) to the terminal without ever blocking the
 // output pump: a program that stops reading its input would otherwise
-// stall its own output. Answers that do not fit are dropped.
+// stall its own output. Answers that do not fit are dropped. A failed
+// write is reported once through fail (unless the program has ended,
+// which closes the terminal).
 type replier struct{ ch chan []byte }
 
-func newReplier(master *os.File, done <-chan struct{}) *replier {
+func newReplier(master io.Writer, done <-chan struct{}, fail func(format string, args ...any)) *replier {
 	r := &replier{ch: make(chan []byte, 64)}
 	go func() {
+		failed := false
 		for {
 			select {
 			case b := <-r.ch:
-				master.Write(b)
+				// EIO: the program has closed the terminal.
+				if _, err := master.Write(b); err != nil && !errors.Is(err, syscall.EIO) && !failed {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					failed = true
+					fail("answer the program's terminal query: %v", err)
+				}
 			case <-done:
 				return
 			}

@@ -135,7 +135,7 @@ func writeState(dir string, st *protocol.PtySession, durable bool) error {
 	b = append(b, '\n')
 	path := filepath.Join(dir, StateFile)
 	if durable {
-		return atomicfile.WriteFile(path, b, 0o644)
+		return atomicfile.WriteFile(path, b, teamdir.FileMode)
 	}
 	tmp, err := os.CreateTemp(dir, "."+StateFile+".tmp-*")
 	if err != nil {
@@ -150,7 +150,7 @@ func writeState(dir string, st *protocol.PtySession, durable bool) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), teamdir.FileMode); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}

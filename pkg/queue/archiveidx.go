@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // ArchiveIndexFile lists where each task sits in task-archive.jsonl, so
@@ -82,7 +83,7 @@ func writeArchiveIndex(path string, st fileStamp, enc []byte, count int, refs []
 	b = append(b, enc...)
 	b = appendRefs(b, refs)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable()))
-	return replaceNoSync(path, 0o644, func(f *os.File) error {
+	return replaceNoSync(path, teamdir.FileMode, func(f *os.File) error {
 		_, err := f.Write(b)
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 	"hash/crc32"
 	"os"
 	"strings"
@@ -221,7 +222,7 @@ func appendRecord(b []byte, e *entry) []byte {
 func writeIndex(path string, gen int64, st fileStamp, base int, entries []*entry, l *lazyIndex) error {
 	// Written by rename but not synced: after a power loss the checksum or
 	// the stamp tells a stale or torn index, which is then rebuilt.
-	return replaceNoSync(path, 0o644, func(f *os.File) error {
+	return replaceNoSync(path, teamdir.FileMode, func(f *os.File) error {
 		w := &crcWriter{w: bufio.NewWriterSize(f, 32<<10)}
 		count := len(entries)
 		if l != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // A change reaches three files: task-queue.json (replaced by rename: the
@@ -137,7 +138,7 @@ func (q *Queue) finishArchiveRewrite(gen int64) error {
 // writeArchiveNext writes the new archive of a prune for version gen.
 func (q *Queue) writeArchiveNext(gen int64, data []byte) error {
 	path := filepath.Join(q.dir.Path(), archiveNextName(gen))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, teamdir.FileMode)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", ArchiveFile, err)
 	}

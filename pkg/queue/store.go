@@ -822,7 +822,7 @@ func replace(path string, sync bool, fill func(*os.File) error) (*os.File, error
 	}
 	err = fill(tmp)
 	if err == nil {
-		err = tmp.Chmod(0o644)
+		err = tmp.Chmod(teamdir.FileMode)
 	}
 	if err == nil && sync {
 		err = tmp.Sync()

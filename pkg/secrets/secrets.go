@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,8 +40,13 @@ var notSecretSuffixes = []string{"_BASE_URL", "_URL", "_REGION", "_DEFAULT_REGIO
 // a model provider's or cloud's variable other than a URL or region.
 func IsSecretName(name string) bool {
 	u := strings.ToUpper(name)
+	// powerglide's own settings hold no secret (its keys come in the
+	// providers' variables), and POWERGLIDE_BUDGET_TOKENS is a count.
+	if strings.HasPrefix(u, "POWERGLIDE_") {
+		return false
+	}
 	for _, w := range secretWords {
-		if strings.Contains(u, w) {
+		if i := strings.Index(u, w); i >= 0 && !strings.HasPrefix(u[i:], "TOKENS") {
 			return true
 		}
 	}
@@ -89,33 +93,44 @@ type Secret struct {
 }
 
 // FromEnv returns the secrets of an environment (NAME=VALUE entries): the
-// values of variables named like secrets, at least MinLen long.
+// values of variables named like secrets that could be one (see
+// Redactable).
 func FromEnv(env []string) []Secret {
 	var out []Secret
 	for _, kv := range env {
 		name, value, ok := strings.Cut(kv, "=")
-		if ok && IsSecretName(name) && len(value) >= MinLen {
+		if ok && IsSecretName(name) && Redactable(value) {
 			out = append(out, Secret{Name: name, Value: value})
 		}
 	}
 	return out
 }
 
+// Redactable reports whether a value is worth redacting wherever it
+// appears: at least MinLen long and not a plain number (a limit, a port,
+// an id), which would shred ordinary output and hides nothing.
+func Redactable(v string) bool {
+	if len(v) < MinLen {
+		return false
+	}
+	return strings.TrimLeft(v, "0123456789") != ""
+}
+
 // Redactor replaces secret values and key-shaped strings. The zero value
 // and nil redact key shapes only.
 type Redactor struct {
-	values []string // every form of every value, for the prefilter
-	repl   *strings.Replacer
+	values []string // every form of every value
+	pre    *prefilter
 }
 
-// New returns a redactor of the given secrets (values shorter than MinLen
-// are ignored; a value given twice keeps its first name).
+// New returns a redactor of the given secrets (values that are not
+// Redactable are ignored; a value given twice keeps its first name).
 func New(list ...Secret) *Redactor {
 	type form struct{ text, name string }
 	var forms []form
 	seen := map[string]bool{}
 	for _, s := range list {
-		if len(s.Value) < MinLen {
+		if !Redactable(s.Value) {
 			continue
 		}
 		for _, f := range encodings(s.Value) {
@@ -128,16 +143,13 @@ func New(list ...Secret) *Redactor {
 	if len(forms) == 0 {
 		return &Redactor{}
 	}
-	// Longer forms first: the replacer tries its arguments in order at
-	// each position, so a value containing another is replaced whole.
-	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i].text) > len(forms[j].text) })
 	r := &Redactor{}
-	args := make([]string, 0, 2*len(forms))
+	var marks []string
 	for _, f := range forms {
 		r.values = append(r.values, f.text)
-		args = append(args, f.text, Mark(f.name))
+		marks = append(marks, Mark(f.name))
 	}
-	r.repl = strings.NewReplacer(args...)
+	r.pre = newPrefilter(r.values, marks)
 	return r
 }
 
@@ -168,10 +180,11 @@ func encodings(v string) []string {
 // String returns s with every secret replaced; s itself when there is
 // nothing to replace.
 func (r *Redactor) String(s string) string {
-	if r != nil && r.repl != nil && r.hasValue(s) {
-		s = r.repl.Replace(s)
+	p := r.prefilter()
+	if value, shape := p.scan(s); !value && !shape {
+		return s
 	}
-	return redactShapes(s)
+	return p.replace(s)
 }
 
 // Bytes returns b with every secret replaced; b itself (not a copy) when
@@ -185,20 +198,15 @@ func (r *Redactor) Bytes(b []byte) []byte {
 
 // Has reports whether b holds a secret value or a key-shaped string.
 func (r *Redactor) Has(b []byte) bool {
-	s := unsafeString(b)
-	if r != nil && r.repl != nil && r.hasValue(s) {
-		return true
-	}
-	return hasShape(s)
+	value, shape := r.prefilter().scan(unsafeString(b))
+	return value || shape
 }
 
-func (r *Redactor) hasValue(s string) bool {
-	for _, v := range r.values {
-		if strings.Contains(s, v) {
-			return true
-		}
+func (r *Redactor) prefilter() *prefilter {
+	if r == nil || r.pre == nil {
+		return shapeOnly
 	}
-	return false
+	return r.pre
 }
 
 // Values returns how many secret values (in all their forms) r knows.
@@ -236,7 +244,7 @@ func Register(list ...Secret) {
 	defer procMu.Unlock()
 	n := len(procExtra)
 	for _, s := range list {
-		if len(s.Value) >= MinLen && !slices.Contains(procExtra, s) {
+		if Redactable(s.Value) && !slices.Contains(procExtra, s) {
 			procExtra = append(procExtra, s)
 		}
 	}

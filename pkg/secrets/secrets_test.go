@@ -21,6 +21,7 @@ func TestIsSecretName(t *testing.T) {
 		"ANTHROPIC_AUTH_TOKEN": true, "OPENAI_ORG": true,
 		"ANTHROPIC_BASE_URL": false, "AWS_REGION": false, "PATH": false, "HOME": false, "POWERGLIDE_HOME": false,
 		"TERM": false, "LANG": false, "SSH_AUTH_SOCK": false,
+		"POWERGLIDE_BUDGET_TOKENS": false, "MAX_TOKENS": false, "MAX_TOKENS_KEY": true,
 	} {
 		if got := IsSecretName(name); got != want {
 			t.Errorf("IsSecretName(%q) = %v, want %v", name, got, want)
@@ -37,11 +38,12 @@ func TestScrubEnv(t *testing.T) {
 }
 
 func TestRedactValues(t *testing.T) {
-	r := New(FromEnv([]string{"ANTHROPIC_API_KEY=plain-value-123", "SHORT_KEY=abc", "PATH=/usr/bin", `WEIRD_SECRET=a"b\c<d>e&f`})...)
+	r := New(FromEnv([]string{"ANTHROPIC_API_KEY=plain-value-123", "SHORT_KEY=abc", "PATH=/usr/bin", `WEIRD_SECRET=a"b\c<d>e&f`, "LIMIT_TOKEN=1000000000"})...)
 	cases := []struct{ in, want string }{
 		{"key=plain-value-123", "key=[redacted:ANTHROPIC_API_KEY]"},
 		{"twice plain-value-123plain-value-123", "twice [redacted:ANTHROPIC_API_KEY][redacted:ANTHROPIC_API_KEY]"},
 		{"abc is short and /usr/bin is no secret", "abc is short and /usr/bin is no secret"},
+		{"a number 1000000000 is never redacted", "a number 1000000000 is never redacted"},
 		{`raw a"b\c<d>e&f`, "raw [redacted:WEIRD_SECRET]"},
 		{"nothing here", "nothing here"},
 	}
@@ -94,6 +96,18 @@ func TestRedactShapes(t *testing.T) {
 	for _, c := range cases {
 		if got := r.String(c.in); got != c.want {
 			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// A known value that is also shaped like a key is redacted by its name.
+func TestValueNameBeatsShape(t *testing.T) {
+	r := New(Secret{Name: "ANTHROPIC_API_KEY", Value: fakeAnthropic}, Secret{Name: "BEARER_TOKEN", Value: "abcdefghijklmnopqrstuvwxyz"})
+	in := "k=" + fakeAnthropic + " Authorization: Bearer abcdefghijklmnopqrstuvwxyz"
+	want := "k=[redacted:ANTHROPIC_API_KEY] Authorization: Bearer [redacted:BEARER_TOKEN]"
+	for i := 0; i < 20; i++ {
+		if got := r.String(in); got != want {
+			t.Fatalf("got %q", got)
 		}
 	}
 }

@@ -74,33 +74,6 @@ func hasShape(s string) bool {
 	return false
 }
 
-// redactShapes replaces every key-shaped string of s.
-func redactShapes(s string) string {
-	if !hasShape(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	last := 0
-	for i := 0; i < len(s); i++ {
-		if !firstByte[s[i]] {
-			continue
-		}
-		sh, end, ok := matchAt(s, i)
-		if !ok {
-			continue
-		}
-		b.WriteString(s[last:i])
-		if sh.keep {
-			b.WriteString(s[i : i+len(prefixAt(sh, s, i))])
-		}
-		b.WriteString(Mark(sh.name))
-		last, i = end, end-1
-	}
-	b.WriteString(s[last:])
-	return b.String()
-}
-
 func prefixAt(sh *shape, s string, i int) string {
 	for _, p := range sh.prefixes {
 		if strings.HasPrefix(s[i:], p) {

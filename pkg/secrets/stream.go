@@ -83,7 +83,13 @@ func (r *Redactor) holdFrom(b []byte) int {
 			}
 		}
 	}
-	for i := max(len(s)-MaxHold, 0); i < cut; i++ {
+	// A shape still open at the end starts in the trailing run of key
+	// characters, or just before it ("Bearer " holds a space).
+	run := len(s)
+	for run > 0 && tokenChar(s[run-1]) {
+		run--
+	}
+	for i := max(run-len("Bearer "), len(s)-MaxHold, 0); i < cut; i++ {
 		if !firstByte[s[i]] || (i > 0 && keyChar(s[i-1])) {
 			continue
 		}

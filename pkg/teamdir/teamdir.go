@@ -19,6 +19,16 @@ const (
 	LogsDir    = "logs"
 )
 
+// Modes of everything the tools create under the data root. All of it may
+// hold conversation content (prompts, messages, task titles and results,
+// tool and terminal output), so it is private to the user: files 0600 in
+// directories 0700. Team files too: readers (pg-dash, jq, tail -f) run as
+// the same user as the workers. (The umask can only narrow these.)
+const (
+	FileMode os.FileMode = 0o600
+	DirMode  os.FileMode = 0o700
+)
+
 // validName is ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$, checked by hand: the
 // regexp cost every tool a few milliseconds of start-up to compile.
 func validName(s string) bool {
@@ -97,7 +107,7 @@ func (d Dir) Exists() error {
 
 // Ensure creates the team directory and its logs directory.
 func (d Dir) Ensure() error {
-	if err := os.MkdirAll(filepath.Join(d.Path(), LogsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(d.Path(), LogsDir), DirMode); err != nil {
 		return fmt.Errorf("create team dir: %w", err)
 	}
 	return nil

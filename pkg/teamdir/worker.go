@@ -21,7 +21,7 @@ func (d Dir) WriteWorker(rec *protocol.Worker) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(d.Worker(rec.Worker), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(d.Worker(rec.Worker), append(b, '\n'), FileMode)
 }
 
 // ReadWorker reads worker-<n>.json.

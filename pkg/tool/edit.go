@@ -50,12 +50,12 @@ func runEdit(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	// Concurrent calls (serve --parallel) must not lose each other's edits.
 	unlock := s.lockPath(r)
 	defer unlock()
-	data, err := s.root.ReadFile(r)
+	data, err := s.readRegular(ctx, in.Path, r)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%s does not exist; use write to create it", in.Path)
 		}
-		return "", s.pathErr(in.Path, err)
+		return "", err
 	}
 	if isBinary(data[:min(len(data), 8192)]) {
 		return "", fmt.Errorf("%s is a binary file; edit only changes text", in.Path)
@@ -146,10 +146,10 @@ func (s *Session) vetoed(ctx context.Context, r, shown string, apply func() erro
 	if err != nil {
 		return "", fmt.Errorf("verify command before the edit: %w", err)
 	}
-	prev, readErr := s.root.ReadFile(r)
+	prev, readErr := s.readRegular(ctx, shown, r)
 	existed := readErr == nil
 	if readErr != nil && !errors.Is(readErr, fs.ErrNotExist) {
-		return "", s.pathErr(shown, readErr)
+		return "", readErr
 	}
 	created := s.missingDirs(r)
 	if err := apply(); err != nil {

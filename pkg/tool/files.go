@@ -66,10 +66,7 @@ func runRead(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", s.pathErr(in.Path, err)
 	}
-	if fi.IsDir() {
-		return "", fmt.Errorf("%s is a directory; use ls to list it", in.Path)
-	}
-	br := bufio.NewReaderSize(f, 16<<10)
+	br := bufio.NewReaderSize(ctxReader{ctx, f}, 16<<10)
 	head, _ := br.Peek(8192)
 	if isBinary(head) {
 		return "", fmt.Errorf("%s is a binary file (%d bytes); read only shows text: use bash (e.g. xxd or file) to inspect it", in.Path, fi.Size())
@@ -82,6 +79,9 @@ func runRead(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	for {
 		text, err := br.ReadString('\n')
 		if text == "" && err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
 			if err != io.EOF {
 				return "", s.pathErr(in.Path, err)
 			}
@@ -104,7 +104,10 @@ func runRead(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		}
 		if shown == in.Limit && line >= in.Offset {
 			// Count the rest cheaply so the model knows how far the file goes.
-			n, _ := countLines(br)
+			n, err := countLines(br)
+			if err != nil && ctx.Err() != nil {
+				return "", err
+			}
 			total := line + n
 			if total > line {
 				fmt.Fprintf(&out, "[showing lines %d-%d of %d; call read with offset=%d to continue]\n", in.Offset, line, total, line+1)
@@ -181,20 +184,17 @@ func isBinary(b []byte) bool {
 	return bad*10 > len(b)
 }
 
-// openRead opens a file for reading inside the root, or a saved full output.
+// openRead opens a regular file for reading inside the root, or a full
+// output the tool saved.
 func (s *Session) openRead(p string) (*os.File, error) {
-	if full, ok := s.outputFile(p); ok {
-		return os.Open(full)
+	if dir, name, ok := s.outputFile(p); ok {
+		return openSaved(p, dir, name)
 	}
 	r, err := s.rel(p)
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.root.Open(r)
-	if err != nil {
-		return nil, s.pathErr(p, err)
-	}
-	return f, nil
+	return s.openRegular(p, r)
 }
 
 var writeTool = &Tool{
@@ -231,6 +231,8 @@ func runWrite(ctx context.Context, s *Session, raw json.RawMessage) (string, err
 	existed := true
 	if fi, err := s.root.Stat(r); err == nil && fi.IsDir() {
 		return "", fmt.Errorf("%s is a directory", in.Path)
+	} else if err == nil && !fi.Mode().IsRegular() {
+		return "", notRegular(in.Path, modeName(fi.Mode()))
 	} else if err != nil && errors.Is(err, fs.ErrNotExist) {
 		existed = false
 	} else if err != nil {

@@ -144,13 +144,13 @@ func globRegexp(g string, anyDir bool) string {
 
 // ignorer is the stack of .gitignore files that apply during a walk.
 type ignorer struct {
-	fsys fs.FS
+	read func(p string) ([]byte, error) // an ignore file, relative to the root
 	sets []*ignoreSet
 }
 
 // enter loads dir's .gitignore (dir slash-separated, relative to the root).
 func (ig *ignorer) enter(dir string) {
-	data, err := fs.ReadFile(ig.fsys, path.Join(dir, ".gitignore"))
+	data, err := ig.read(path.Join(dir, ".gitignore"))
 	if err != nil {
 		return
 	}
@@ -166,11 +166,16 @@ func (ig *ignorer) enterFD(dir *os.File, p string, entries []fs.DirEntry) {
 	if i == len(entries) || entries[i].Name() != ".gitignore" || !entries[i].Type().IsRegular() {
 		return
 	}
-	fd, err := syscall.Openat(int(dir.Fd()), ".gitignore", syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	// Not blocking on a FIFO put there since the listing.
+	fd, err := syscall.Openat(int(dir.Fd()), ".gitignore", openReadFlags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return
 	}
 	f := os.NewFile(uintptr(fd), path.Join(p, ".gitignore"))
+	if checkRegular(f, f.Name()) != nil {
+		f.Close()
+		return
+	}
 	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	f.Close()
 	if err != nil {
@@ -217,15 +222,25 @@ func (ig *ignorer) ignored(p string, isDir bool) bool {
 	return false
 }
 
+// readIgnoreFile reads a .gitignore or .git/info/exclude inside the root:
+// a regular file only (a FIFO there must not hang a search), 1 MiB at most.
+func (s *Session) readIgnoreFile(p string) ([]byte, error) {
+	f, err := s.openRegular(p, p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 1<<20))
+}
+
 // walk visits the files and directories under start (relative to the root),
 // skipping .git and what .gitignore files exclude. Directories from the root
 // down to start contribute their .gitignore too. fn may return fs.SkipDir or
 // fs.SkipAll.
 func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) error {
-	fsys := s.root.FS()
-	ig := &ignorer{fsys: fsys}
+	ig := &ignorer{read: s.readIgnoreFile}
 	start = path.Clean(start)
-	if data, err := fs.ReadFile(fsys, ".git/info/exclude"); err == nil {
+	if data, err := ig.read(".git/info/exclude"); err == nil {
 		if set := parseIgnore(".", data); set != nil {
 			ig.sets = append(ig.sets, set)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -56,18 +57,20 @@ func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer, parallel 
 	}()
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Cancelled (SIGTERM, SIGINT): calls in flight see the context and end;
+	// one that does not is left behind after a grace period, so the process
+	// still exits promptly.
+	defer waitAtMost(&wg, ctx, serveGrace)
 	for {
 		var it item
 		select {
 		case it = <-lines:
 		case <-ctx.Done():
-			wg.Wait()
 			return context.Cause(ctx)
 		}
 		line, err := it.line, it.err
 		if errors.Is(err, io.EOF) {
-			wg.Wait()
+			waitAtMost(&wg, ctx, serveGrace)
 			return werrOf(&wmu, &werr)
 		}
 		if err != nil {
@@ -94,11 +97,32 @@ func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer, parallel 
 			emit(s.Call(ctx, call).ToolResult)
 		}()
 		if parallel == 1 {
-			wg.Wait() // keep results in input order
+			waitAtMost(&wg, ctx, serveGrace) // keep results in input order
 		}
 		if err := werrOf(&wmu, &werr); err != nil {
 			return fmt.Errorf("write results: %w", err)
 		}
+	}
+}
+
+// serveGrace is how long a cancelled Serve waits for calls in flight.
+const serveGrace = 2 * time.Second
+
+// waitAtMost waits for wg; once ctx is done, for at most grace more.
+func waitAtMost(wg *sync.WaitGroup, ctx context.Context, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(grace):
 	}
 }
 

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/sandbox"
 )
 
@@ -91,6 +88,9 @@ func NewSession(opts Options) (*Session, error) {
 	}
 	if opts.MaxOutput == 0 {
 		opts.MaxOutput = DefaultMaxOutput
+	}
+	if opts.MaxSaved == 0 {
+		opts.MaxSaved = DefaultMaxSaved
 	}
 	if opts.VerifyTimeout <= 0 {
 		opts.VerifyTimeout = 5 * time.Minute
@@ -199,7 +199,7 @@ func (s *Session) pathErr(p string, err error) error {
 		}
 		return fmt.Errorf("path %s resolves %w %s (through a symlink or ..): refused", p, errOutside, s.rootPath)
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s: no such file or directory", p)
+		return missingError(p)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%s: permission denied", p)
 	}
@@ -209,6 +209,12 @@ func (s *Session) pathErr(p string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", p, err)
 }
+
+// missingError names a path that does not exist; it is fs.ErrNotExist.
+type missingError string
+
+func (e missingError) Error() string        { return string(e) + ": no such file or directory" }
+func (e missingError) Is(target error) bool { return target == fs.ErrNotExist }
 
 // absLink finds the first symlink with an absolute target on the way to
 // path argument p, and the part of the path after it.
@@ -241,118 +247,3 @@ func (s *Session) absLink(p string) (link, target, rest string, ok bool) {
 
 // display is how a path relative to the root appears in outputs.
 func display(rel string) string { return filepath.ToSlash(rel) }
-
-// capOutput keeps head and tail of a long output and saves the whole text.
-// what names the text in the marker: "output", or "error" for error text
-// (a verifier's or an external tool's), which can be as long.
-func (s *Session) capOutput(call protocol.ToolCall, out, what string) (string, bool, string) {
-	limit := s.opts.MaxOutput
-	if limit < 0 || utf8.RuneCountInString(out) <= limit {
-		return out, false, ""
-	}
-	file, err := s.saveFull(call, out, what)
-	total := utf8.RuneCountInString(out)
-	// The marker takes about 300 characters of the budget.
-	budget := max(limit-300, limit/2)
-	head := cutRunes(out, budget*2/3, true)
-	tail := cutRunes(out, budget-utf8.RuneCountInString(head), false)
-	omitted := total - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
-	var marker string
-	if err != nil {
-		marker = fmt.Sprintf("\n\n[... %d characters omitted (%s had %d); saving the full %s failed: %v ...]\n\n", omitted, what, total, what, err)
-		file = ""
-	} else {
-		marker = fmt.Sprintf("\n\n[... %d characters omitted (%s had %d); the full %s is in %s; read it with offset/limit ...]\n\n", omitted, what, total, what, file)
-	}
-	return head + marker + tail, true, file
-}
-
-// cutRunes returns the first (or last) n runes of s, on line boundaries
-// when one is near.
-func cutRunes(s string, n int, head bool) string {
-	if n <= 0 {
-		return ""
-	}
-	if head {
-		i, count := 0, 0
-		for i < len(s) && count < n {
-			_, w := utf8.DecodeRuneInString(s[i:])
-			i += w
-			count++
-		}
-		out := s[:i]
-		if j := strings.LastIndexByte(out, '\n'); j > len(out)*3/4 {
-			out = out[:j+1]
-		}
-		return out
-	}
-	i, count := len(s), 0
-	for i > 0 && count < n {
-		_, w := utf8.DecodeLastRuneInString(s[:i])
-		i -= w
-		count++
-	}
-	out := s[i:]
-	if j := strings.IndexByte(out, '\n'); j >= 0 && j < len(out)/4 {
-		out = out[j+1:]
-	}
-	return out
-}
-
-func (s *Session) saveFull(call protocol.ToolCall, out, what string) (string, error) {
-	dir := s.opts.OutputDir
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "pg-tool-output")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	kind := ""
-	if what != "output" {
-		kind = "-" + what
-	}
-	// O_EXCL: a name taken (or a symlink planted there) is never written
-	// through; another name is tried.
-	for try := 0; ; try++ {
-		name := fmt.Sprintf("%s-%s%s-%08x.txt", time.Now().UTC().Format("20060102T150405"), safeName(call.Name), kind, rand.Uint32())
-		p := filepath.Join(dir, name)
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) && try < 10 {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		_, err = f.WriteString(out)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return p, err
-	}
-}
-
-func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, s)
-}
-
-// outputFile reports whether an absolute path names a saved full output,
-// which read may open although it lies outside the root.
-func (s *Session) outputFile(p string) (string, bool) {
-	dir := s.opts.OutputDir
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "pg-tool-output")
-	}
-	if !filepath.IsAbs(p) {
-		return "", false
-	}
-	r, err := filepath.Rel(dir, filepath.Clean(p))
-	if err != nil || r == "." || strings.Contains(r, "/") || strings.HasPrefix(r, "..") {
-		return "", false
-	}
-	return filepath.Join(dir, r), true
-}

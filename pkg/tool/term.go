@@ -179,6 +179,10 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			return "", err
 		}
 		args := []string{"read", in.Name, "--json"}
+		if !in.Raw {
+			// The text the model sees, and the text "wait" is matched against.
+			args = append(args, "--plain")
+		}
 		if in.Since != nil {
 			args = append(args, "--since="+strconv.FormatInt(*in.Since, 10))
 		}
@@ -199,6 +203,8 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			Offset     int64  `json:"offset"`
 			NextOffset int64  `json:"next_offset"`
 			Matched    *bool  `json:"matched"`
+			Skipped    int64  `json:"skipped"`
+			OutputLost int64  `json:"output_lost"`
 		}
 		if jerr := json.Unmarshal(lastLine(stdout), &rec); jerr != nil {
 			if err != nil {
@@ -207,11 +213,14 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			return "", fmt.Errorf("pg-pty read printed no output record: %v", jerr)
 		}
 		out := rec.Data
-		if !in.Raw {
-			out = plainText(out)
-		}
 		if out != "" && !strings.HasSuffix(out, "\n") {
 			out += "\n"
+		}
+		if rec.Skipped > 0 {
+			out = fmt.Sprintf("[%d bytes before offset %d were discarded (the session keeps only its latest output); reading from there]\n", rec.Skipped, rec.Offset) + out
+		}
+		if rec.OutputLost > 0 {
+			out += fmt.Sprintf("[%d bytes of the session's output could not be saved (disk full?); they are missing here]\n", rec.OutputLost)
 		}
 		out += fmt.Sprintf("[next_offset: %d]\n", rec.NextOffset)
 		if in.Wait != "" && (rec.Matched == nil || !*rec.Matched) {
@@ -289,46 +298,6 @@ var termKillTool = &Tool{
 		}
 		return fmt.Sprintf("killed session %s\n", in.Name), nil
 	},
-}
-
-// plainText removes terminal escape sequences (CSI, OSC and two-byte
-// escapes) and turns CRLF into LF, so a model reads what a person would see
-// in a scrolling terminal.
-func plainText(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == 0x1b && i+1 < len(s) && s[i+1] == '[': // CSI ... final byte
-			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-				j++
-			}
-			i = j
-		case c == 0x1b && i+1 < len(s) && s[i+1] == ']': // OSC ... BEL or ST
-			j := i + 2
-			for j < len(s) && s[j] != 0x07 && !(s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\') {
-				j++
-			}
-			if j < len(s) && s[j] == 0x1b {
-				j++
-			}
-			i = j
-		case c == 0x1b:
-			i++ // ESC and the byte after it, with an intermediate: ESC ( B
-			for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f && i+1 < len(s) {
-				i++
-			}
-		case c == '\r':
-			if i+1 < len(s) && s[i+1] == '\n' {
-				continue
-			}
-		case c < 0x20 && c != '\n' && c != '\t':
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
 
 func lastLine(b []byte) []byte {

@@ -66,6 +66,9 @@ type Options struct {
 	VerifyTimeout time.Duration
 	MaxOutput     int    // output cap in characters (default 30000; <0 disables)
 	OutputDir     string // where truncated outputs are saved in full
+	// MaxSaved caps one saved full output in bytes (default
+	// DefaultMaxSaved; <0 disables): a longer one keeps head and tail.
+	MaxSaved int
 	// PersistCwd makes bash's working directory carry over between calls (serve mode).
 	PersistCwd bool
 	// Env is the environment commands are given from, through the

@@ -21,13 +21,14 @@ Examples:
 
 // Help details start.
 func (c *StartCmd) Help() string {
-	return `A detached holder process (pg-pty itself, in its own session) owns the terminal and outlives this call. The session's files are in $POWERGLIDE_HOME/pty/NAME/: session.json (the state, replaced atomically), output.log (all output, appended), screen.json (the last screen, once the program ended), sock (the holder's unix socket) and holder.log. The name must be new: a session keeps its name until pg-pty clean removes it.
+	return `A detached holder process (pg-pty itself, in its own session) owns the terminal and outlives this call. The session's files are in $POWERGLIDE_HOME/pty/NAME/: session.json (the state, replaced atomically), output.log (all output, appended; capped by --max-output: past the cap the oldest output is discarded by punching a hole at the start of the file, so it keeps its size and every offset stays valid, and the disk holds about the last 64 MiB), screen.json (the last screen, once the program ended), sock (the holder's unix socket) and holder.log. The name must be new: a session keeps its name until pg-pty clean removes it.
 
 Prints the session record ({"type":"session",...}; JSON unless stdout is a terminal).
 
 Examples:
   $ pg-pty start sh -- bash -i
-  $ pg-pty start py --cols 120 -- python3 -q`
+  $ pg-pty start py --cols 120 -- python3 -q
+  $ pg-pty start log --max-output 1048576 -- tail -f /var/log/syslog`
 }
 
 // Help details send.
@@ -44,14 +45,15 @@ Examples:
 func (c *ReadCmd) Help() string {
 	return `Offsets are byte offsets into output.log. Without --since, reading starts where the previous read of the session ended (0 at first).
 
-With --wait, read blocks until the Go regular expression matches the raw output after the offset (escape sequences included, lines end in \r\n). The data then ends right after the match, expect-style, so the next read continues from there. When --timeout passes first read exits 124, and when the program ends first it exits 1; either way it prints what it read and leaves the read position where it was.
+With --wait, read blocks until the Go regular expression matches the raw output after the offset (escape sequences included, lines end in \r\n); with --plain it matches, and prints, the text without escape sequences (lines end in \n), as a person reads it. Offsets stay byte offsets into output.log either way. Output the --max-output cap discarded is skipped: the record's offset is then where the data starts, and skipped says how many bytes were passed over. The data then ends right after the match, expect-style, so the next read continues from there. When --timeout passes first read exits 124, and when the program ends first it exits 1; either way it prints what it read and leaves the read position where it was.
 
 --json prints one record: {"type":"output","name","data","offset","next_offset","matched"}.
 
 Examples:
   $ pg-pty read sh
   $ pg-pty read sh --since 0 --json
-  $ pg-pty read py --wait '>>> $' --timeout 10s --json`
+  $ pg-pty read py --wait '>>> $' --timeout 10s --json
+  $ pg-pty read build --plain --wait 'PASS\n' --timeout 5m`
 }
 
 // Help details screen.
@@ -84,6 +86,8 @@ Examples:
 // Help details status.
 func (c *StatusCmd) Help() string {
 	return `Status is running, exited (with exit_code, and signal when one ended it) or dead: the holder process is gone without recording the program's end (checked by pid and process start time, never by pid alone), or unresponsive: the holder lives but does not answer within 3 seconds (stopped or hung); send, screen and resize then fail with "holder pid N not responding" after 10 seconds.
+
+About output.log: output_bytes is all the program printed; output_max is the cap and output_start the first offset still kept (older output was discarded). output_lost and output_error count and name output that could not be saved (a full disk, a file size limit), and errors lists other writes the holder could not make (terminal replies, the final screen.json). The holder answers these live, so status tells them even when the disk is too full to update session.json.
 
 Examples:
   $ pg-pty status sh

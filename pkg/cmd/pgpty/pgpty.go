@@ -246,13 +246,15 @@ func trimDashes(args []string) []string {
 //	$ pg-pty start sh -- bash -i
 //	$ pg-pty start py --cols 120 -- python3
 type StartCmd struct {
-	Name    string   `arg:"" help:"Session name: letters, digits, '.', '_' and '-'."`
-	Cols    int      `config:"pty_cols" env:"POWERGLIDE_PTY_COLS" help:"Terminal width (default 80)."`
-	Rows    int      `config:"pty_rows" env:"POWERGLIDE_PTY_ROWS" help:"Terminal height (default 24)."`
-	Term    string   `config:"pty_term" env:"POWERGLIDE_PTY_TERM" help:"TERM for the program (default xterm-256color)."`
-	Dir     string   `short:"C" help:"Working directory of the program (default the current one)." type:"existingdir"`
-	JSON    bool     `help:"Print the session record as JSON."`
-	Command []string `arg:"" passthrough:"" help:"The command and its arguments (after --)."`
+	Name string `arg:"" help:"Session name: letters, digits, '.', '_' and '-'."`
+	Cols int    `config:"pty_cols" env:"POWERGLIDE_PTY_COLS" help:"Terminal width (default 80)."`
+	Rows int    `config:"pty_rows" env:"POWERGLIDE_PTY_ROWS" help:"Terminal height (default 24)."`
+	Term string `config:"pty_term" env:"POWERGLIDE_PTY_TERM" help:"TERM for the program (default xterm-256color)."`
+	Dir  string `short:"C" help:"Working directory of the program (default the current one)." type:"existingdir"`
+	// MaxOutput: resolved through the config (pty_max_output).
+	MaxOutput int64    `name:"max-output" config:"pty_max_output" env:"POWERGLIDE_PTY_MAX_OUTPUT" help:"Cap in bytes on the session's output.log (default 67108864, 64 MiB): past it the oldest output is discarded, so about the last this many bytes stay readable; offsets stay valid (0: no cap)." placeholder:"BYTES"`
+	JSON      bool     `help:"Print the session record as JSON."`
+	Command   []string `arg:"" passthrough:"" help:"The command and its arguments (after --)."`
 }
 
 // Run starts the session.
@@ -279,8 +281,16 @@ func (c *StartCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return fmt.Errorf("find pg-pty itself: %w", err)
 	}
+	cfg, err := rt.Config()
+	if err != nil {
+		return err
+	}
+	maxOut := int64(cfg.Int("pty_max_output"))
+	if maxOut == 0 {
+		maxOut = -1 // 0 in the configuration means no cap
+	}
 	st, err := s.Start(pty.StartOptions{
-		Name: c.Name, Command: cmdline, Dir: dir, Env: childEnv(rt, termName), Cols: cols, Rows: rows,
+		Name: c.Name, Command: cmdline, Dir: dir, Env: childEnv(rt, termName), Cols: cols, Rows: rows, MaxOutput: maxOut,
 		// argv[0] stays the tool's name: test harnesses dispatch on it.
 		Holder: pty.HolderExec{Path: self, Args: []string{rt.Spec.Name, HolderArg}},
 	})
@@ -346,6 +356,7 @@ type ReadCmd struct {
 	Wait    string        `help:"Block until this regular expression matches the output after the offset."`
 	Timeout time.Duration `default:"30s" help:"How long --wait waits."`
 	Max     int           `default:"1048576" help:"Most bytes to return without --wait."`
+	Plain   bool          `help:"Print the text without terminal escape sequences (CRLF as LF), and match --wait against that text, as a person reads the output; offsets stay byte offsets into output.log."`
 	JSON    bool          `help:"Print one record {type:output, name, data, offset, next_offset, matched}."`
 }
 
@@ -355,7 +366,7 @@ func (c *ReadCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return err
 	}
-	o := pty.ReadOptions{Timeout: c.Timeout, Max: c.Max}
+	o := pty.ReadOptions{Timeout: c.Timeout, Max: c.Max, Plain: c.Plain}
 	if c.Since != nil {
 		o.Since, o.HasSince = *c.Since, true
 	}
@@ -369,6 +380,12 @@ func (c *ReadCmd) Run(rt *cli.Runtime) error {
 	out, rerr := s.Read(rt.Ctx, c.Name, o)
 	if out == nil {
 		return mapErr(rerr)
+	}
+	if out.Skipped > 0 {
+		fmt.Fprintf(rt.IO.Err, "pg-pty: warning: %d bytes after offset %d were discarded by the output cap; reading from %d\n", out.Skipped, out.Offset-out.Skipped, out.Offset)
+	}
+	if out.OutputLost > 0 {
+		fmt.Fprintf(rt.IO.Err, "pg-pty: warning: %d bytes of the session's output could not be saved (see pg-pty status %s)\n", out.OutputLost, c.Name)
 	}
 	if c.JSON {
 		if err := encode(rt, out); err != nil {
@@ -531,6 +548,15 @@ func (c *StatusCmd) Run(rt *cli.Runtime) error {
 	fmt.Fprintf(tw, "pid:\t%d (holder %d)\n", st.PID, st.HolderPID)
 	fmt.Fprintf(tw, "size:\t%dx%d\n", st.Cols, st.Rows)
 	fmt.Fprintf(tw, "output:\t%d bytes\n", st.OutputBytes)
+	if st.OutputMax > 0 {
+		fmt.Fprintf(tw, "output cap:\t%d bytes; kept from offset %d\n", st.OutputMax, st.OutputStart)
+	}
+	if st.OutputLost > 0 || st.OutputError != "" {
+		fmt.Fprintf(tw, "output lost:\t%d bytes: %s\n", st.OutputLost, st.OutputError)
+	}
+	for _, e := range st.Errors {
+		fmt.Fprintf(tw, "error:\t%s\n", e)
+	}
 	fmt.Fprintf(tw, "created:\t%s\n", st.CreatedAt)
 	if st.ExitedAt != nil {
 		fmt.Fprintf(tw, "exited:\t%s\n", *st.ExitedAt)

@@ -21,6 +21,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Spec describes pg-queue for cli.Main.
@@ -543,7 +544,9 @@ func table(w io.Writer, ts []protocol.Task) error {
 		if t.Claim != nil && t.Status == protocol.StatusClaimed {
 			worker = t.Claim.Worker
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%s\t%s\n", t.ID, st, t.Priority, t.Attempts, t.MaxAttempts, worker, t.Title)
+		// A title (or a hand-edited id) may carry terminal escapes: shown,
+		// not obeyed.
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%s\t%s\n", termtext.Line(t.ID), st, t.Priority, t.Attempts, t.MaxAttempts, termtext.Line(worker), termtext.Line(t.Title))
 	}
 	return tw.Flush()
 }

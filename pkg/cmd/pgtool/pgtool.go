@@ -3,6 +3,7 @@
 package pgtool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,9 @@ Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_se
 
 External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.
 
-Safety: every command pg-tool starts (bash, --verify, external tools, MCP servers, terminal programs) runs in a sandbox, --sandbox workspace-write by default: reads everywhere but the secret paths (~/.ssh, ~/.aws, ~/.gnupg, ~/.netrc, ~/.config/gcloud, ~/.docker/config.json, powerglide's config file, $POWERGLIDE_HOME outside the workspace, --deny-read); writes only in --root, a private TMPDIR and the build caches; no network (no TCP or UDP, loopback included, no unix sockets); no signal or ptrace to pg-tool; every process a bash call leaves behind ends with it. read-only allows writes only in the private TMPDIR; off runs commands unconfined. Widen with --allow-write PATH and --allow-net. Commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables, plus --pass-env NAME. Landlock, seccomp, no_new_privs and a user and PID namespace per command enforce it; a kernel that lacks one gets each sandboxed command refused with an error naming what is missing (--sandbox off runs unconfined), never a weaker sandbox. pg-tool sandbox prints what is in force; every result says "sandbox":"<mode>".`,
+Safety: every command pg-tool starts (bash, --verify, external tools, MCP servers, terminal programs) runs in a sandbox, --sandbox workspace-write by default: reads everywhere but the secret paths (~/.ssh, ~/.aws, ~/.gnupg, ~/.netrc, ~/.config/gcloud, ~/.docker/config.json, powerglide's config file, $POWERGLIDE_HOME outside the workspace, --deny-read); writes only in --root, a private TMPDIR and the build caches; no network (no TCP or UDP, loopback included, no unix sockets); no signal or ptrace to pg-tool; every process a bash call leaves behind ends with it. read-only allows writes only in the private TMPDIR; off runs commands unconfined. Widen with --allow-write PATH and --allow-net. Commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables, plus --pass-env NAME. Landlock, seccomp, no_new_privs, dropped capabilities and a PID namespace per command (in a user namespace unless pg-tool runs as root) enforce it; a kernel that lacks one gets each sandboxed command refused with an error naming what is missing (--sandbox off runs unconfined), never a weaker sandbox. pg-tool sandbox prints what is in force; every result says "sandbox":"<mode>".
+
+Secrets: results (output, error, saved full output) never hold the value of a secret set in pg-tool's environment or config (variables named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables) or a string shaped like an Anthropic, OpenAI, GitHub, AWS or bearer key: each is replaced by [redacted:NAME]. Output brought in from outside (every MCP and external tool, a bash command with a URL, curl, wget, nc or git clone/fetch/pull) is marked "untrusted":true; pg-loop shows it to the model as <untrusted source="TOOL">...</untrusted> and guards against what it carries.`,
 		CLI:     &CLI{},
 		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output", "tool-sandbox"},
 	}
@@ -50,7 +53,8 @@ type CLI struct {
 	Verify        string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output. When CMD already failed, only a change that adds failure lines (compared without line numbers and timings) is rolled back." placeholder:"CMD"`
 	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
 	MaxOutput     int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
-	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output)." placeholder:"DIR"`
+	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output). read opens only the files pg-tool saved there." placeholder:"DIR"`
+	MaxSaved      int           `name:"max-saved-output" help:"Cap in bytes on one saved full output; a longer one keeps its first and last halves (default 16777216, 16 MiB; 0: no cap)." config:"tool_max_saved_output" env:"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT" placeholder:"BYTES"`
 	Sandbox       string        `help:"Sandbox of every command pg-tool starts (bash, external tools, MCP servers, terminal programs): workspace-write (writes only in --root, a private TMPDIR and build caches; no network), read-only (writes only in the private TMPDIR) or off (default workspace-write)." config:"sandbox" env:"POWERGLIDE_SANDBOX" placeholder:"MODE"`
 	AllowWrite    []string      `name:"allow-write" help:"Let sandboxed commands write in PATH too (repeatable)." placeholder:"PATH"`
 	AllowNet      bool          `name:"allow-net" help:"Let sandboxed commands use the network and unix sockets."`
@@ -94,6 +98,7 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		VerifyTimeout: c.VerifyTimeout,
 		MaxOutput:     c.MaxOutput,
 		OutputDir:     outDir,
+		MaxSaved:      cmp.Or(cfg.Int("tool_max_saved_output"), -1), // 0: no cap
 		PersistCwd:    persistCwd,
 		Env:           rt.IO.Env,
 		PassEnv:       c.PassEnv,

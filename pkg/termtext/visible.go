@@ -1,0 +1,77 @@
+// Untrusted text on a terminal: task titles, tool output, model text and
+// hand-edited records may carry control sequences (ESC ]0;… retitles the
+// terminal, ESC [2J clears it, others rewrite what was shown). Readable
+// output renders them visibly with Visible instead; JSON output keeps the
+// text exact and never comes here.
+
+package termtext
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Visible renders the control characters of s visibly and keeps the rest:
+// C0 controls and DEL in caret notation as cat -v shows them (ESC is ^[,
+// CR is ^M), C1 controls as \u009b, and bytes that are not UTF-8 as \x9b.
+// Newlines and tabs stay as they are.
+func Visible(s string) string {
+	if clean(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteByte('^')
+			b.WriteByte(byte(r) + '@')
+		case r == 0x7f:
+			b.WriteString("^?")
+		case r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// Line is Visible for one line of a table or a status line: runs of white
+// space, newlines and tabs included, become one space, and the ends are
+// trimmed.
+func Line(s string) string {
+	return Visible(strings.Join(strings.Fields(s), " "))
+}
+
+// clean reports whether s has nothing to render, the common case, without
+// allocating.
+func clean(s string) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+			return false
+		}
+		ascii = ascii && c < 0x80
+	}
+	if ascii {
+		return true
+	}
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r >= 0x80 && r < 0xa0 {
+			return false
+		}
+	}
+	return true
+}
