@@ -240,6 +240,8 @@ func TestDecodeEntry(t *testing.T) {
 		{`{"type":"task","task":"t-1","title":"T","status":"failed","reason":"verify","usage":{}}`, "◆ task t-1 failed: T (verify)", "", "bad", ""},
 		{`{"type":"log","level":"warn","message":"slow\nvery"}`, "· warn: slow …", "very", "warn", ""},
 		{`{"type":"error","kind":"auth","message":"bad key"}`, "✘ error auth: bad key", "", "bad", ""},
+		{`{"type":"guard","step":3,"mode":"strict","action":"refused","kind":"url","tool":"bash","call_id":"c1","match":"https://evil.example/x","source":"mcp__web__fetch"}`, "⚠ guard refused url https://evil.example/x (from mcp__web__fetch)", "", "bad", ""},
+		{`{"type":"guard","step":3,"mode":"warn","action":"warned","kind":"image","match":"https://evil.example/p.png","source":"lookup"}`, "⚠ guard warned image https://evil.example/p.png (from lookup)", "", "warn", ""},
 		{`<POWERGLIDE_DONE>`, "■ <POWERGLIDE_DONE> every task ended", "", "ok", ""},
 		{`<POWERGLIDE_ERROR>`, "■ <POWERGLIDE_ERROR> the loop failed", "", "bad", ""},
 		{`not json`, "", "", "", "not a JSON object"},

@@ -175,6 +175,10 @@ type Runner struct {
 	lastWrite time.Time
 	curMu     sync.Mutex  // guards cur for the heartbeat
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
+	// last is the conversation of the task that ended last (FollowUpBase),
+	// for a follow-up task; lastTask its id.
+	last     []protocol.Message
+	lastTask string
 }
 
 type taskRun struct {
@@ -258,9 +262,11 @@ func (r *Runner) Run(ctx context.Context) Result {
 	if s := r.o.Session; s != nil {
 		s.Info.Status = "running"
 		s.Info.PID = os.Getpid()
+		_, s.Info.PIDStart, _ = proc.Self()
 		if r.o.Resume != nil {
 			r.usage = r.o.Resume.Usage
 			r.step = max(s.Info.Step, r.o.Resume.TotalSteps)
+			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
 		}
 	}
 	r.fire(Start, "")
@@ -502,8 +508,9 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 			tr.iter = it.Iterations(t)
 		}
 		first := r.userMessage(r.taskPrompt(t, tr.iter+1, ""))
-		tr.conv = []protocol.Message{first}
-		r.remember(MemoryRecord{Type: MemTask, Task: t.ID, Status: "started", TaskRec: t})
+		prev, follows := r.followUp(t)
+		tr.conv = append(prev, first)
+		r.remember(MemoryRecord{Type: MemTask, Task: t.ID, Status: "started", TaskRec: t, Follows: follows})
 		r.remember(MemoryRecord{Type: MemMessage, Task: t.ID, Message: &first})
 	}
 	r.curMu.Lock()
@@ -1212,6 +1219,7 @@ func (r *Runner) closeTask(status, reason string) {
 	r.o.Events.Emit(&protocol.LoopTaskEvent{Type: protocol.LoopTask, TS: r.now(), Task: tr.task.ID, Title: tr.task.Title, Status: status, Reason: reason, Usage: tr.usage})
 	if status != "released" {
 		r.remember(MemoryRecord{Type: MemTask, Task: tr.task.ID, Status: status, Reason: reason})
+		r.last, r.lastTask = FollowUpBase(tr.conv), tr.task.ID
 	}
 	tr.cancel(nil)
 	r.curMu.Lock()

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +33,7 @@ const (
 // SessionInfo is session.json: what a resume needs besides the memory.
 type SessionInfo struct {
 	ID       string          `json:"id"`
+	Parent   string          `json:"parent,omitempty" jsonschema:"description=the session this one was forked from"`
 	Workdir  string          `json:"workdir"`
 	Status   string          `json:"status" jsonschema:"description=running, done, failed, interrupted"`
 	State    string          `json:"state"`
@@ -42,6 +45,7 @@ type SessionInfo struct {
 	Worker   string          `json:"worker,omitempty"`
 	Pipeline string          `json:"pipeline,omitempty"`
 	PID      int             `json:"pid"`
+	PIDStart string          `json:"pid_start,omitempty" jsonschema:"description=the start time of the process that last ran the session"`
 	// Options are the run's options as the command line tool saved them,
 	// for a resume.
 	Options   json.RawMessage `json:"options,omitempty"`
@@ -75,6 +79,9 @@ type MemoryRecord struct {
 	Iteration int               `json:"iteration,omitempty"`
 	Reason    string            `json:"reason,omitempty"`
 	Index     int               `json:"index,omitempty"`
+	// Follows, on a task's started record, names the task whose
+	// conversation the task continues (a follow-up).
+	Follows string `json:"follows,omitempty"`
 }
 
 // Session is an open session directory.
@@ -95,12 +102,81 @@ func NewSessionID(now time.Time) string {
 
 // CreateSession makes a new session directory.
 func CreateSession(home, workdir string, now time.Time) (*Session, error) {
-	id := NewSessionID(now)
-	dir := filepath.Join(teamdir.Sessions(home), id)
-	if err := os.MkdirAll(dir, teamdir.DirMode); err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+	return CreateSessionID(home, workdir, "", now)
+}
+
+// CreateSessionID makes a new session directory named id (a new id when
+// empty). An id that is taken is an *ExistsError.
+func CreateSessionID(home, workdir, id string, now time.Time) (*Session, error) {
+	dir, id, err := makeSessionDir(home, id, now)
+	if err != nil {
+		return nil, err
 	}
 	s := &Session{Dir: dir, Info: SessionInfo{ID: id, Workdir: workdir, Status: "running", State: string(Idle), PID: os.Getpid(), CreatedAt: now.UTC(), UpdatedAt: now.UTC()}}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	return s, s.Save(now)
+}
+
+// makeSessionDir creates the directory of a new session: atomically, so
+// two runs never share one.
+func makeSessionDir(home, id string, now time.Time) (dir, newID string, err error) {
+	if id == "" {
+		id = NewSessionID(now)
+	} else if err := teamdir.ValidName("session", id); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(teamdir.Sessions(home), teamdir.DirMode); err != nil {
+		return "", "", fmt.Errorf("create session: %w", err)
+	}
+	dir = filepath.Join(teamdir.Sessions(home), id)
+	if err := os.Mkdir(dir, teamdir.DirMode); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return "", "", &ExistsError{What: "session " + id}
+		}
+		return "", "", fmt.Errorf("create session: %w", err)
+	}
+	return dir, id, nil
+}
+
+// ExistsError names something that already exists.
+type ExistsError struct{ What string }
+
+func (e *ExistsError) Error() string { return e.What + " already exists" }
+
+// SessionExists reports whether session id exists.
+func SessionExists(home, id string) bool {
+	_, err := os.Stat(filepath.Join(teamdir.Sessions(home), id))
+	return err == nil
+}
+
+// ForkSession starts a new session (named id, or a new id) from a copy of
+// parent's history: its memory up to the last whole record, its tasks and
+// its run's options. The fork records its parent; the two go their own
+// ways from here.
+func ForkSession(home string, parent *Session, id, workdir string, now time.Time) (*Session, error) {
+	mem, err := os.ReadFile(filepath.Join(parent.Dir, MemoryFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("fork %s: %w", parent.Info.ID, err)
+	}
+	// A running parent may be writing a line: only whole lines are copied.
+	mem = mem[:bytes.LastIndexByte(mem, '\n')+1]
+	dir, id, err := makeSessionDir(home, id, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, MemoryFile), mem, teamdir.FileMode); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("fork %s: %w", parent.Info.ID, err)
+	}
+	parent.mu.Lock()
+	info := parent.Info
+	info.Tasks = append([]protocol.Task(nil), parent.Info.Tasks...)
+	parent.mu.Unlock()
+	info.ID, info.Parent, info.Workdir = id, parent.Info.ID, workdir
+	info.Status, info.PID, info.CreatedAt, info.UpdatedAt = "running", os.Getpid(), now.UTC(), now.UTC()
+	s := &Session{Dir: dir, Info: info}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -226,6 +302,11 @@ type Replay struct {
 	TotalSteps int
 	Usage      protocol.Usage
 	Records    int
+	// Last is the conversation of the task that ended last, up to its
+	// final answer: what a follow-up task continues.
+	Last []protocol.Message
+	// LastTask is that task's id.
+	LastTask string
 }
 
 // memLine is how replay decodes a memory record: like MemoryRecord, but
@@ -246,6 +327,7 @@ type memLine struct {
 	Summary   string          `json:"summary"`
 	Iteration int             `json:"iteration"`
 	Index     int             `json:"index"`
+	Follows   string          `json:"follows"`
 }
 
 // ReadMemory replays a memory file. Lines are decoded in parallel, then
@@ -284,7 +366,7 @@ func ReadMemory(r io.Reader) (*Replay, error) {
 					continue
 				}
 				rec := MemoryRecord{Type: m.Type, Task: m.Task, Status: m.Status, TaskRec: m.TaskRec, Usage: m.Usage,
-					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration, Index: m.Index}
+					Before: m.Before, KeepFrom: m.KeepFrom, Summary: m.Summary, Iteration: m.Iteration, Index: m.Index, Follows: m.Follows}
 				if m.Message != nil {
 					rec.Message = &protocol.Message{Role: m.Message.Role, Content: m.Message.Content}
 				}
@@ -320,10 +402,14 @@ func (rp *Replay) apply(rec *MemoryRecord) {
 				rp.Current = &protocol.Task{ID: rec.Task}
 			}
 			rp.Conv, rp.Steps, rp.Iter = nil, 0, 0
+			if rec.Follows != "" && rec.Follows == rp.LastTask {
+				rp.Conv = append([]protocol.Message(nil), rp.Last...)
+			}
 			return
 		}
 		rp.Ended[rec.Task] = rec.Status
 		if rp.Current != nil && rp.Current.ID == rec.Task {
+			rp.Last, rp.LastTask = FollowUpBase(rp.Conv), rec.Task
 			rp.Current, rp.Conv, rp.Steps, rp.Iter = nil, nil, 0, 0
 		}
 	case MemMessage:
@@ -371,4 +457,93 @@ func (s *Session) LoadReplay() (*Replay, error) {
 	}
 	defer f.Close()
 	return ReadMemory(f)
+}
+
+// FollowUpBase is the part of a finished task's conversation a follow-up
+// task continues: up to its last final answer (an assistant message
+// without tool calls), so the follow-up's prompt comes after an answer,
+// never between a tool call and its result. Nil when there is none.
+func FollowUpBase(conv []protocol.Message) []protocol.Message {
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == protocol.RoleAssistant && len(conv[i].Content.ToolCalls()) == 0 {
+			return append([]protocol.Message(nil), conv[:i+1]...)
+		}
+	}
+	return nil
+}
+
+// LabelFollowUp is the task label that makes a task a follow-up: it starts
+// from the conversation of the session's task that ended last.
+const LabelFollowUp = "follow_up"
+
+// followUp is the conversation a task starts from: the last finished
+// task's, when the task is a follow-up; else nothing.
+func (r *Runner) followUp(t *protocol.Task) ([]protocol.Message, string) {
+	if v, _ := strconv.ParseBool(label(t, LabelFollowUp)); !v || r.fresh(t) || len(r.last) == 0 {
+		return nil, ""
+	}
+	return append([]protocol.Message(nil), r.last...), r.lastTask
+}
+
+// AppendTasks adds tasks after a session's own (a --task or --tasks given
+// to a resumed or forked session): none is dropped and no id is used
+// twice. An added id of the form task-N that is taken (the default ids)
+// gets the next free number; any other taken id is an error. used holds
+// further ids the session has seen (its memory's tasks).
+func AppendTasks(have, add []protocol.Task, used map[string]bool) ([]protocol.Task, error) {
+	taken := map[string]bool{}
+	for id := range used {
+		taken[id] = true
+	}
+	next := 1
+	for _, t := range have {
+		taken[t.ID] = true
+	}
+	for id := range taken {
+		if n, ok := taskNumber(id); ok && n >= next {
+			next = n + 1
+		}
+	}
+	out := append([]protocol.Task(nil), have...)
+	for _, t := range add {
+		if taken[t.ID] {
+			if _, ok := taskNumber(t.ID); !ok {
+				return nil, fmt.Errorf("task id %q is already in the session", t.ID)
+			}
+			for taken["task-"+strconv.Itoa(next)] {
+				next++
+			}
+			t.ID = "task-" + strconv.Itoa(next)
+		}
+		if n, ok := taskNumber(t.ID); ok && n >= next {
+			next = n + 1
+		}
+		taken[t.ID] = true
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func taskNumber(id string) (int, bool) {
+	rest, ok := strings.CutPrefix(id, "task-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n > 0
+}
+
+// ResumedTasks is a resumed session's task list: ended tasks keep the
+// status memory.jsonl gave them; a task claimed when the run stopped is
+// pending again.
+func ResumedTasks(info *SessionInfo, rp *Replay) []protocol.Task {
+	ts := append([]protocol.Task(nil), info.Tasks...)
+	for i := range ts {
+		if st, ok := rp.Ended[ts[i].ID]; ok {
+			ts[i].Status = st
+		} else if ts[i].Status == protocol.StatusClaimed {
+			ts[i].Status = protocol.StatusPending
+		}
+	}
+	return ts
 }

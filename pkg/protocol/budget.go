@@ -9,7 +9,7 @@ import "time"
 type TeamBudget struct {
 	Type        string    `json:"type" jsonschema:"enum=team_budget"`
 	Version     int       `json:"version"`
-	BudgetUSD   float64   `json:"budget_usd" jsonschema:"description=the team's budget in USD (0: none: calls are recorded\\, never refused)"`
+	BudgetUSD   float64   `json:"budget_usd" jsonschema:"description=the team's budget in USD (0: none: calls are recorded and never refused)"`
 	SpentUSD    float64   `json:"spent_usd" jsonschema:"description=the settled cost of the team's model calls"`
 	ReservedUSD float64   `json:"reserved_usd" jsonschema:"description=the sum of the reservations: estimated cost of the calls in flight"`
 	Calls       int       `json:"calls" jsonschema:"description=model calls settled"`

@@ -60,7 +60,7 @@ func Exec(policyJSON string, argv, env []string) error {
 	// Locked for good: the restrictions are this thread's, and execve
 	// keeps them.
 	runtime.LockOSThread()
-	if err := pl.restrictThread(); err != nil {
+	if _, err := pl.restrictThread(-1); err != nil {
 		return &UnavailableError{Mode: p.Mode, Missing: []string{err.Error()}}
 	}
 	return fmt.Errorf("exec %s: %w", argv[0], syscall.Exec(path, argv, env))

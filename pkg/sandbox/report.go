@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -56,7 +57,11 @@ func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
 	}
 	add("no signal to pg-tool or any process outside the sandbox", sig)
 	add("no ptrace of pg-tool or any process outside the sandbox", lock+" and PID namespace")
-	add("no privilege regained (setuid programs, capabilities)", "no_new_privs and a user namespace without capabilities")
+	if os.Geteuid() == 0 {
+		add("no privilege regained (setuid programs, capabilities)", "no_new_privs; no capabilities (securebits noroot, empty bounding set) though commands run as uid 0")
+	} else {
+		add("no privilege regained (setuid programs, capabilities)", "no_new_privs and a user namespace without capabilities (commands show as nobody inside)")
+	}
 	add("children inherit the sandbox through exec, setsid and double forks", "landlock, seccomp and no_new_privs are inherited and cannot be dropped")
 	add("background processes of a bash call end when the call returns", "PID namespace: the command is its init")
 	add("no 32-bit syscalls, no io_uring", "seccomp")

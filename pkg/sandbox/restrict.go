@@ -12,9 +12,19 @@ import (
 )
 
 // restrictThread applies the plan to the calling OS thread, which must be
-// locked and never unlocked: no_new_privs, the Landlock domain and the
-// seccomp filter. Processes the thread starts inherit all three.
-func (pl *plan) restrictThread() error {
+// locked and never unlocked: no capabilities, no_new_privs, the Landlock
+// domain and the seccomp filter. Processes the thread starts inherit them
+// all. With keep >= 0 the thread itself keeps that capability; it reports
+// whether it did.
+func (pl *plan) restrictThread(keep int) (bool, error) {
+	kept, err := dropCaps(keep)
+	if err != nil {
+		return false, err
+	}
+	return kept, pl.restrictRest()
+}
+
+func (pl *plan) restrictRest() error {
 	fd, flags, err := pl.cfg.NewRulesetFD(pl.rules...)
 	if err != nil {
 		return fmt.Errorf("landlock ruleset: %w", err)

@@ -9,8 +9,10 @@
 //     processes outside the sandbox.
 //   - seccomp: no sockets but netlink (so no UDP, raw or unix sockets), no
 //     io_uring (which would bypass the socket filter), no 32-bit syscalls.
-//   - no_new_privs: no setuid program regains a privilege.
-//   - a user and PID namespace per command: the command is PID 1 of its own
+//   - no_new_privs and no capabilities: no setuid program regains a
+//     privilege, and root's commands are root without root's powers.
+//   - a PID namespace per command (in a user namespace, unless pg-tool is
+//     root and can make one directly): the command is PID 1 of its own
 //     namespace, so every process it leaves behind (background jobs, setsid,
 //     double forks) is killed when it ends, and it cannot name pg-tool.
 //
@@ -33,7 +35,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mode is how much a sandboxed command may do.
@@ -97,6 +102,7 @@ type Sandbox struct {
 	closed chan struct{}
 	mu     sync.Mutex
 	done   bool
+	direct atomic.Bool // the launcher makes PID namespaces without a user namespace
 }
 
 type startReq struct {
@@ -168,10 +174,6 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	if sb.planErr != nil {
 		return sb.planErr
 	}
-	// A user namespace without a mapping: the command keeps the user's
-	// kernel identity for file access (it shows as nobody inside) and holds
-	// no capability outside, which a PID namespace needs.
-	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
 	// The launcher thread lives as long as the sandbox, so this kills the
 	// command only when pg-tool goes away.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
@@ -192,10 +194,21 @@ func (sb *Sandbox) startLauncher() {
 		// Never unlocked: the runtime ends the thread with this goroutine,
 		// so its restrictions never reach other goroutines.
 		runtime.LockOSThread()
-		err := sb.plan.restrictThread()
+		// Root keeps CAP_SYS_ADMIN on this thread alone, to make each
+		// command's PID namespace directly; the commands hold no
+		// capability. Anyone else needs a user namespace for it: one
+		// without a mapping, so the command keeps the user's kernel
+		// identity for file access (it shows as nobody inside). That one
+		// costs more, as Go cannot vfork into a new user namespace.
+		direct, err := sb.plan.restrictThread(unix.CAP_SYS_ADMIN)
 		if err != nil {
 			err = &UnavailableError{Mode: sb.policy.Mode, Missing: []string{err.Error()}}
 		}
+		flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID)
+		if direct {
+			flags = syscall.CLONE_NEWPID
+		}
+		sb.direct.Store(direct)
 		for {
 			select {
 			case req := <-sb.reqs:
@@ -203,6 +216,7 @@ func (sb *Sandbox) startLauncher() {
 					req.done <- err
 					continue
 				}
+				req.cmd.SysProcAttr.Cloneflags |= flags
 				req.done <- req.cmd.Start()
 			case <-sb.closed:
 				return

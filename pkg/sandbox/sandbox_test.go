@@ -292,3 +292,27 @@ func TestOffRunsPlainly(t *testing.T) {
 		t.Errorf("off: Wrap = %q, %v", argv, err)
 	}
 }
+
+// TestNoCapabilities: a command holds no capability, not even when
+// pg-tool runs as root, and cannot raise one by exec.
+func TestNoCapabilities(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	const line = "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status | tr -s '\\t ' ' ' | sort"
+	want := "CapAmb: 0000000000000000\nCapBnd: 0000000000000000\nCapEff: 0000000000000000\nCapInh: 0000000000000000\nCapPrm: 0000000000000000\n"
+	if os.Geteuid() != 0 {
+		want = "" // a user namespace: the bounding set is full but means nothing outside it
+	}
+	out, err := run(t, sb, f.root, line)
+	if err != nil || (want != "" && out != want) || strings.Contains(out, "CapEff: 0000003") {
+		t.Errorf("capabilities of a command: %q, %v; want %q", out, err, want)
+	}
+	argv, err := sb.Wrap(os.Args[0], []string{"bash", "-c", line})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil || (want != "" && string(b) != want) {
+		t.Errorf("capabilities through sandbox-exec: %q, %v; want %q", b, err, want)
+	}
+}

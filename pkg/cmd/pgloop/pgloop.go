@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,7 +36,7 @@ The context window: no request is sent that the loop's estimate puts over the mo
 
 Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
-Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win).
+Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
 
 All the flags: pg-loop run --help.
 
@@ -46,12 +47,16 @@ Examples:
   $ pg-loop --fresh --promise DONE --task 'port the parser' --verify 'make test' --max-iterations 20
   $ pg-loop --pipeline feature.json --var feature='rate limiting' --var test_cmd='go test ./...'
   $ pg-loop --guard strict --task 'summarise the issues' --tools-serve "pg-tool serve --mcp 'gh=github-mcp-server stdio'"
-  $ pg-loop --continue`
+  $ pg-loop --continue
+  $ pg-loop --continue --task 'now add tests for it'
+  $ pg-loop --fork s-20261125T101500-3f2a9c1d --task 'try it with a map instead'
+  $ pg-loop sessions`
 
 // CLI is pg-loop's grammar.
 type CLI struct {
 	cli.Common `embed:""`
-	Run        RunCmd `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
+	Run        RunCmd      `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
+	Sessions   SessionsCmd `cmd:"" help:"List the sessions (JSON Lines: id, parent, status, created, updated, tasks by status, tokens, cost, cwd), or show one with its transcript."`
 }
 
 // Spec describes pg-loop.
@@ -60,7 +65,7 @@ func Spec() *cli.Spec {
 		Name:        "pg-loop",
 		Description: description,
 		CLI:         &CLI{},
-		Schemas:     []string{"loop-event", "task", "request", "model-event", "tool-call", "tool-output", "worker"},
+		Schemas:     []string{"loop-event", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
 	}
 }
 
@@ -71,8 +76,11 @@ func Spec() *cli.Spec {
 //	$ pg-loop --team web --worker 3
 //	$ pg-loop --fresh --promise DONE --task 'port the parser to Go' --verify 'make test' --max-iterations 20
 //	$ pg-loop --pipeline testdata/pipelines/feature.json --var feature='rate limiting for the API' --var test_cmd='go test ./...'
+//	$ pg-loop --session-id parser --task 'port the parser to Go'
+//	$ pg-loop --resume parser --task 'now add tests for it'
+//	$ pg-loop --fork parser --session-id parser-map --task 'use a map for the symbol table instead'
 type RunCmd struct {
-	Task          []string          `help:"A task prompt (repeatable: one task each)." placeholder:"TEXT" sep:"none" group:"Tasks"`
+	Task          []string          `help:"A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session's unfinished tasks, as a follow-up: it starts from the conversation of the session's task that ended last." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
 	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
@@ -124,8 +132,11 @@ type RunCmd struct {
 	ContextHard   float64 `help:"Share of the usable window past which older turns are summarized by the model. A summary that leaves the conversation over it is not made again before a few new messages." config:"loop_context_hard" env:"POWERGLIDE_CONTEXT_HARD" default:"0.9" placeholder:"F" group:"Memory"`
 	ToolOutputMax int     `help:"Tokens of one tool output kept in the conversation: a longer one keeps its head and tail, and the whole text is saved (0600) in outputs/ of the session, a file the model is told about and the read tool may open (0: a quarter of the usable window)." config:"loop_tool_output_max" env:"POWERGLIDE_TOOL_OUTPUT_MAX" default:"0" placeholder:"N" group:"Memory"`
 	Reserve       int     `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
-	Resume        string  `help:"Resume a session by id." placeholder:"ID" group:"Memory"`
-	Continue      bool    `help:"Resume the latest session of this workdir." group:"Memory"`
+	Resume        string  `help:"Resume a session by id: its unfinished tasks run first (the one in progress from where it stopped), then the tasks of --task or --tasks, added after them with ids of their own." placeholder:"ID" group:"Memory"`
+	Continue      bool    `help:"Resume the latest session of this workdir (as --resume)." group:"Memory"`
+	SessionID     string  `name:"session-id" help:"Start a new session with this id (letters, digits, '.', '_', '-'); exit 2 if it exists." placeholder:"ID" group:"Memory"`
+	Fork          string  `help:"Start a new session from a copy of session ID's history (its memory, tasks and options), recording ID as its parent; the two then go their own ways. With --task, the new tasks are added as with --resume." placeholder:"ID" group:"Memory"`
+	NoSession     bool    `help:"Keep no session: nothing is written under $POWERGLIDE_HOME/sessions." group:"Memory"`
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
 
@@ -157,11 +168,13 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	c.maxVerifySet = given("max-verify")
 	// A resumed session brings back its run's options, for the flags not
 	// given again.
-	var sess *loop.Session
-	var replay *loop.Replay
-	if c.Resume != "" && c.Continue {
-		return cli.Usagef("give --resume or --continue, not both")
+	if err := c.checkSession(home); err != nil {
+		return err
 	}
+	// base is the session a run goes on from: the resumed one, or the
+	// parent of a fork (whose copy is made once the flags are checked).
+	var sess, base *loop.Session
+	var replay *loop.Replay
 	if c.Continue {
 		id, err := loop.LatestSession(home, workdir)
 		if err != nil {
@@ -169,19 +182,32 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		}
 		c.Resume = id
 	}
-	if c.Resume != "" {
-		if sess, err = loop.OpenSession(home, c.Resume); err != nil {
-			return cli.Usagef("--resume: %v", err)
+	id, flag := c.Resume, "--resume"
+	if c.Fork != "" {
+		id, flag = c.Fork, "--fork"
+	}
+	if id != "" {
+		if base, err = loop.OpenSession(home, id); err != nil {
+			return cli.Usagef("%s: %v", flag, err)
 		}
-		if replay, err = sess.LoadReplay(); err != nil {
-			sess.Close()
-			return cli.Failf("session", "resume %s: %v", c.Resume, err)
+		if c.Fork != "" {
+			defer base.Close()
 		}
-		if len(sess.Info.Options) > 0 {
+		if replay, err = base.LoadReplay(); err != nil {
+			base.Close()
+			return cli.Failf("session", "%s %s: %v", flag, id, err)
+		}
+		if c.Fork != "" && base.Info.Team != "" {
+			return cli.Usagef("--fork: session %s is a team worker's: its tasks belong to team %s's queue", id, base.Info.Team)
+		}
+		if len(base.Info.Options) > 0 {
 			var saved savedOptions
-			if err := json.Unmarshal(sess.Info.Options, &saved); err == nil {
+			if err := json.Unmarshal(base.Info.Options, &saved); err == nil {
 				c.restore(saved, given)
 			}
+		}
+		if c.Resume != "" {
+			sess = base
 		}
 	}
 	o := loop.Options{
@@ -244,31 +270,47 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	}
 
 	// Task source.
-	src, err := c.source(rt, &o, home, workdir, sess, replay)
+	src, err := c.source(rt, &o, home, workdir, base, replay)
 	if err != nil {
 		return err
 	}
 	c.model(rt, cfg, &o, workdir)
-	if sess == nil {
-		if sess, err = loop.CreateSession(home, workdir, now); err != nil {
+	if !c.NoSession {
+		if sess, err = c.openSession(home, workdir, base, now); err != nil {
+			return err
+		}
+		defer sess.Close()
+		if ls, ok := src.(*loop.ListSource); ok {
+			sess.Info.Tasks = ls.Snapshot()
+		}
+		sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
+		if b, err := json.Marshal(c.saved()); err == nil {
+			sess.Info.Options = b
+		}
+		o.Session = sess
+		msg := "session " + sess.Info.ID
+		if sess.Info.Parent != "" {
+			msg += ", forked from " + sess.Info.Parent
+		}
+		fmt.Fprintf(rt.IO.Err, "pg-loop: %s\n", msg)
+	}
+	o.Source = src
+	// work holds the run's velocity file and the whole text of cut tool
+	// outputs: the session's directory, or with --no-session a temporary
+	// one removed at the end.
+	work := ""
+	if sess != nil {
+		work = sess.Dir
+	} else {
+		if work, err = os.MkdirTemp("", "pg-loop-"); err != nil {
 			return cli.Failf("session", "%v", err)
 		}
+		defer os.RemoveAll(work)
 	}
-	defer sess.Close()
-	if ls, ok := src.(*loop.ListSource); ok {
-		sess.Info.Tasks = ls.Snapshot()
-	}
-	sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
-	if b, err := json.Marshal(c.saved()); err == nil {
-		sess.Info.Options = b
-	}
-	o.Session = sess
-	o.Source = src
 	if o.VelocityFile == "" {
 		// The model may slow itself down by writing it.
-		o.VelocityFile = filepath.Join(sess.Dir, "velocity")
+		o.VelocityFile = filepath.Join(work, "velocity")
 	}
-	fmt.Fprintf(rt.IO.Err, "pg-loop: session %s\n", sess.Info.ID)
 
 	// Components.
 	// The tools (and the model's bash) find the velocity file in their
@@ -276,7 +318,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if f, err := os.OpenFile(o.VelocityFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, teamdir.FileMode); err == nil {
 		f.Close()
 	}
-	llm, tools := c.components(rt, workdir, filepath.Join(sess.Dir, "outputs"), o.VelocityFile)
+	llm, tools := c.components(rt, workdir, filepath.Join(work, "outputs"), o.VelocityFile)
 	defer llm.Close()
 	defer tools.Close()
 	o.LLM, o.Tools = llm, tools
@@ -537,7 +579,7 @@ func (c *RunCmd) check(o *loop.Options) error {
 	if n > 1 {
 		return cli.Usagef("give one task source: --task, --tasks, --team or --pipeline")
 	}
-	if n == 0 && c.Resume == "" && !c.Continue {
+	if n == 0 && c.Resume == "" && !c.Continue && c.Fork == "" {
 		return cli.Usagef("no tasks: give --task TEXT, --tasks FILE, --team T --worker N or --pipeline FILE")
 	}
 	if c.LLM != "" && c.LLMServe != "" {
@@ -576,8 +618,8 @@ func (c *RunCmd) check(o *loop.Options) error {
 		return cli.Usagef("--veto sets up the default tools component (pg-tool serve --verify CMD); with --tools or --tools-serve, give --verify CMD to your own pg-tool")
 	}
 	if c.TeamBudgetUSD != nil {
-		if *c.TeamBudgetUSD < 0 {
-			return cli.Usagef("--team-budget-usd must not be negative")
+		if v := *c.TeamBudgetUSD; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return cli.Usagef("--team-budget-usd must be a finite number that is not negative, got %v", v)
 		}
 		if c.Team == "" {
 			return cli.Usagef("--team-budget-usd needs team mode: --team T --worker N")
@@ -655,9 +697,14 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		now := time.Now().UTC()
 		var ts []protocol.Task
 		for i, t := range c.Task {
-			ts = append(ts, loop.NewTask(loop.TaskInput{ID: fmt.Sprintf("task-%d", i+1), Prompt: t}, now))
+			in := loop.TaskInput{ID: fmt.Sprintf("task-%d", i+1), Prompt: t}
+			if sess != nil {
+				// Added to a session that goes on: a follow-up.
+				in.Labels = map[string]string{loop.LabelFollowUp: "true"}
+			}
+			ts = append(ts, loop.NewTask(in, now))
 		}
-		return &loop.ListSource{Tasks: ts}, nil
+		return c.listSource(sess, replay, ts)
 	case c.Tasks != "":
 		in, name := rt.IO.In, "stdin"
 		if c.Tasks != "-" {
@@ -675,18 +722,86 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if len(ts) == 0 {
 			return nil, cli.Nothingf("--tasks: no tasks in %s", name)
 		}
-		return &loop.ListSource{Tasks: ts}, nil
+		return c.listSource(sess, replay, ts)
 	default: // a resumed --task/--tasks session
-		ts := sess.Info.Tasks
-		for i := range ts {
-			if st, ok := replay.Ended[ts[i].ID]; ok {
-				ts[i].Status = st
-			} else if ts[i].Status == protocol.StatusClaimed {
-				ts[i].Status = protocol.StatusPending
-			}
-		}
-		return &loop.ListSource{Tasks: ts}, nil
+		return c.listSource(sess, replay, nil)
 	}
+}
+
+// listSource is the task list of a run: the new tasks, after the tasks of
+// the session the run goes on from (sess, when resumed or forked), none
+// dropped and no id used twice.
+func (c *RunCmd) listSource(sess *loop.Session, replay *loop.Replay, add []protocol.Task) (loop.Source, error) {
+	if sess == nil {
+		return &loop.ListSource{Tasks: add}, nil
+	}
+	used := map[string]bool{}
+	for id := range replay.Ended {
+		used[id] = true
+	}
+	if replay.Current != nil {
+		used[replay.Current.ID] = true
+	}
+	ts, err := loop.AppendTasks(loop.ResumedTasks(&sess.Info, replay), add, used)
+	if err != nil {
+		return nil, cli.Usagef("session %s: %v", sess.Info.ID, err)
+	}
+	return &loop.ListSource{Tasks: ts}, nil
+}
+
+// checkSession checks the session flags before anything is changed.
+func (c *RunCmd) checkSession(home string) error {
+	n := 0
+	for _, set := range []bool{c.Resume != "", c.Continue, c.Fork != ""} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return cli.Usagef("give one of --resume, --continue and --fork")
+	case c.NoSession && (n > 0 || c.SessionID != ""):
+		return cli.Usagef("--no-session keeps no session: it cannot go with --resume, --continue, --fork or --session-id")
+	case c.SessionID != "" && (c.Resume != "" || c.Continue):
+		return cli.Usagef("--session-id names a new session: give it alone or with --fork, not with --resume or --continue")
+	}
+	if c.SessionID != "" {
+		if err := teamdir.ValidName("session", c.SessionID); err != nil {
+			return cli.Usagef("--session-id: %v", err)
+		}
+		if loop.SessionExists(home, c.SessionID) {
+			return cli.Usagef("--session-id: session %s already exists (--resume %s goes on with it)", c.SessionID, c.SessionID)
+		}
+	}
+	if c.Fork != "" {
+		if err := teamdir.ValidName("session", c.Fork); err != nil {
+			return cli.Usagef("--fork: %v", err)
+		}
+	}
+	return nil
+}
+
+// openSession is the run's session: the resumed one, a fork of base, or a
+// new one (named by --session-id).
+func (c *RunCmd) openSession(home, workdir string, base *loop.Session, now time.Time) (*loop.Session, error) {
+	var sess *loop.Session
+	var err error
+	switch {
+	case c.Resume != "":
+		return base, nil
+	case c.Fork != "":
+		sess, err = loop.ForkSession(home, base, c.SessionID, workdir, now)
+	default:
+		sess, err = loop.CreateSessionID(home, workdir, c.SessionID, now)
+	}
+	var ee *loop.ExistsError
+	if errors.As(err, &ee) {
+		return nil, cli.Usagef("--session-id: %v", err)
+	}
+	if err != nil {
+		return nil, cli.Failf("session", "%v", err)
+	}
+	return sess, nil
 }
 
 func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) (loop.LLM, loop.Tools) {

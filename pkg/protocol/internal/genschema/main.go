@@ -42,6 +42,8 @@ func write(dir string) error {
 		"worker":        reflectType(reflect.TypeFor[protocol.Worker]()),
 		"worker-status": reflectType(reflect.TypeFor[protocol.WorkerStatus]()),
 		"team-budget":   reflectType(reflect.TypeFor[protocol.TeamBudget]()),
+		"session":       reflectType(reflect.TypeFor[protocol.SessionRecord]()),
+		"session-entry": reflectType(reflect.TypeFor[protocol.SessionEntry]()),
 		"error":         reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
 		"queue-stats":   reflectType(reflect.TypeFor[protocol.QueueStats]()),
 		"queue-count":   reflectType(reflect.TypeFor[protocol.QueueCount]()),
