@@ -53,6 +53,19 @@ type Runtime struct {
 	kong *kong.Kong
 	kctx *kong.Context
 	cfg  *config.Config
+	pipe chan os.Signal // see CatchBrokenPipe
+}
+
+// CatchBrokenPipe makes, for the rest of the run, a write to a stdout whose
+// reader went away fail with EPIPE, an error the command sees, instead of
+// ending the process with SIGPIPE (Go's default for stdout), for a command
+// that must undo something when its output is lost (pg-queue claim gives
+// its claim back). The run then fails with exit 1 like any lost output.
+func (r *Runtime) CatchBrokenPipe() {
+	if r.pipe == nil {
+		r.pipe = make(chan os.Signal, 1)
+		signal.Notify(r.pipe, syscall.SIGPIPE)
+	}
 }
 
 // Config resolves the configuration once: flags tagged `config:"key"` that
@@ -153,7 +166,12 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	checked.Out = out
 	io = &checked
 	rt := &Runtime{Ctx: ctx, IO: io, Spec: spec}
-	defer func() { code = outputCode(rt, code, out.failed()) }()
+	defer func() {
+		if rt.pipe != nil {
+			signal.Stop(rt.pipe)
+		}
+		code = outputCode(rt, code, out.failed())
+	}()
 	summary, detail, _ := strings.Cut(spec.Description, "\n")
 	opts := []kong.Option{
 		kong.Name(spec.Name),

@@ -36,6 +36,10 @@ type Task struct {
 	// Blocked is set in listings when a dependency is not done; it is not
 	// stored.
 	Blocked bool `json:"blocked,omitempty"`
+	// Extra holds the fields of a stored task that this version does not
+	// know (added by hand, by a script or by a newer version): the queue
+	// writes them back as they were.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // Claim is a lease on a task with its fencing token.

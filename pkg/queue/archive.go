@@ -191,7 +191,7 @@ func (q *Queue) eachArchiveLine(fn func(line []byte) error) error {
 func (q *Queue) eachArchived(fn func(t *protocol.Task)) error {
 	return q.eachArchiveLine(func(line []byte) error {
 		var t protocol.Task
-		if json.Unmarshal(line, &t) == nil && t.ID != "" {
+		if decodeTask(line, &t) == nil && t.ID != "" {
 			normalize(&t)
 			fn(&t)
 		}
@@ -273,6 +273,7 @@ func (q *Queue) Prune(olderThan time.Duration) (int, error) {
 				return nil
 			}
 			if t.UpdatedAt.After(cut) {
+				seen[t.ID] = true // kept once (an older archive may hold a copy)
 				keep = append(append(keep, line...), '\n')
 				return nil
 			}

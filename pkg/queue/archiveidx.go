@@ -224,7 +224,7 @@ func (q *Queue) scanArchive(want map[string]bool) (map[string]*protocol.Task, er
 			return nil, fmt.Errorf("read %s: %w", ArchiveFile, err)
 		}
 		var t protocol.Task
-		if json.Unmarshal(line, &t) != nil || t.ID != id {
+		if decodeTask(line, &t) != nil || t.ID != id {
 			continue // a line torn by a power loss is skipped
 		}
 		normalize(&t)

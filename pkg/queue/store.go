@@ -73,6 +73,9 @@ type header struct {
 	// before archiving again, so the archive never holds a task twice.
 	// Absent in files written by hand or by older versions.
 	ArchiveSize *int64 `json:"archive_size,omitempty"`
+	// Extra holds the members of the document this version does not know
+	// (see extra.go), written back as they were.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // pendingEvents are the journal lines of one change.
@@ -292,7 +295,7 @@ func (s *state) task(e *entry) (*protocol.Task, error) {
 		return nil, err
 	}
 	var t protocol.Task
-	if err := json.Unmarshal(js, &t); err != nil {
+	if err := decodeTask(js, &t); err != nil {
 		return nil, fileErr("task-queue.json: task %s: %w", e.id, err)
 	}
 	if t.ID != e.id {
@@ -354,11 +357,11 @@ func (s *state) find(id string) (int, *entry, error) {
 // marshalTask encodes a task as stored, secrets redacted: the stored bytes
 // are indexed, so they are redacted here and never changed later.
 func marshalTask(t *protocol.Task) ([]byte, error) {
-	b, err := jsonl.Marshal(t)
+	b, err := EncodeTask(t)
 	if err != nil {
 		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
 	}
-	return secrets.Redact(bytes.TrimSuffix(b, []byte{'\n'})), nil
+	return secrets.Redact(b), nil
 }
 
 // normalize makes the lists empty instead of null, as DESIGN.md §3 shows.
@@ -499,6 +502,7 @@ func fastHeader(data []byte) (header, bool) {
 	if json.Unmarshal(js, &h) != nil || h.Type != headerType || (h.Version != Version && h.Version != 0) {
 		return h, false // (parseDocument refuses a newer version)
 	}
+	h.Extra = unknownFields(js, headerKeys())
 	fixHeader(&h)
 	return h, true
 }
@@ -535,6 +539,7 @@ func (s *state) parseLines() bool {
 		}
 		var raw []byte
 		if loadDefaults(&t, s.stat.mtime) {
+			t.Extra = unknownFields(line[:n], taskKeys())
 			var err error
 			if raw, err = marshalTask(&t); err != nil {
 				return false
@@ -606,6 +611,9 @@ func (s *state) parseDocument(dir string) error {
 	if err != nil {
 		return fileErr("task-queue.json is not a valid queue document: %w", err)
 	}
+	if t := bytes.TrimSpace(s.data); t[0] == '{' {
+		doc.header.Extra = unknownFields(t, headerKeys())
+	}
 	if doc.header.Version > Version || doc.header.Version < 0 {
 		return fileErr("task-queue.json is version %d; this pg-queue reads version %d and does not rewrite a newer one (use the pg-queue that wrote it)", doc.header.Version, Version)
 	}
@@ -617,7 +625,7 @@ func (s *state) parseDocument(dir string) error {
 	seen := map[string]int{}
 	for i, raw := range doc.Tasks {
 		var t protocol.Task
-		if err := json.Unmarshal(raw, &t); err != nil {
+		if err := decodeTask(raw, &t); err != nil {
 			return fileErr("task-queue.json: task %d: %w", i+1, err)
 		}
 		loadDefaults(&t, s.stat.mtime)
@@ -650,7 +658,7 @@ func (s *state) save(dir string, now time.Time, sync bool) error {
 	if err != nil {
 		return fmt.Errorf("encode queue header: %w", err)
 	}
-	hb = bytes.TrimSuffix(hb, []byte{'\n'})
+	hb = withExtra(bytes.TrimSuffix(hb, []byte{'\n'}), s.hdr.Extra)
 	qpath := filepath.Join(dir, teamdir.QueueFile)
 	base := len(hb) - 1 + len(tasksOpen) + 1
 	f, err := replace(qpath, sync, func(tmp *os.File) error {

@@ -33,6 +33,8 @@ The queue lives in $POWERGLIDE_HOME/teams/<team>/: task-queue.json holds the liv
 
 A claim is a lease with a fencing token: renew, complete, fail and release must present the token, and a stale token (the lease expired and the task went to another worker, or it was released or cancelled) changes nothing and fails with "lease lost" (exit 1). Completing again with the same token is a harmless success. Every claim counts as an attempt: an expired lease makes the task claimable again, and a task that used max_attempts attempts fails with the reason in its error field. A pending task whose depends_on are not all done is blocked; it is stuck when a dependency failed or was cancelled, or it lies on a dependency cycle (add refuses cycles; a file edited by hand may hold one), so a swarm still drains.
 
+Bad input changes nothing and creates nothing: the team directory appears with the first change that succeeds. A task-queue.json edited by hand keeps the fields pg-queue does not know; one of a newer version, or one pg-queue cannot read, is refused with exit 2 (see docs/team-dir.md).
+
 Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
 		CLI:     &CLI{},
 		Schemas: []string{"task", "journal-event", "queue-stats", "queue-count", "error"},
@@ -148,6 +150,10 @@ func newPrinter(rt *cli.Runtime, expr string, raw bool) (*printer, error) {
 // print writes one record; it reports how many lines it wrote.
 func (p *printer) print(rec any) (int, error) {
 	if p.jq == nil {
+		if b, ok := rec.([]byte); ok { // one JSON line already
+			_, err := p.out.Write(append(b, '\n'))
+			return 1, err
+		}
 		return 1, p.enc.Encode(rec)
 	}
 	var v any
@@ -202,9 +208,13 @@ func (p *printer) run(v any) (int, error) {
 
 // printTasks prints tasks as JSON lines.
 func printTasks(rt *cli.Runtime, ts ...protocol.Task) error {
-	enc := jsonl.NewEncoder(rt.IO.Out)
 	for i := range ts {
-		if err := enc.Encode(&ts[i]); err != nil {
+		// As stored: with the fields this version does not know.
+		b, err := queue.EncodeTask(&ts[i])
+		if err != nil {
+			return err
+		}
+		if _, err := rt.IO.Out.Write(append(b, '\n')); err != nil {
 			return err
 		}
 	}
@@ -300,7 +310,7 @@ func splitIDs(in []string) []string {
 // $ pg-queue claim --worker 3 | jq -r '.id, .claim.token'
 type ClaimCmd struct {
 	Worker string        `help:"Name of the claiming worker." env:"POWERGLIDE_WORKER" required:"" placeholder:"W"`
-	Lease  time.Duration `help:"Length of the lease; renew before it ends (default 10m)." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"D"`
+	Lease  time.Duration `help:"Length of the lease; renew before it ends (default 10m, at most 876000h)." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"D"`
 	Wait   time.Duration `help:"Wait up to this long for a claimable task before exiting 3." placeholder:"D"`
 }
 
@@ -318,6 +328,7 @@ func (c *ClaimCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
+	rt.CatchBrokenPipe() // a reader gone is a lost record too: give the claim back
 	t, err := q.WaitClaim(rt.Ctx, c.Worker, d, c.Wait)
 	if err != nil {
 		return fail(err)
@@ -371,7 +382,7 @@ func (c *RenewCmd) Run(rt *cli.Runtime, root *CLI) error {
 // $ go test ./... -json | jq -s -c '{tests: length}' | pg-queue complete t-01JD... --token 17 --result -
 type CompleteCmd struct {
 	tokenArgs
-	Result string `help:"Result as JSON, or - to read it from stdin." placeholder:"JSON"`
+	Result string `help:"Result as JSON, or - to read it from stdin; nested at most 97 levels deep, so task-queue.json stays readable by jq." placeholder:"JSON"`
 }
 
 // Run completes the task and prints it.
@@ -525,7 +536,11 @@ func (c *ListCmd) Run(rt *cli.Runtime, root *CLI) error {
 		return table(rt.IO.Out, ts)
 	}
 	for i := range ts {
-		if _, err := p.print(&ts[i]); err != nil {
+		b, err := queue.EncodeTask(&ts[i])
+		if err != nil {
+			return err
+		}
+		if _, err := p.print(b); err != nil {
 			return err
 		}
 	}

@@ -48,6 +48,9 @@ func write(dir string) error {
 		"queue-stats":   reflectType(reflect.TypeFor[protocol.QueueStats]()),
 		"queue-count":   reflectType(reflect.TypeFor[protocol.QueueCount]()),
 	}
+	// A task may carry fields this version does not know (DESIGN.md §3:
+	// fields may be added); the queue keeps them.
+	schemas["task"].AdditionalProperties = nil
 	for _, f := range []*protocol.Family{protocol.ModelEvents, protocol.LoopEvents, protocol.JournalEvents, protocol.ToolOutputs, protocol.PtyOutputs} {
 		s := &jsonschema.Schema{Description: f.Name + " records, told apart by their type field"}
 		for _, t := range f.Types() {
