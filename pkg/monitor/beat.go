@@ -65,7 +65,7 @@ func (o *BeatOptions) validate() (proc.Stat, error) {
 		return proc.Stat{}, invalid("--cost-usd must be a finite number of 0 or more, got %v", *o.CostUSD)
 	}
 	if o.Every != nil && *o.Every <= 0 {
-		return "", invalid("--every must be a positive duration, got %s", *o.Every)
+		return proc.Stat{}, invalid("--every must be a positive duration, got %s", *o.Every)
 	}
 	for _, f := range []struct {
 		name string
