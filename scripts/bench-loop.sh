@@ -109,3 +109,10 @@ for run in 1 2 3; do
 	cp "$tmp/memory.orig" "$dir/memory.jsonl"
 done
 (cd "$root/pkg" && go test -run '^$' -bench 'Resume10k' -benchtime 10x ./loop/ | grep Benchmark | sed 's/^/  replay alone (Go benchmark, wall): /')
+
+# The harness's own work per step by conversation length (instant
+# in-process model; o200k = an OpenAI model counted with its tokenizer,
+# bytes = any other model; +encoded adds the request's JSON encoding a
+# coprocess model needs), and the compaction of a 1,000-message
+# conversation past the hard threshold (the summary call answered at once).
+(cd "$root/pkg" && go test -run '^$' -bench 'StepOverhead|Compact1000' -benchtime 200x ./loop/ | grep Benchmark | sed 's/^/  /')

@@ -240,6 +240,8 @@ func TestDecodeEntry(t *testing.T) {
 		{`{"type":"task","task":"t-1","title":"T","status":"failed","reason":"verify","usage":{}}`, "◆ task t-1 failed: T (verify)", "", "bad", ""},
 		{`{"type":"log","level":"warn","message":"slow\nvery"}`, "· warn: slow …", "very", "warn", ""},
 		{`{"type":"error","kind":"auth","message":"bad key"}`, "✘ error auth: bad key", "", "bad", ""},
+		{`{"type":"summary","ok":false,"outcome":"limit","reason":"a limit stopped a task","tasks":{"done":2,"failed":1,"cancelled":0,"released":0},"steps":40,"usage":{"cost_usd":0.25},"wall_ms":61500,"model_ms":40000,"tools_ms":12000}`, "Σ limit: 2 done, 1 failed, 40 steps, $0.2500, 61.5s (model 40.0s, tools 12.0s)", "a limit stopped a task", "bad", ""},
+		{`{"type":"summary","ok":true,"outcome":"done","tasks":{"done":1},"steps":3,"usage":{},"wall_ms":1000}`, "Σ done: 1 done, 0 failed, 3 steps, $0.0000, 1.0s (model 0.0s, tools 0.0s)", "", "ok", ""},
 		{`{"type":"guard","step":3,"mode":"strict","action":"refused","kind":"url","tool":"bash","call_id":"c1","match":"https://evil.example/x","source":"mcp__web__fetch"}`, "⚠ guard refused url https://evil.example/x (from mcp__web__fetch)", "", "bad", ""},
 		{`{"type":"guard","step":3,"mode":"warn","action":"warned","kind":"image","match":"https://evil.example/p.png","source":"lookup"}`, "⚠ guard warned image https://evil.example/p.png (from lookup)", "", "warn", ""},
 		{`<POWERGLIDE_DONE>`, "■ <POWERGLIDE_DONE> every task ended", "", "ok", ""},

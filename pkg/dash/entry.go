@@ -187,6 +187,16 @@ func entryOf(v any) *Entry {
 			e.Tone = "dim"
 		}
 		e.Body = clip(rest(ev.Message), maxResultLines)
+	case *protocol.LoopSummaryEvent:
+		e.TS, e.Kind, e.Tone = ev.TS, protocol.LoopSummary, "ok"
+		if !ev.OK {
+			e.Tone = "bad"
+		}
+		e.Head = fmt.Sprintf("Σ %s: %d done, %d failed, %d steps, $%.4f, %.1fs (model %.1fs, tools %.1fs)", ev.Outcome, ev.Tasks.Done, ev.Tasks.Failed, ev.Steps, ev.Usage.CostUSD,
+			float64(ev.WallMS)/1000, float64(ev.ModelMS)/1000, float64(ev.ToolsMS)/1000)
+		if ev.Reason != "" {
+			e.Body = []string{oneLine(ev.Reason)}
+		}
 	case *protocol.LoopGuardEvent:
 		e.TS, e.Kind, e.Tone = ev.TS, protocol.LoopGuard, "warn"
 		if ev.Action == "refused" || ev.Action == "removed" {

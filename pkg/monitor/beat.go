@@ -26,8 +26,9 @@ type BeatOptions struct {
 	State    *string
 	Task     *string
 	Step     *int
-	CostUSD  *float64 // this process's spending (usage.cost_usd)
-	Progress bool     // mark progress even without a state or task change
+	CostUSD  *float64       // this process's spending (usage.cost_usd)
+	Every    *time.Duration // how often the worker beats (heartbeat_interval_ms)
+	Progress bool           // mark progress even without a state or task change
 	Now      time.Time
 }
 
@@ -62,6 +63,9 @@ func (o *BeatOptions) validate() (string, error) {
 	}
 	if o.CostUSD != nil && !(*o.CostUSD >= 0 && !math.IsInf(*o.CostUSD, 1)) { // false for NaN too
 		return "", invalid("--cost-usd must be a finite number of 0 or more, got %v", *o.CostUSD)
+	}
+	if o.Every != nil && *o.Every <= 0 {
+		return "", invalid("--every must be a positive duration, got %s", *o.Every)
 	}
 	for _, f := range []struct {
 		name string
@@ -143,6 +147,9 @@ func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
 	}
 	if o.CostUSD != nil {
 		rec.Usage.CostUSD = *o.CostUSD
+	}
+	if o.Every != nil {
+		rec.HeartbeatIntervalMS = o.Every.Milliseconds()
 	}
 	if progress {
 		rec.ProgressAt = now

@@ -55,3 +55,20 @@ func FuzzVisible(f *testing.F) {
 		}
 	})
 }
+
+// The dashboard renders every title and log line through Visible each
+// frame: clean text, the common case, must cost next to nothing.
+func BenchmarkVisible(b *testing.B) {
+	for _, c := range []struct{ name, s string }{
+		{"clean-ascii", strings.Repeat("fix the flaky test in pkg/queue ", 4)},
+		{"clean-utf8", strings.Repeat("héllo ✓ 日本 ", 8)},
+		{"escapes", strings.Repeat("\x1b]0;pwned\x07 \x1b[2J", 8)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Visible(c.s)
+			}
+		})
+	}
+}

@@ -315,7 +315,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	// Components.
 	// The tools (and the model's bash) find the velocity file in their
 	// environment; it exists, so that the sandbox can let them write it.
-	if f, err := os.OpenFile(o.VelocityFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+	if f, err := os.OpenFile(o.VelocityFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 		f.Close()
 	}
 	llm, tools := c.components(rt, workdir, filepath.Join(work, "outputs"), o.VelocityFile)

@@ -267,7 +267,7 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 // Examples:
 //
 //	$ pg-monitor beat --team T --worker "$POWERGLIDE_WORKER" --state executing --task t-12
-//	$ while sleep 10; do pg-monitor beat --team T --worker 3 --pid $$; done &
+//	$ while sleep 10; do pg-monitor beat --team T --worker 3 --pid $$ --every 10s; done &
 //
 // The recorded pid is the process the watcher stops (SIGTERM, then SIGKILL
 // to its process group) when the heartbeat goes stale: the worker script's
@@ -278,13 +278,14 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 // ancestor outside the caller's session; a negative, NaN or infinite
 // --cost-usd; a negative --step; an empty --state; control characters.
 type BeatCmd struct {
-	Worker   string   `help:"Worker name (the n of worker-<n>.json)." env:"POWERGLIDE_WORKER" placeholder:"N"`
-	State    *string  `help:"Worker state to record; a change also counts as progress." placeholder:"S"`
-	Task     *string  `help:"Current task id (empty to clear); a change also counts as progress." placeholder:"ID"`
-	Step     *int     `help:"Current step; a change also counts as progress." placeholder:"N"`
-	CostUSD  *float64 `name:"cost-usd" help:"The worker's spending so far in USD (usage.cost_usd, counted in a team budget)." placeholder:"X"`
-	Progress bool     `help:"Record progress (progress_at) even without a change."`
-	PID      int      `name:"pid" help:"The worker's pid: a live process, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script's shell)." placeholder:"PID"`
+	Worker   string         `help:"Worker name (the n of worker-<n>.json)." env:"POWERGLIDE_WORKER" placeholder:"N"`
+	State    *string        `help:"Worker state to record; a change also counts as progress." placeholder:"S"`
+	Task     *string        `help:"Current task id (empty to clear); a change also counts as progress." placeholder:"ID"`
+	Step     *int           `help:"Current step; a change also counts as progress." placeholder:"N"`
+	CostUSD  *float64       `name:"cost-usd" help:"The worker's spending so far in USD (usage.cost_usd, counted in a team budget)." placeholder:"X"`
+	Every    *time.Duration `help:"How often this worker beats (heartbeat_interval_ms): a watcher then refuses a stale limit under twice it." placeholder:"D"`
+	Progress bool           `help:"Record progress (progress_at) even without a change."`
+	PID      int            `name:"pid" help:"The worker's pid: a live process, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script's shell)." placeholder:"PID"`
 }
 
 // Run writes the heartbeat.
@@ -315,7 +316,7 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	}
 	host, _ := os.Hostname()
 	_, err = monitor.Beat(d, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
-		Step: b.Step, CostUSD: b.CostUSD, Progress: b.Progress})
+		Step: b.Step, CostUSD: b.CostUSD, Every: b.Every, Progress: b.Progress})
 	if err != nil {
 		if errors.Is(err, monitor.ErrInvalid) {
 			return cli.Usagef("%v", err)
