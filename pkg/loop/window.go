@@ -164,14 +164,21 @@ func headTail(s string, head, tail int, marker string) string {
 	if j := strings.LastIndexByte(h, '\n'); j > head*3/4 {
 		h = h[:j+1]
 	}
-	for len(h) > 0 && !utf8.ValidString(h[max(0, len(h)-utf8.UTFMax):]) {
-		h = h[:len(h)-1]
+	// A rune cut at the end of the head is dropped whole (at most
+	// utf8.UTFMax-1 bytes, whatever the bytes before: output may be binary).
+	if j := len(h) - 1; j >= 0 {
+		for j > 0 && len(h)-j < utf8.UTFMax-1 && !utf8.RuneStart(h[j]) {
+			j--
+		}
+		if !utf8.FullRuneInString(h[j:]) {
+			h = h[:j]
+		}
 	}
 	t := s[len(s)-tail:]
 	if j := strings.IndexByte(t, '\n'); j >= 0 && j < tail/4 {
 		t = t[j+1:]
 	}
-	for len(t) > 0 && !utf8.RuneStart(t[0]) {
+	for i := 0; i < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); i++ {
 		t = t[1:]
 	}
 	return h + marker + t
