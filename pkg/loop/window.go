@@ -431,9 +431,9 @@ func (r *Runner) summarize(ctx context.Context, cut, limit int) error {
 	if err := r.o.Budget.Check(r.usage, r.est.Request(req), r.o.MaxTokens); err != nil {
 		return err
 	}
-	start := time.Now()
+	start, waited := time.Now(), r.times.wait
 	end, err := r.call(ctx, req, nil)
-	r.times.model += time.Since(start)
+	r.times.model += time.Since(start) - (r.times.wait - waited)
 	if err != nil {
 		return fmt.Errorf("summarize the conversation: %w", err)
 	}
@@ -472,9 +472,9 @@ func (r *Runner) windowFailure(err error) (Input, string) {
 // callModel makes a model call of the task, timed, and calibrates the
 // estimate with the input tokens the provider counted.
 func (r *Runner) callModel(ctx context.Context, req *protocol.Request) (*protocol.EndEvent, error) {
-	start := time.Now()
+	start, waited := time.Now(), r.times.wait
 	end, err := r.call(ctx, req, r.onModelEvent)
-	r.times.model += time.Since(start)
+	r.times.model += time.Since(start) - (r.times.wait - waited)
 	if err == nil {
 		u := end.Usage
 		r.est.Calibrate(req, u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
