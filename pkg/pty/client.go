@@ -375,6 +375,8 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 	lastCheck := time.Now()
 	running := st.Status == protocol.PtyRunning
 	scanned := 0
+	var text []byte // with Plain: the text of buf[:mapped]
+	mapped := 0
 	for {
 		fi, err := f.Stat()
 		if err != nil {
@@ -390,6 +392,7 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 				// (a reader far behind a fast program): go on from what
 				// is kept.
 				out.Offset, buf, scanned, end = kept, nil, 0, kept
+				text, mapped = text[:0], 0
 				out.Skipped = kept - since
 			}
 			chunk := make([]byte, max(fi.Size()-end, 0))
@@ -411,7 +414,19 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 			return s.finishRead(dir, out, data, o.Plain, running, true)
 		}
 		if fresh {
-			if end, ok := match(o.Wait, buf, o.Plain); ok {
+			hay := buf
+			if o.Plain {
+				// Only the new output is turned into text each time.
+				var n int
+				text, n = termtext.Append(text, buf[mapped:])
+				mapped += n
+				hay = text
+			}
+			if loc := o.Wait.FindIndex(hay); loc != nil {
+				end := loc[1]
+				if o.Plain {
+					end = termtext.RawEnd(buf, end)
+				}
 				out.Matched = true
 				return s.finishRead(dir, out, buf[:end], o.Plain, false, true)
 			}
@@ -444,33 +459,12 @@ func (s Store) Read(ctx context.Context, name string, o ReadOptions) (*protocol.
 	}
 }
 
-// match finds re in raw output, or in its plain text: it returns where in
-// raw the match ends.
-func match(re *regexp.Regexp, raw []byte, plain bool) (int, bool) {
-	if !plain {
-		loc := re.FindIndex(raw)
-		if loc == nil {
-			return 0, false
-		}
-		return loc[1], true
-	}
-	text, ends, _ := termtext.Map(raw)
-	loc := re.FindIndex(text)
-	switch {
-	case loc == nil:
-		return 0, false
-	case loc[1] == 0:
-		return 0, true
-	}
-	return ends[loc[1]-1], true
-}
-
 // finishRead fills out with raw output (its plain text with plain; then an
 // escape sequence cut at the end is left for the next read while more may
 // come) and, with save, stores where the next read starts.
 func (s Store) finishRead(dir string, out *protocol.PtyOutput, raw []byte, plain, more, save bool) (*protocol.PtyOutput, error) {
 	if plain {
-		text, _, complete := termtext.Map(raw)
+		text, complete := termtext.Append(nil, raw)
 		if more {
 			raw = raw[:complete]
 		}

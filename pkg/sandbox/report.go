@@ -64,6 +64,6 @@ func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
 	}
 	add("children inherit the sandbox through exec, setsid and double forks", "landlock, seccomp and no_new_privs are inherited and cannot be dropped")
 	add("background processes of a bash call end when the call returns", "PID namespace: the command is its init")
-	add("no 32-bit syscalls, no io_uring", "seccomp")
+	add("no 32-bit syscalls, no io_uring, no kernel keyring", "seccomp")
 	return r
 }

@@ -65,7 +65,8 @@ func auditArch() (uint32, bool) {
 
 // seccompFilter builds the filter: syscalls of another architecture (the
 // 32-bit ABIs, whose socketcall would slip past) fail; io_uring fails (its
-// operations bypass seccomp); without allowNet, socket() fails for every
+// operations bypass seccomp); the kernel keyring, where the user's keys may
+// be, is out of reach; without allowNet, socket() fails for every
 // family but netlink, so no TCP, UDP, raw or unix socket can be made
 // (socketpair still works: it reaches no one).
 func seccompFilter(allowNet bool) ([]unix.SockFilter, error) {
@@ -93,9 +94,12 @@ func seccompFilter(allowNet bool) ([]unix.SockFilter, error) {
 		stmt(ldw, offNr),
 		{Code: jge, Jt: 0, Jf: 1, K: 0x40000000}, // the x32 ABI
 		stmt(ret, eperm),
-		jump(unix.SYS_IO_URING_SETUP, 2, 0),
-		jump(unix.SYS_IO_URING_ENTER, 1, 0),
-		jump(unix.SYS_IO_URING_REGISTER, 0, 1),
+		jump(unix.SYS_IO_URING_SETUP, 5, 0),
+		jump(unix.SYS_IO_URING_ENTER, 4, 0),
+		jump(unix.SYS_IO_URING_REGISTER, 3, 0),
+		jump(unix.SYS_KEYCTL, 2, 0), // the user's kernel keyring
+		jump(unix.SYS_ADD_KEY, 1, 0),
+		jump(unix.SYS_REQUEST_KEY, 0, 1),
 		stmt(ret, eperm),
 	}
 	if !allowNet {

@@ -8,7 +8,8 @@
 //     denied path out of an allowed tree); no TCP; no signals or ptrace to
 //     processes outside the sandbox.
 //   - seccomp: no sockets but netlink (so no UDP, raw or unix sockets), no
-//     io_uring (which would bypass the socket filter), no 32-bit syscalls.
+//     io_uring (which would bypass the socket filter), no kernel keyring, no
+//     32-bit syscalls.
 //   - no_new_privs and no capabilities: no setuid program regains a
 //     privilege, and root's commands are root without root's powers.
 //   - a PID namespace per command (in a user namespace, unless pg-tool is

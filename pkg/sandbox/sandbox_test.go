@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestMain lets the test binary stand in for pg-tool's sandbox-exec.
@@ -298,6 +300,11 @@ func TestOffRunsPlainly(t *testing.T) {
 func TestNoCapabilities(t *testing.T) {
 	f := newFixture(t)
 	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	// The kernel keyring is out of reach (keyctl fails with EPERM).
+	keyctl := fmt.Sprintf(`python3 -c 'import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); r = libc.syscall(%d, 0, -4, 0); sys.exit(0 if r == -1 and ctypes.get_errno() == 1 else "keyctl: %%d %%d" %% (r, ctypes.get_errno()))'`, unix.SYS_KEYCTL)
+	if out, err := run(t, sb, f.root, keyctl); err != nil {
+		t.Errorf("keyctl: %q, %v", out, err)
+	}
 	const line = "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status | tr -s '\\t ' ' ' | sort"
 	want := "CapAmb: 0000000000000000\nCapBnd: 0000000000000000\nCapEff: 0000000000000000\nCapInh: 0000000000000000\nCapPrm: 0000000000000000\n"
 	if os.Geteuid() != 0 {

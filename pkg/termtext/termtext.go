@@ -3,38 +3,65 @@
 // two-byte escapes) removed, CRLF as LF, other control characters dropped.
 // pg-pty's read --plain and pg-tool's term_read show this text, and a
 // pattern waited for is matched against it, so a model can wait for what
-// it saw. Visible (visible.go) goes the other way: it shows the control
-// characters of untrusted text (a task's title, a tool's output) on a
-// terminal instead of letting the terminal obey them.
+// it saw.
 package termtext
 
 // Plain is the text of raw terminal output.
 func Plain(s string) string {
-	plain, _, _ := Map([]byte(s))
+	plain, _ := Append(nil, []byte(s))
 	return string(plain)
 }
 
-// Map returns the plain text of raw; for each byte of it, the offset in
-// raw just past the byte it came from (so a match ending at plain[:e] ends
-// at raw[:ends[e-1]]); and complete, the length of the longest prefix of
-// raw that does not end inside an unfinished escape sequence (the rest may
-// be completed by output still to come).
-func Map(raw []byte) (plain []byte, ends []int, complete int) {
-	plain = make([]byte, 0, len(raw))
-	ends = make([]int, 0, len(raw))
+// Append appends the text of raw to dst. complete is the length of the
+// longest prefix of raw that does not end inside an unfinished escape
+// sequence: output still to come may finish it, so a caller that reads a
+// stream passes raw[complete:] again with what follows.
+func Append(dst, raw []byte) (text []byte, complete int) {
 	complete = len(raw)
+	walk(raw, func(i int) { dst = append(dst, raw[i]) }, &complete)
+	return dst, complete
+}
+
+// RawEnd is where in raw the first n bytes of its text end: the offset just
+// past the byte that gives the n-th (0 for n = 0). A match that ends at
+// text[:n] ends at raw[:RawEnd(raw, n)].
+func RawEnd(raw []byte, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	end, count := 0, 0
+	walk(raw, func(i int) {
+		if count < n {
+			count++
+			end = i + 1
+		}
+	}, nil)
+	return end
+}
+
+// walk calls keep with the index of each byte of raw that is text. It
+// stops at an unfinished escape sequence at the end, whose start it stores
+// in *cut.
+func walk(raw []byte, keep func(i int), cut *int) {
+	stop := func(i int) {
+		if cut != nil {
+			*cut = i
+		}
+	}
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		switch {
 		case c == 0x1b && i+1 == len(raw):
-			return plain, ends, i // a lone ESC at the end
+			stop(i) // a lone ESC at the end
+			return
 		case c == 0x1b && raw[i+1] == '[': // CSI ... final byte
 			j := i + 2
 			for j < len(raw) && (raw[j] < 0x40 || raw[j] > 0x7e) {
 				j++
 			}
 			if j == len(raw) {
-				return plain, ends, i
+				stop(i)
+				return
 			}
 			i = j
 		case c == 0x1b && raw[i+1] == ']': // OSC ... BEL or ST
@@ -43,7 +70,8 @@ func Map(raw []byte) (plain []byte, ends []int, complete int) {
 				j++
 			}
 			if j >= len(raw)-1 && !(j < len(raw) && raw[j] == 0x07) {
-				return plain, ends, i
+				stop(i)
+				return
 			}
 			if raw[j] == 0x1b {
 				j++
@@ -55,16 +83,15 @@ func Map(raw []byte) (plain []byte, ends []int, complete int) {
 				j++
 			}
 			if j == len(raw) {
-				return plain, ends, i
+				stop(i)
+				return
 			}
 			i = j
 		case c == '\r':
 			// CRLF is LF; a lone CR (a progress line redrawn) is dropped.
 		case c < 0x20 && c != '\n' && c != '\t':
 		default:
-			plain = append(plain, c)
-			ends = append(ends, i+1)
+			keep(i)
 		}
 	}
-	return plain, ends, complete
 }
