@@ -153,7 +153,7 @@ func (l *Ledger) Reserve(usd float64) (string, error) {
 		if b := tb.BudgetUSD; b > 0 {
 			var refused error
 			switch {
-			case tb.SpentUSD+usd > b:
+			case tb.SpentUSD+usd > b, tb.SpentUSD >= b: // (an unpriced call has no estimate)
 				refused = &ExhaustedError{EstimateUSD: usd, SpentUSD: tb.SpentUSD, BudgetUSD: b}
 			case tb.SpentUSD+tb.ReservedUSD+usd > b:
 				refused = &BusyError{EstimateUSD: usd, SpentUSD: tb.SpentUSD, ReservedUSD: tb.ReservedUSD, BudgetUSD: b, Calls: len(tb.Reservations)}

@@ -150,8 +150,15 @@ func TestReserveBusyAndExhausted(t *testing.T) {
 	if tb.Refused == nil || tb.Refused.Worker != "2" || tb.SpentUSD != 0.05 || len(tb.Reservations) != 0 {
 		t.Fatalf("ledger: %+v", tb)
 	}
-	if _, err := b.Reserve(0.05); err != nil {
+	idb, err := b.Reserve(0.05)
+	if err != nil {
 		t.Fatalf("a call that fits exactly: %v", err)
+	}
+	if err := b.Settle(idb, 0.05); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Reserve(0); !errors.As(err, &out) {
+		t.Fatalf("a call without an estimate once the budget is spent: %v, want exhausted", err)
 	}
 	// A new budget clears the refusal; 0 removes the limit.
 	if tb, err := SetBudget(d, 0, time.Now()); err != nil || tb.Refused != nil {
@@ -226,5 +233,35 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 	tb, _ = Read(d)
 	if len(tb.Reservations) != 1 || tb.Reservations[0].Worker != "3" {
 		t.Fatalf("reservations after the TTL: %+v", tb.Reservations)
+	}
+}
+
+// BenchmarkReserveSettle is the ledger's cost per model call: a
+// reservation and a settlement, each a locked read and an fsynced atomic
+// replace of budget.json, with n other calls in flight.
+func BenchmarkReserveSettle(b *testing.B) {
+	for _, n := range []int{0, 16} {
+		b.Run(fmt.Sprintf("inflight=%d", n), func(b *testing.B) {
+			d := teamdir.Dir{Home: b.TempDir(), Team: "t"}
+			if _, err := SetBudget(d, 1e9, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+			l := New(d, "1")
+			for range n {
+				if _, err := l.Reserve(0.01); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				id, err := l.Reserve(0.01)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Settle(id, 0.005); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

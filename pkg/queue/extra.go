@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -56,7 +57,7 @@ func unknownFields(obj []byte, known map[string]bool) map[string]json.RawMessage
 			return
 		}
 		key := string(raw)
-		if bytes.IndexByte(raw, '\\') >= 0 {
+		if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) { // as encoding/json reads it
 			json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &key)
 		}
 		if known[strings.ToLower(key)] {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -382,4 +383,37 @@ func BenchmarkDecodeTask(b *testing.B) {
 		var t protocol.Task
 		decodeTask(benchTask, &t)
 	}
+}
+
+// FuzzUnknownFields: for any JSON object, the members found unknown are
+// exactly those encoding/json leaves out of a task, each with its value;
+// written back after a task's own fields they give valid JSON, one line.
+func FuzzUnknownFields(f *testing.F) {
+	f.Add([]byte(`{ "id" : "a", "Status":"pending", "x\u0079":[1,{"}":"]"}], "note": "a \"quoted\" }", "n":-1.5e3 , "labels":{"k":"v"}}`))
+	f.Add([]byte(`{"owner":"ann","meta":{"cost":[1,2]},"id":"a"}`))
+	f.Add([]byte("{\n  \"a\": [\n    1\n  ]\n}"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var all map[string]json.RawMessage
+		if json.Unmarshal(in, &all) != nil || all == nil {
+			return
+		}
+		got := unknownFields(in, taskKeys())
+		for k, v := range got {
+			if taskKeys()[strings.ToLower(k)] {
+				t.Fatalf("known field %q reported unknown", k)
+			}
+			if !json.Valid(v) || bytes.ContainsAny(v, "\n\r") {
+				t.Fatalf("field %q: value %q", k, v)
+			}
+		}
+		for k := range all {
+			if _, ok := got[k]; !ok && !taskKeys()[strings.ToLower(k)] {
+				t.Fatalf("unknown field %q missed in %s (found %v)", k, in, got)
+			}
+		}
+		out := withExtra([]byte(`{"id":"a"}`), got)
+		if !json.Valid(out) || bytes.ContainsAny(out, "\n\r") {
+			t.Fatalf("withExtra: %s", out)
+		}
+	})
 }

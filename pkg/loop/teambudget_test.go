@@ -1,0 +1,61 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/ledger"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// With a team budget every call is reserved at the model's prices and
+// settled at its cost; the call that could pass the budget is not made:
+// the task is released (not failed) and the run ends on a team_budget
+// limit.
+func TestTeamBudgetStopsBeforeTheCall(t *testing.T) {
+	answers := []func(*protocol.Request) (*protocol.EndEvent, error){}
+	for range 50 {
+		answers = append(answers, call("sh", `{"n":1}`))
+	}
+	llm := &scriptLLM{answers: answers}
+	h := newHarness(t, llm, okTool("x"), "t")
+	d := teamdir.Dir{Home: t.TempDir(), Team: "tm"}
+	if _, err := ledger.SetBudget(d, 0.01, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.opts.Ledger = ledger.New(d, "1")
+	h.opts.BreakerSame = 0
+	h.opts.MaxTokens = 100
+	// $1 in, $10 out per million tokens: a call is estimated at about
+	// $0.001 of output and costs $0.001 (say's usage).
+	h.opts.Budget.Prices = &ModelInfo{ID: "m", InputPerMTok: 1, OutputPerMTok: 10}
+	src := h.opts.Source.(*ListSource)
+	r, _ := NewRunner(h.opts)
+	res := r.Run(context.Background())
+	var le *LimitError
+	if res.State != Failed || !res.Limit || !errors.As(res.Err, &le) || le.Limit != LimitTeamBudget {
+		t.Fatalf("result %+v", res)
+	}
+	tb, err := ledger.Read(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := len(llm.reqs)
+	if tb.Calls != calls || math.Abs(tb.SpentUSD-float64(calls)*0.001) > 1e-9 || tb.SpentUSD > 0.01 || len(tb.Reservations) != 0 {
+		t.Fatalf("ledger after %d calls: %+v", calls, tb)
+	}
+	if calls < 5 {
+		t.Fatalf("only %d calls within the budget", calls)
+	}
+	if st := src.Snapshot()[0].Status; st != protocol.StatusPending {
+		t.Fatalf("task %s, want pending (released)", st)
+	}
+	if !strings.Contains(h.out.String(), `"limit":"team_budget"`) {
+		t.Fatalf("no team_budget limit event:\n%s", h.out.String())
+	}
+}
