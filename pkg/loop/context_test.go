@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/tiktoken-go/tokenizer/codec"
@@ -254,4 +255,20 @@ func TestUnhelpfulSummaryIsNotRetriedEveryStep(t *testing.T) {
 		t.Fatalf("%d summaries in 30 steps", m.summaries)
 	}
 	t.Logf("%d summaries in 30 steps", m.summaries)
+}
+
+// headTail never splits a rune, and keeps the head of binary output.
+func TestHeadTailRunes(t *testing.T) {
+	s := strings.Repeat("é", 100) // 2 bytes each
+	for head := 1; head < 20; head++ {
+		got := headTail(s, head, head, "|")
+		h, tl, _ := strings.Cut(got, "|")
+		if !utf8.ValidString(h) || !utf8.ValidString(tl) {
+			t.Fatalf("head %d: %q", head, got)
+		}
+	}
+	bin := strings.Repeat("\xff\x80\xfe", 1000)
+	if got := headTail(bin, 600, 300, "|"); len(got) < 850 {
+		t.Fatalf("binary output lost its head: %d bytes kept", len(got))
+	}
 }

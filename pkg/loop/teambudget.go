@@ -22,7 +22,9 @@ const budgetRetry = 250 * time.Millisecond
 // calls in flight stand in the way), and settles the real cost after. A
 // call the budget refuses returns a *LimitError (LimitTeamBudget).
 func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) (*protocol.EndEvent, error) {
+	start := time.Now()
 	id, err := r.reserve(ctx, req)
+	r.times.wait += time.Since(start) // waiting on the team's other calls
 	if err != nil {
 		return nil, err
 	}

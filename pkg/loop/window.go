@@ -164,14 +164,21 @@ func headTail(s string, head, tail int, marker string) string {
 	if j := strings.LastIndexByte(h, '\n'); j > head*3/4 {
 		h = h[:j+1]
 	}
-	for len(h) > 0 && !utf8.ValidString(h[max(0, len(h)-utf8.UTFMax):]) {
-		h = h[:len(h)-1]
+	// A rune cut at the end of the head is dropped whole (at most
+	// utf8.UTFMax-1 bytes, whatever the bytes before: output may be binary).
+	if j := len(h) - 1; j >= 0 {
+		for j > 0 && len(h)-j < utf8.UTFMax-1 && !utf8.RuneStart(h[j]) {
+			j--
+		}
+		if !utf8.FullRuneInString(h[j:]) {
+			h = h[:j]
+		}
 	}
 	t := s[len(s)-tail:]
 	if j := strings.IndexByte(t, '\n'); j >= 0 && j < tail/4 {
 		t = t[j+1:]
 	}
-	for len(t) > 0 && !utf8.RuneStart(t[0]) {
+	for i := 0; i < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); i++ {
 		t = t[1:]
 	}
 	return h + marker + t
@@ -424,9 +431,9 @@ func (r *Runner) summarize(ctx context.Context, cut, limit int) error {
 	if err := r.o.Budget.Check(r.usage, r.est.Request(req), r.o.MaxTokens); err != nil {
 		return err
 	}
-	start := time.Now()
+	start, waited := time.Now(), r.times.wait
 	end, err := r.call(ctx, req, nil)
-	r.times.model += time.Since(start)
+	r.times.model += time.Since(start) - (r.times.wait - waited)
 	if err != nil {
 		return fmt.Errorf("summarize the conversation: %w", err)
 	}
@@ -465,9 +472,9 @@ func (r *Runner) windowFailure(err error) (Input, string) {
 // callModel makes a model call of the task, timed, and calibrates the
 // estimate with the input tokens the provider counted.
 func (r *Runner) callModel(ctx context.Context, req *protocol.Request) (*protocol.EndEvent, error) {
-	start := time.Now()
+	start, waited := time.Now(), r.times.wait
 	end, err := r.call(ctx, req, r.onModelEvent)
-	r.times.model += time.Since(start)
+	r.times.model += time.Since(start) - (r.times.wait - waited)
 	if err == nil {
 		u := end.Usage
 		r.est.Calibrate(req, u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
