@@ -338,24 +338,15 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := o.Events.Err(); err != nil {
 		return cli.Failf("output", "write events: %v", err)
 	}
-	// The events already tell what went wrong, and the end marker must stay
-	// the last stdout line: the error goes to stderr only, in the shared
-	// format.
+	// The events already tell what went wrong (in JSON mode the runner wrote
+	// the failure's error record before the summary), and the end marker
+	// must stay the last stdout line: the error goes to stderr only, in the
+	// shared format.
 	rt.JSON = false
-	var le *loop.LimitError
-	var me *loop.ModelError
 	switch {
-	case res.State == loop.Failed && errors.As(res.Err, &le):
-		return runError(cli.ExitLimit, "limit", res.Err.Error())
 	case res.State == loop.Failed:
-		msg, kind := "unknown failure", ""
-		if res.Err != nil {
-			msg = res.Err.Error()
-		}
-		if errors.As(res.Err, &me) && me.Unrecoverable() {
-			msg, kind = "unrecoverable: "+msg, me.Event.Kind
-		}
-		return runError(cli.ExitFailure, kind, msg)
+		code, kind, msg := res.Failure()
+		return &cli.Error{Code: code, Kind: kind, Err: errors.New(msg)}
 	case res.Limit:
 		return cli.Limitf("a limit stopped %d of %d tasks", res.Failed, res.Failed+res.TasksDone)
 	case res.Failed > 0:
@@ -364,12 +355,6 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		return cli.Nothingf("no claimable task within --idle-wait %s; the queue is not drained: %s", c.IdleWait, res.IdleLeft)
 	}
 	return nil
-}
-
-// runError is the run's failure for cli.Report, on one line: a model's or
-// a tool's message may hold several.
-func runError(code int, kind, msg string) error {
-	return &cli.Error{Code: code, Kind: kind, Err: errors.New(strings.Join(strings.Fields(msg), " "))}
 }
 
 // flagsGiven reports which flags the command line gave, by flag name. A
