@@ -144,5 +144,5 @@ if [ "$mode" = record ]; then
 	echo "demo: recorded $(wc -l <"$session") model calls into testdata/demo/session.jsonl"
 fi
 echo
-echo "demo: done. Look around: POWERGLIDE_HOME=$POWERGLIDE_HOME pg-dash --team $team"
+echo "demo: done. Look around: POWERGLIDE_HOME=$POWERGLIDE_HOME $bin/pg-dash --team $team"
 echo "demo: the files stay in $work; remove them with: rm -rf $work"

@@ -137,8 +137,7 @@ const warnTTL = time.Minute
 
 type confirmStop struct {
 	worker string
-	pid    int
-	start  string
+	target proc.Target
 }
 
 // New builds the dashboard.
@@ -853,9 +852,11 @@ func (m *Model) workerKeys(msg tea.KeyPressMsg) tea.Cmd {
 		case m.opt.Host == "" || w.Host != m.opt.Host:
 			m.setStatus(fmt.Sprintf("worker %s runs on host %q: stop it there", id, w.Host), "warn")
 		case proc.Guard(w.PID) != nil:
+			// pid 1, pg-dash itself or an ancestor (a record written by
+			// hand or by mistake): never signalled.
 			m.setStatus(fmt.Sprintf("worker %s: %v", id, proc.Guard(w.PID)), "bad")
 		default:
-			m.confirm = &confirmStop{worker: id, pid: w.PID, start: w.PIDStart}
+			m.confirm = &confirmStop{worker: id, target: proc.Target{PID: w.PID, Start: w.PIDStart, PGID: w.PGID, SID: w.SID}}
 		}
 	}
 	return nil
@@ -912,18 +913,18 @@ func stopWorker(d teamdir.Dir, c *confirmStop, sig *proc.Signaler) tea.Cmd {
 		sig = proc.Default
 	}
 	return func() tea.Msg {
-		sent, err := sig.SignalGroup(proc.Target{PID: c.pid, Start: c.start}, syscall.SIGTERM)
+		sent, err := sig.SignalGroup(c.target, syscall.SIGTERM)
 		switch {
 		case err != nil:
 			return actionMsg{text: fmt.Sprintf("stop worker %s: %v", c.worker, err), tone: "bad"}
 		case !sent:
-			return actionMsg{text: fmt.Sprintf("worker %s: process %d is gone or its pid was reused: nothing signalled", c.worker, c.pid), tone: "warn"}
+			return actionMsg{text: fmt.Sprintf("worker %s: process %d is gone or its pid was reused: nothing signalled", c.worker, c.target.PID), tone: "warn"}
 		}
-		ev := protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: c.worker, Op: "stop", PID: c.pid,
-			Reason: fmt.Sprintf("pg-dash: SIGTERM to process group %d, asked for in the dashboard (x)", c.pid)}
+		ev := protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: c.worker, Op: "stop", PID: c.target.PID,
+			Reason: fmt.Sprintf("pg-dash: SIGTERM to process group %d, asked for in the dashboard (x)", c.target.PID)}
 		if err := jsonl.Append(d.Events(), ev); err != nil {
-			return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d), but the journal: %v", c.worker, c.pid, err), tone: "warn", recheck: true}
+			return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d), but the journal: %v", c.worker, c.target.PID, err), tone: "warn", recheck: true}
 		}
-		return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d)", c.worker, c.pid), tone: "ok", recheck: true}
+		return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d)", c.worker, c.target.PID), tone: "ok", recheck: true}
 	}
 }

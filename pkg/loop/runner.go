@@ -1307,6 +1307,9 @@ func (r *Runner) initWorker() {
 	now := r.now()
 	w := &protocol.Worker{Worker: r.o.Worker, PID: pid, PIDStart: start, Host: host, State: string(Idle),
 		HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1, HeartbeatIntervalMS: r.o.Heartbeat.Milliseconds()}
+	if st, err := proc.ReadStat(pid); err == nil {
+		w.PGID, w.SID = st.PGID, st.SID // a watcher signals this process only while they match
+	}
 	if old, err := r.o.Team.ReadWorker(r.o.Worker); err == nil {
 		w.Epoch = old.Epoch + 1
 		w.Spent = old.Carried() // earlier processes' usage stays counted (a seed of pg-monitor has none of its own)

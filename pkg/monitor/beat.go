@@ -44,28 +44,28 @@ func invalid(format string, a ...any) error {
 // is written, and returns the start time of its pid. The pid must be a
 // live process that can be a worker (see proc.CheckWorker): the monitor
 // signals it when its heartbeat goes stale.
-func (o *BeatOptions) validate() (string, error) {
+func (o *BeatOptions) validate() (proc.Stat, error) {
 	if err := teamdir.ValidName("worker", o.Worker); err != nil {
-		return "", invalid("%v", err)
+		return proc.Stat{}, invalid("%v", err)
 	}
 	if err := proc.CheckWorker(o.PID); err != nil {
 		if errors.Is(err, proc.ErrGone) {
-			return "", invalid("--pid %d: no such process", o.PID)
+			return proc.Stat{}, invalid("--pid %d: no such process", o.PID)
 		}
-		return "", invalid("--pid: %v", err)
+		return proc.Stat{}, invalid("--pid: %v", err)
 	}
 	st, err := proc.ReadStat(o.PID)
 	if err != nil {
-		return "", invalid("--pid %d: %v", o.PID, err)
+		return st, invalid("--pid %d: %v", o.PID, err)
 	}
 	if o.Step != nil && *o.Step < 0 {
-		return "", invalid("--step must be 0 or more, got %d", *o.Step)
+		return proc.Stat{}, invalid("--step must be 0 or more, got %d", *o.Step)
 	}
 	if o.CostUSD != nil && !(*o.CostUSD >= 0 && !math.IsInf(*o.CostUSD, 1)) { // false for NaN too
-		return "", invalid("--cost-usd must be a finite number of 0 or more, got %v", *o.CostUSD)
+		return proc.Stat{}, invalid("--cost-usd must be a finite number of 0 or more, got %v", *o.CostUSD)
 	}
 	if o.Every != nil && *o.Every <= 0 {
-		return "", invalid("--every must be a positive duration, got %s", *o.Every)
+		return proc.Stat{}, invalid("--every must be a positive duration, got %s", *o.Every)
 	}
 	for _, f := range []struct {
 		name string
@@ -75,16 +75,16 @@ func (o *BeatOptions) validate() (string, error) {
 			continue
 		}
 		if f.name == "state" && *f.v == "" {
-			return "", invalid("--state must not be empty")
+			return proc.Stat{}, invalid("--state must not be empty")
 		}
 		if len(*f.v) > 256 || strings.ContainsFunc(*f.v, unicode.IsControl) || !utf8.ValidString(*f.v) {
-			return "", invalid("--%s must be printable text of at most 256 bytes, got %q", f.name, *f.v)
+			return proc.Stat{}, invalid("--%s must be printable text of at most 256 bytes, got %q", f.name, *f.v)
 		}
 	}
 	if !o.Now.IsZero() && Future(time.Now(), o.Now) {
-		return "", invalid("heartbeat time %s is in the future", o.Now.UTC().Format(time.RFC3339))
+		return proc.Stat{}, invalid("heartbeat time %s is in the future", o.Now.UTC().Format(time.RFC3339))
 	}
-	return st.Start, nil
+	return st, nil
 }
 
 // Beat creates or updates worker-<n>.json with a fresh heartbeat, the way
@@ -92,10 +92,11 @@ func (o *BeatOptions) validate() (string, error) {
 // start time differ) starts a new epoch. A change of state or task, or
 // Progress, also moves progress_at. State changes are journaled.
 func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
-	start, err := o.validate()
+	st, err := o.validate()
 	if err != nil {
 		return nil, err
 	}
+	start := st.Start
 	if err := d.Ensure(); err != nil {
 		return nil, err
 	}
@@ -130,6 +131,9 @@ func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
 		events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "start", PID: o.PID, State: rec.State})
 	}
 	rec.Host = o.Host
+	// The watcher signals the pid only while its group and session are
+	// still these.
+	rec.PGID, rec.SID = st.PGID, st.SID
 	rec.HeartbeatAt = now
 	progress := o.Progress
 	if o.State != nil && *o.State != rec.State {

@@ -2,7 +2,9 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/proc/proctest"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // writeRecord writes a worker record with a stale heartbeat.
@@ -138,4 +141,63 @@ func FuzzWatchSignals(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A record's process group and session, when it has them, must still be
+// the process's: a stale record naming our own child with another group
+// or session is never signalled; with the right ones it is.
+func TestWatchChecksRecordedGroupAndSession(t *testing.T) {
+	c := exec.Command("sleep", "60")
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	st, _ := proc.ReadStat(c.Process.Pid)
+	rec := &proctest.Recorder{}
+	for _, tc := range []struct {
+		pgid, sid int
+		sent      bool
+	}{{st.PGID + 1, st.SID, false}, {st.PGID, st.SID + 1, false}, {st.PGID, st.SID, true}, {0, 0, true}} {
+		w, _ := newWatcher(t)
+		w.Signals = &proc.Signaler{Sender: rec}
+		r := &protocol.Worker{Worker: "1", PID: st.PID, PIDStart: st.Start, PGID: tc.pgid, SID: tc.sid, Host: w.Host, Epoch: 1,
+			State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}
+		if err := w.Dir.WriteWorker(r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.Sent()
+		if want := map[bool]int{true: 1, false: 0}[tc.sent]; len(got) != want {
+			t.Errorf("record pgid %d sid %d (process: %d, %d): sent %+v", tc.pgid, tc.sid, st.PGID, st.SID, got)
+		}
+	}
+}
+
+// Beat checks everything before it writes: bad values leave no file.
+func TestBeatValidatesFirst(t *testing.T) {
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	nan, inf, neg, step, empty, future := math.NaN(), math.Inf(1), -0.5, -1, "", time.Now().Add(time.Hour)
+	for _, o := range []BeatOptions{
+		{Worker: "1", PID: 1}, {Worker: "1", PID: 0}, {Worker: "1", PID: -1},
+		{Worker: "1", PID: c.Process.Pid, CostUSD: &nan}, {Worker: "1", PID: c.Process.Pid, CostUSD: &inf},
+		{Worker: "1", PID: c.Process.Pid, CostUSD: &neg}, {Worker: "1", PID: c.Process.Pid, Step: &step},
+		{Worker: "1", PID: c.Process.Pid, State: &empty}, {Worker: "1", PID: c.Process.Pid, Now: future},
+		{Worker: "../x", PID: c.Process.Pid},
+	} {
+		home := t.TempDir()
+		d := teamdir.Dir{Home: home, Team: "t"}
+		if _, err := Beat(d, o); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Beat(%+v): %v, want ErrInvalid", o, err)
+		}
+		if ents, _ := os.ReadDir(home); len(ents) != 0 {
+			t.Errorf("Beat(%+v) left %v", o, ents)
+		}
+	}
 }

@@ -356,12 +356,13 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 			return fmt.Errorf("start worker %s: %w", sl.name, err)
 		}
 		pid := cmd.Process.Pid
-		start, _ := proc.StartTime(pid)
+		st, _ := proc.ReadStat(pid)
+		start := st.Start
 		sl.pid, sl.start, sl.child, sl.running = pid, start, cmd, true
 		now := time.Now().UTC()
 		old, _ := d.ReadWorker(sl.name)
 		if old == nil || old.PID != pid {
-			rec := &protocol.Worker{Worker: sl.name, PID: pid, PIDStart: start, Host: s.W.Host, Epoch: 1,
+			rec := &protocol.Worker{Worker: sl.name, PID: pid, PIDStart: start, PGID: st.PGID, SID: st.SID, Host: s.W.Host, Epoch: 1,
 				State: "starting", HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
 			if old != nil {
 				rec.Epoch = old.Epoch + 1

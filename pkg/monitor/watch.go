@@ -54,15 +54,27 @@ type State struct {
 // KillAt (zero until then) and sent when KillSent. Members are the
 // processes of the worker's group seen
 // while its leader lived: when the leader ends first, they prove that the
-// group still left is the same one (see proc.SignalLeftovers).
+// group still left is the same one (see proc.Signaler.SignalLeftovers).
 type Kill struct {
 	PID      int           `json:"pid"`
 	PIDStart string        `json:"pid_start"`
+	PGID     int           `json:"pgid,omitempty"` // as the worker record had them
+	SID      int           `json:"sid,omitempty"`
 	TermAt   time.Time     `json:"term_at"`
 	KillAt   time.Time     `json:"kill_at,omitzero"`
 	KillSent bool          `json:"kill_sent,omitempty"`
 	Reason   string        `json:"reason"`
 	Members  []proc.Member `json:"members,omitempty"`
+}
+
+// target is the process of a worker record as the signals check it: its
+// start time, and its group and session when the record has them.
+func target(r *protocol.Worker) proc.Target {
+	return proc.Target{PID: r.PID, Start: r.PIDStart, PGID: r.PGID, SID: r.SID}
+}
+
+func (k *Kill) target() proc.Target {
+	return proc.Target{PID: k.PID, Start: k.PIDStart, PGID: k.PGID, SID: k.SID}
 }
 
 // killDue says whether a kill in flight needs its SIGKILL now: the grace
@@ -279,7 +291,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			continue
 		}
 		// Children started since the SIGTERM belong to the group too.
-		if m := proc.GroupOf(proc.Target{PID: k.PID, Start: k.PIDStart}); m != nil && !slices.Equal(m, k.Members) {
+		if m := proc.GroupOf(k.target()); m != nil && !slices.Equal(m, k.Members) {
 			k.Members = m
 			changed = true
 		}
@@ -292,7 +304,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			if err := w.saveState(st); err != nil {
 				return res, err
 			}
-			sent, err := w.signals().SignalGroup(proc.Target{PID: k.PID, Start: k.PIDStart}, syscall.SIGKILL)
+			sent, err := w.signals().SignalGroup(k.target(), syscall.SIGKILL)
 			if err != nil {
 				res.Errors = append(res.Errors, fmt.Errorf("kill worker %s (pid %d): %w", name, k.PID, err))
 				k.KillAt = time.Time{}
@@ -325,12 +337,12 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			// Write ahead, as for SIGKILL: a watcher that dies after this
 			// leaves a kill in flight, which the next one escalates after
 			// the grace period, instead of a second SIGTERM.
-			members := proc.GroupOf(proc.Target{PID: r.PID, Start: r.PIDStart})
-			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, TermAt: now, Reason: reason, Members: members}
+			members := proc.GroupOf(target(r))
+			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, PGID: r.PGID, SID: r.SID, TermAt: now, Reason: reason, Members: members}
 			if err := w.saveState(st); err != nil {
 				return res, err
 			}
-			sent, err := w.signals().SignalGroup(proc.Target{PID: r.PID, Start: r.PIDStart}, syscall.SIGTERM)
+			sent, err := w.signals().SignalGroup(target(r), syscall.SIGTERM)
 			if err != nil || !sent { // an error, or it ended between the probe and the signal
 				if err != nil {
 					res.Errors = append(res.Errors, fmt.Errorf("stop worker %s (pid %d): %w", r.Worker, r.PID, err))

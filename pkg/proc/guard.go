@@ -15,10 +15,11 @@ func refuse(format string, a ...any) error {
 }
 
 // lineage is the caller and its ancestors up to (not including) pid 1,
-// with their process groups.
+// with their process groups, and the caller's session.
 type lineage struct {
 	pids   map[int]Stat
 	groups map[int]bool
+	sid    int // the caller's session: its leader and that leader's group
 }
 
 func ancestry() lineage {
@@ -33,6 +34,9 @@ func ancestry() lineage {
 		}
 		l.pids[pid] = s
 		l.groups[s.PGID] = true
+		if pid == os.Getpid() {
+			l.sid = s.SID
+		}
 		pid = s.PPID
 	}
 	return l
@@ -56,6 +60,12 @@ func (l lineage) guard(pid int) error {
 	if _, ok := l.pids[pid]; ok {
 		return refuse("pid %d is an ancestor of this process", pid)
 	}
+	if pid == l.sid {
+		// The leader of our session need not be an ancestor (a shell
+		// that started us in the background and moved on), and it is
+		// never a process we started.
+		return refuse("pid %d leads this process's session", pid)
+	}
 	return nil
 }
 
@@ -68,12 +78,11 @@ func (l lineage) guardGroup(pgid int) error {
 		return refuse("process group %d is not one we started (groups 1 and below are never signalled)", pgid)
 	case l.groups[pgid]:
 		return refuse("process group %d holds this process or one of its ancestors", pgid)
+	case pgid == l.sid:
+		return refuse("process group %d is that of this process's session leader", pgid)
 	}
 	return nil
 }
-
-// GuardGroup is the group counterpart of Guard.
-func GuardGroup(pgid int) error { return ancestry().guardGroup(pgid) }
 
 // LoginShell reports whether s leads a session that has a controlling
 // terminal: an interactive shell of a terminal, tmux pane or ssh login.

@@ -31,11 +31,11 @@ func TestSignalGroupOnlyWhenStartMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent, err := SignalGroup(cmd.Process.Pid, "1", syscall.SIGTERM)
+	sent, err := Default.SignalGroup(Target{PID: cmd.Process.Pid, Start: "1"}, syscall.SIGTERM)
 	if sent || err != nil {
 		t.Fatalf("signalled a pid whose start time does not match: %v %v", sent, err)
 	}
-	sent, err = SignalGroup(cmd.Process.Pid, start, syscall.SIGTERM)
+	sent, err = Default.SignalGroup(Target{PID: cmd.Process.Pid, Start: start}, syscall.SIGTERM)
 	if !sent || err != nil {
 		t.Fatalf("SignalGroup: %v %v", sent, err)
 	}
@@ -73,13 +73,13 @@ func TestSignalLeftovers(t *testing.T) {
 		t.Fatalf("group members: %v, want the shell and sleep", ms)
 	}
 	stranger := []Member{{PID: ms[0].PID, Start: ms[0].Start + "1"}}
-	if sent, err := SignalLeftovers(pgid, stranger, syscall.SIGTERM); sent || err != nil {
+	if sent, err := Default.SignalLeftovers(pgid, stranger, syscall.SIGTERM); sent || err != nil {
 		t.Fatalf("signalled a group none of whose members is known: %v %v", sent, err)
 	}
 	if got := Leftovers(pgid, ms); len(got) != 2 {
 		t.Fatalf("leftovers %v, want both", got)
 	}
-	if sent, err := SignalLeftovers(pgid, ms, syscall.SIGKILL); !sent || err != nil {
+	if sent, err := Default.SignalLeftovers(pgid, ms, syscall.SIGKILL); !sent || err != nil {
 		t.Fatalf("SignalLeftovers: %v %v", sent, err)
 	}
 	cmd.Wait()

@@ -189,14 +189,3 @@ func sent(err error) (bool, error) {
 	}
 	return err == nil, err
 }
-
-// SignalGroup is Default.SignalGroup of the process pid that started at
-// start.
-func SignalGroup(pid int, start string, sig syscall.Signal) (bool, error) {
-	return Default.SignalGroup(Target{PID: pid, Start: start}, sig)
-}
-
-// SignalLeftovers is Default.SignalLeftovers.
-func SignalLeftovers(pgid int, known []Member, sig syscall.Signal) (bool, error) {
-	return Default.SignalLeftovers(pgid, known, sig)
-}

@@ -54,6 +54,8 @@ type Worker struct {
 	Worker      string    `json:"worker"`
 	PID         int       `json:"pid"`
 	PIDStart    string    `json:"pid_start" jsonschema:"description=the process start time\\, to tell a reused pid"`
+	PGID        int       `json:"pgid,omitempty" jsonschema:"description=the process group of pid when recorded; a watcher signals pid only while it still matches"`
+	SID         int       `json:"sid,omitempty" jsonschema:"description=the session of pid when recorded; a watcher signals pid only while it still matches"`
 	Host        string    `json:"host"`
 	Epoch       int       `json:"epoch"`
 	State       string    `json:"state"`

@@ -30,8 +30,8 @@ func TestBeatRejectsNonsense(t *testing.T) {
 		{[]string{"--pid", "1"}, "pid 1 cannot be a worker"},
 		{[]string{"--pid=-5"}, "pid -5 cannot be a worker"},
 		{[]string{"--pid", "999999999"}, "no such process"},
-		{[]string{"--pid", pid, "--cost-usd", "NaN"}, "--cost-usd must be a finite number"},
-		{[]string{"--pid", pid, "--cost-usd", "+Inf"}, "--cost-usd must be a finite number"},
+		{[]string{"--pid", pid, "--cost-usd", "NaN"}, "--cost-usd: expected a finite number"},
+		{[]string{"--pid", pid, "--cost-usd", "+Inf"}, "--cost-usd: expected a finite number"},
 		{[]string{"--pid", pid, "--cost-usd=-100"}, "--cost-usd must be a finite number of 0 or more"},
 		{[]string{"--pid", pid, "--step=-1"}, "--step must be 0 or more"},
 		{[]string{"--pid", pid, "--state", ""}, "--state must not be empty"},
@@ -56,5 +56,15 @@ func TestBeatRejectsNonsense(t *testing.T) {
 		cli.Test(nil, &out, &errb, "POWERGLIDE_HOME="+home, "HOME="+home))
 	if code != 0 {
 		t.Fatalf("sane beat: exit %d: %s", code, errb.String())
+	}
+	// The record names the process by its start time, group and session.
+	b, err := os.ReadFile(home + "/teams/t/worker-1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"pid": ` + pid, `"pgid": `, `"sid": `, `"pid_start": "`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("worker-1.json lacks %s:\n%s", want, b)
+		}
 	}
 }

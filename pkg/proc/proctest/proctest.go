@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -57,6 +58,10 @@ func InNamespace(t *testing.T) bool {
 		"-test.run", "^" + regexp.QuoteMeta(t.Name()) + "$", "-test.count=1", "-test.v"}
 	cmd := exec.CommandContext(t.Context(), unshare, args...)
 	cmd.Env = append(os.Environ(), envInside+"=1")
+	// A session (and process group) of its own: process groups span PID
+	// namespaces, and a kill(0) or kill(-pgid) inside must not reach the
+	// go command and the shell that run this test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
