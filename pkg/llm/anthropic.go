@@ -346,10 +346,13 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 			if err != nil {
 				return nil, err
 			}
-			if b.b.Type == protocol.BlockToolCall && b.b.Input == nil {
+			if b.b.Type == protocol.BlockToolCall && b.b.Input == nil && b.bad == nil {
 				in, err := parseInput(b.text.String())
 				if err != nil {
-					return nil, badStream("anthropic stream: tool call %s: %v", b.b.Name, err)
+					// An error only if the message does not stop for
+					// max_tokens, which cuts the input where it was.
+					b.bad = badStream("anthropic stream: tool call %s: %v", b.b.Name, err)
+					continue
 				}
 				b.b.Input = in
 				em.ToolCall(protocol.ToolCall{ID: b.b.ID, Name: b.b.Name, Input: in})
@@ -379,9 +382,19 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 				case protocol.BlockThinking:
 					b.b.Thinking = b.text.String()
 				case protocol.BlockToolCall:
-					if b.b.Input == nil {
-						return nil, badStream("anthropic stream: tool call %s never stopped", b.b.Name)
+					if b.b.Input != nil {
+						break
 					}
+					// max_tokens cut the call while its input was being
+					// written: reported, never offered for execution.
+					if end.StopReason == protocol.StopMaxTokens {
+						end.Incomplete = append(end.Incomplete, protocol.IncompleteToolCall{ID: b.b.ID, Name: b.b.Name, PartialInput: b.text.String()})
+						continue
+					}
+					if b.bad != nil {
+						return nil, b.bad
+					}
+					return nil, badStream("anthropic stream: tool call %s never stopped", b.b.Name)
 				case protocol.BlockRedactedThinking:
 				default:
 					continue
@@ -400,6 +413,7 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 type anthropicBlock struct {
 	b    protocol.Block
 	text strings.Builder // text, thinking or tool input JSON as it arrives
+	bad  error           // a tool call's input that stopped but does not parse
 }
 
 func (ev *anthropicEvent) errorType() string {

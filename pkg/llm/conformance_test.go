@@ -122,6 +122,38 @@ var scenarios = []struct {
 	{"auth", []string{"auth"}, []string{"error:auth"}, protocol.KindAuth, 1},
 	{"context_overflow", []string{"context_overflow"}, []string{"error:context_overflow"}, protocol.KindContextOverflow, 1},
 	{"bad_request", []string{"bad_request"}, []string{"error:bad_request"}, protocol.KindBadRequest, 1},
+	// max_tokens stops the answer while a tool call's input is still being
+	// written: the text is kept, the call is reported incomplete (see
+	// checkIncomplete) and never offered; not an error, not retried.
+	{"max_tokens_in_tool_call", []string{"max_tokens_in_tool_call"}, []string{"start", weatherText, "usage", "end:max_tokens"}, "", 1},
+}
+
+// incompleteCalls is the name of each scenario's incomplete tool calls.
+var incompleteCalls = map[string]string{"max_tokens_in_tool_call": "get_weather"}
+
+// checkIncomplete checks the end's incomplete tool calls and that none of
+// them is in the message.
+func checkIncomplete(t *testing.T, scenario string, end *protocol.EndEvent) {
+	t.Helper()
+	if end == nil {
+		return
+	}
+	var names []string
+	for _, c := range end.Incomplete {
+		names = append(names, c.Name)
+		if c.ID == "" || c.PartialInput == "" || json.Valid([]byte(c.PartialInput)) {
+			t.Fatalf("incomplete call %+v: want an id and a partial, unparsable input", c)
+		}
+	}
+	if got := strings.Join(names, ","); got != incompleteCalls[scenario] {
+		t.Fatalf("incomplete tool calls %q, want %q", got, incompleteCalls[scenario])
+	}
+	if n := len(end.Message.Content.ToolCalls()); n != 0 && incompleteCalls[scenario] != "" {
+		t.Fatalf("the message offers %d tool calls, want none", n)
+	}
+	if incompleteCalls[scenario] != "" && (end.Usage.OutputTokens != 64 || end.Usage.InputTokens == 0) {
+		t.Fatalf("usage %+v, want the stream's", end.Usage)
+	}
 }
 
 // provider under test: the fixture family and how to point a router at a
@@ -220,6 +252,7 @@ func TestConformance(t *testing.T) {
 					t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sc.want, "\n"))
 				}
 				checkOutcome(t, events, end, err, sc.kind)
+				checkIncomplete(t, sc.name, end)
 				if n := len(srv.Requests()); n != sc.requests {
 					t.Fatalf("server saw %d requests, want %d", n, sc.requests)
 				}
@@ -243,6 +276,7 @@ func TestConformance(t *testing.T) {
 					t.Fatalf("replayed events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sc.want, "\n"))
 				}
 				checkOutcome(t, revents, rend, rerr, sc.kind)
+				checkIncomplete(t, sc.name, rend)
 				if end != nil {
 					a, _ := json.Marshal(end.Message)
 					b, _ := json.Marshal(rend.Message)

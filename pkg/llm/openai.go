@@ -203,7 +203,7 @@ var finishReasons = map[string]string{
 	"stop":           "end_turn",
 	"tool_calls":     "tool_use",
 	"function_call":  "tool_use",
-	"length":         "max_tokens",
+	"length":         protocol.StopMaxTokens,
 	"content_filter": "refusal",
 }
 
@@ -374,6 +374,12 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 			return nil, badStream("openai stream: tool call %d has no name", n)
 		}
 		in, err := parseInput(cl.args.String())
+		if err != nil && finish == "length" {
+			// max_tokens cut the call's arguments: reported, never
+			// offered for execution.
+			end.Incomplete = append(end.Incomplete, protocol.IncompleteToolCall{ID: cl.id, Name: cl.name, PartialInput: cl.args.String()})
+			continue
+		}
 		if err != nil {
 			return nil, badStream("openai stream: tool call %s: %v", cl.name, err)
 		}
@@ -389,7 +395,7 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 	if r, ok := finishReasons[finish]; ok {
 		end.StopReason = r
 	}
-	if len(order) > 0 && end.StopReason == "end_turn" {
+	if len(order) > len(end.Incomplete) && end.StopReason == "end_turn" {
 		end.StopReason = "tool_use" // some compatible servers say stop
 	}
 	return end, nil

@@ -818,3 +818,70 @@ func TestWorkerEpoch(t *testing.T) {
 		}
 	}
 }
+
+// retrySource records what each failed task asked for.
+type retrySource struct {
+	*ListSource
+	retries []bool
+}
+
+func (s *retrySource) Fail(ctx context.Context, t *protocol.Task, reason string, retry bool) error {
+	s.retries = append(s.retries, retry)
+	return s.ListSource.Fail(ctx, t, reason, retry)
+}
+
+// A task failed by a model error is retried unless another attempt would
+// fail the same way: a bad request, or an answer too large to stream.
+func TestModelFailureRetryByKind(t *testing.T) {
+	for _, c := range []struct {
+		kind      string
+		retryable bool
+		want      bool
+	}{
+		{protocol.KindOverloaded, true, true},
+		{protocol.KindServer, false, true},
+		{protocol.KindBadRequest, false, false},
+		{protocol.KindResponseTooLarge, false, false},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			fail := func(*protocol.Request) (*protocol.EndEvent, error) {
+				return nil, &ModelError{Event: protocol.ErrorEvent{Type: "error", Kind: c.kind, Retryable: c.retryable, Message: "it failed"}}
+			}
+			h := newHarness(t, &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){fail}}, okTool("x"), "t")
+			src := &retrySource{ListSource: h.opts.Source.(*ListSource)}
+			h.opts.Source = src
+			h.run(t)
+			if len(src.retries) != 1 || src.retries[0] != c.want {
+				t.Fatalf("retries %v, want [%v]\n%s", src.retries, c.want, h.out.String())
+			}
+		})
+	}
+}
+
+// A tool call cut off by max_tokens in its input is never run: the answer
+// is a max_tokens answer like any other, and the model is told the call
+// was not run.
+func TestMaxTokensInToolCallContinues(t *testing.T) {
+	cut := func(*protocol.Request) (*protocol.EndEvent, error) {
+		end, _ := say("Writing the file now:")(nil)
+		end.StopReason = protocol.StopMaxTokens
+		end.Incomplete = []protocol.IncompleteToolCall{{ID: "toolu_1", Name: "make_file", PartialInput: `{"path":"f","content":"aaa`}}
+		return end, nil
+	}
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){cut, say("done <promise>OK</promise>")}}
+	ran := 0
+	tools := &funcTools{f: func(c protocol.ToolCall) protocol.ToolResult {
+		ran++
+		return protocol.ToolResult{Type: "result", ID: c.ID, Name: c.Name, OK: true}
+	}}
+	h := newHarness(t, llm, tools, "t")
+	h.opts.Promise = "OK"
+	res := h.run(t)
+	if res.State != Done || res.TasksDone != 1 || ran != 0 || h.count("tool_call") != 0 {
+		t.Fatalf("want done with no tool run, got %+v, %d runs\n%s", res, ran, h.out.String())
+	}
+	msgs := llm.reqs[1].Messages
+	if last := msgs[len(msgs)-1]; last.Role != protocol.RoleUser || !strings.Contains(last.Content.Text(), "call to make_file; that call was not run") {
+		t.Errorf("the second request does not say the call was not run: %+v", last)
+	}
+}

@@ -835,11 +835,11 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	if len(tr.calls) > 0 {
 		return ToolCalls, fmt.Sprintf("%d tool calls", len(tr.calls))
 	}
-	if end.StopReason == stopMaxTokens {
+	if end.StopReason == protocol.StopMaxTokens {
 		// Not a final answer: checking it would judge half a sentence
 		// (and miss a promise at its end).
 		tr.partial += text
-		r.addMessage(r.userMessage(continueText), nil)
+		r.addMessage(r.userMessage(continueMessage(end.Incomplete)), nil)
 		return Truncated, "max_tokens: the answer was cut off, asking the model to go on"
 	}
 	tr.answer = r.guardAnswer(tr.partial + text)
@@ -847,10 +847,21 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	return Answer, end.StopReason
 }
 
-// stopMaxTokens is the stop reason of an answer cut off at max_tokens.
-const stopMaxTokens = "max_tokens"
-
 const continueText = "Your answer was cut off at the max_tokens limit. Continue exactly where it stopped, without repeating what you already wrote."
+
+// continueMessage asks the model to go on after max_tokens. A tool call
+// cut off in its input was not run: the model is told so, since going on
+// "where it stopped" would mean writing the rest of its JSON as text.
+func continueMessage(incomplete []protocol.IncompleteToolCall) string {
+	if len(incomplete) == 0 {
+		return continueText
+	}
+	var names []string
+	for _, c := range incomplete {
+		names = append(names, c.Name)
+	}
+	return fmt.Sprintf("Your answer was cut off at the max_tokens limit while you were writing the input of a call to %s; that call was not run. Make it again, with a smaller input if it was large (for example, write a big file in parts).", strings.Join(names, ", "))
+}
 
 // taskCtxErr turns a cancelled task context into its input: the run's
 // signal, or the task's lost lease.
@@ -871,11 +882,26 @@ func (r *Runner) modelFailure(err error) (Input, string) {
 		return r.fatal(err)
 	}
 	if errors.As(err, &me) {
-		return r.taskFail(err.Error(), me.Event.Retryable || me.Event.Kind != protocol.KindBadRequest)
+		return r.taskFail(err.Error(), retryTask(me.Event))
 	}
 	// The component itself broke (it died, wrote garbage): nothing else
 	// will work either.
 	return r.fatal(err)
+}
+
+// retryTask says whether a task failed by a model error deserves another
+// attempt. A bad request, or an answer too large to stream (the model
+// would very likely write it again), will not go better the next time;
+// the other kinds (overload, rate limits, network) are passing.
+func retryTask(ev protocol.ErrorEvent) bool {
+	if ev.Retryable {
+		return true
+	}
+	switch ev.Kind {
+	case protocol.KindBadRequest, protocol.KindResponseTooLarge:
+		return false
+	}
+	return true
 }
 
 func (r *Runner) onModelEvent(ev any) {

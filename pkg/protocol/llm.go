@@ -344,6 +344,23 @@ type EndEvent struct {
 	StopReason string  `json:"stop_reason" jsonschema:"description=end_turn\\, tool_use\\, max_tokens\\, stop_sequence\\, ..."`
 	Message    Message `json:"message"`
 	Usage      Usage   `json:"usage"`
+	// Incomplete lists the tool calls max_tokens cut off while their input
+	// was still being written. They are not in Message and had no
+	// tool_call event: their input is not whole JSON, so nothing may run
+	// them. The answer is an ordinary max_tokens answer, not an error.
+	Incomplete []IncompleteToolCall `json:"incomplete_tool_calls,omitempty" jsonschema:"description=tool calls cut off by max_tokens before their input was complete; never to be run"`
+}
+
+// StopMaxTokens is the stop reason of an answer cut off at the request's
+// max_tokens (OpenAI's finish_reason length).
+const StopMaxTokens = "max_tokens"
+
+// IncompleteToolCall is a tool call cut off by max_tokens: its id, its
+// tool's name and the input as far as it came (not valid JSON).
+type IncompleteToolCall struct {
+	ID           string `json:"id,omitempty"`
+	Name         string `json:"name"`
+	PartialInput string `json:"partial_input"`
 }
 
 // ErrNoEnd is returned when a model stream ends without an end event.
