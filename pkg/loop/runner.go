@@ -1219,7 +1219,8 @@ func (r *Runner) leaseHeld() (in Input, reason string, ok bool) {
 	err := r.o.Source.Renew(tr.ctx, tr.task)
 	switch {
 	case err == nil:
-		tr.lastRenew = time.Now()
+		// lastRenew is the heartbeat goroutine's alone: its next renewal
+		// comes a little early, which costs nothing.
 		return "", "", true
 	case errors.Is(err, ErrLeaseLost):
 		token := int64(0)
