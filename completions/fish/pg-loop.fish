@@ -13,7 +13,7 @@ complete -c pg-loop -n '__fish_seen_subcommand_from config' -l help -s h -d 'Sho
 complete -c pg-loop -n '__fish_seen_subcommand_from config' -l version -d 'Print the version and exit.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l task -r -F -d 'A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session'\''s unfinished tasks, as a follow-up: it starts from the conversation of the session'\''s task that ended last.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l tasks -r -F -d 'JSON Lines of tasks ({"id","title","prompt","verify","labels"}), a file or - for stdin.'
-complete -c pg-loop -n '__fish_seen_subcommand_from run' -l team -r -F -d 'Team mode: claim tasks from this team'\''s queue (env POWERGLIDE_TEAM).'
+complete -c pg-loop -n '__fish_seen_subcommand_from run' -l team -r -F -d 'Team mode: claim tasks from this team'\''s queue (env POWERGLIDE_TEAM). A worker started by pg-monitor run must name the monitor'\''s team, or none.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l worker -r -F -d 'Team mode: this worker'\''s name (env POWERGLIDE_WORKER).'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l queue -r -F -d 'The queue command of team mode (default: pg-queue next to pg-loop, else on PATH).'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l lease -r -F -d 'Lease asked for a claimed task; renewed as the heartbeat.'

@@ -82,7 +82,7 @@ func Spec() *cli.Spec {
 type RunCmd struct {
 	Task          []string          `help:"A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session's unfinished tasks, as a follow-up: it starts from the conversation of the session's task that ended last." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
-	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
+	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM). A worker started by pg-monitor run must name the monitor's team, or none." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
 	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
 	Lease         string            `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
@@ -153,6 +153,9 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	home := cfg.String("home")
 	text := !rt.IO.JSON(c.JSON)
 	rt.JSON = !text
+	if err := c.checkMonitorTeam(rt.IO.Getenv); err != nil {
+		return err
+	}
 	if c.Team == "" {
 		c.Team = rt.IO.Getenv("POWERGLIDE_TEAM")
 	}
@@ -845,4 +848,16 @@ func toolsEnv(rt *cli.Runtime) []string {
 		}
 	}
 	return secrets.ScrubEnv(env, keep...)
+}
+
+// checkMonitorTeam refuses a worker whose --team is not the team of the
+// pg-monitor that started it (pg-monitor run sets POWERGLIDE_TEAM and
+// POWERGLIDE_WORKER): the monitor would keep its worker records and logs in
+// one team directory while the worker ran the tasks of another.
+func (c *RunCmd) checkMonitorTeam(getenv func(string) string) error {
+	team, worker := getenv("POWERGLIDE_TEAM"), getenv("POWERGLIDE_WORKER")
+	if c.Team == "" || team == "" || worker == "" || c.Team == team {
+		return nil
+	}
+	return cli.Usagef("--team %s is not the team of the pg-monitor that started this worker (POWERGLIDE_TEAM=%s, POWERGLIDE_WORKER=%s): give both the same team (pg-monitor run --team %s ... -- pg-loop --team %s), or drop pg-loop's --team", c.Team, team, worker, c.Team, c.Team)
 }
