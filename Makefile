@@ -34,7 +34,7 @@ install: build man ## install the tools, man pages and completions under PREFIX 
 test: check-generated lint test-deps ## everything CI runs: generated files current, vet and staticcheck, unit and e2e tests with -race
 	$(GO) test -race -count=1 -timeout 15m -parallel 6 $(PKG)
 
-test-unit: ## unit tests only, no race detector (quick)
+test-unit: test-deps ## every test without the race detector (quicker); installs the test deps first, as make test does
 	$(GO) test -count=1 -short $(PKG)
 
 test-deps: ## install what the tests need that Go does not bring (npm MCP servers)

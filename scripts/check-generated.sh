@@ -36,6 +36,13 @@ for page in man/pg-*.1; do
 		echo "check-generated: $page does not render (man -l exit $status)" >&2
 		exit 1
 	}
+	# troff's warnings (a line it cannot adjust: a long unbreakable word in a
+	# --help text; a bad escape) are errors too.
+	if command -v man >/dev/null && warnings=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) && [ -n "$warnings" ]; then
+		echo "check-generated: $page renders with troff warnings (fix the --help text it comes from, then make generate):" >&2
+		echo "$warnings" >&2
+		exit 1
+	fi
 	for section in NAME "EXIT STATUS"; do
 		if ! grep -q "^$section" <<<"$out"; then
 			echo "check-generated: $page renders without a $section section" >&2

@@ -29,7 +29,7 @@ over.
 Options:
   -p, --pipeline FILE   the pipeline (default: testdata/pipelines/feature.json
                         of this repository)
-  -t, --test-cmd CMD    the project's test command, {{test_cmd}} in the
+  -T, --test-cmd CMD    the project's test command, {{test_cmd}} in the
                         prompts and the implementer's exit condition
                         (default: make test)
   -m, --model ID        model id or fallback chain (pg-loop --model); a
@@ -47,10 +47,10 @@ stage used up its iterations (or another limit stopped it), 1 on a failure,
 2 on a usage error, 130 on Ctrl-C (run again to resume).
 
 Examples:
-  scripts/pipeline.sh ~/src/app 'rate limiting for the login endpoint' -t 'go test ./...'
+  scripts/pipeline.sh ~/src/app 'rate limiting for the login endpoint' -T 'go test ./...'
   # keyless, with the recorded session that builds a hello.sh:
   scripts/pipeline.sh -m replay/testdata/pipelines/feature-replay.jsonl \
-      -t 'sh test_hello.sh' /tmp/hello 'a hello.sh that prints hello, world'
+      -T 'sh test_hello.sh' /tmp/hello 'a hello.sh that prints hello, world'
 EOF
 }
 
@@ -69,7 +69,8 @@ while [ $# -gt 0 ]; do
 	-h | --help) usage; exit 0 ;;
 	-p | --pipeline) [ $# -ge 2 ] || die 2 "$1 needs a value"; pipeline=$2; shift 2 ;;
 	--pipeline=*) pipeline=${1#*=}; shift ;;
-	-t | --test-cmd) [ $# -ge 2 ] || die 2 "$1 needs a value"; test_cmd=$2; shift 2 ;;
+	-T | --test-cmd) [ $# -ge 2 ] || die 2 "$1 needs a value"; test_cmd=$2; shift 2 ;;
+	-t) die 2 "-t is --team in the other tools; the test command is -T CMD or --test-cmd CMD" ;;
 	--test-cmd=*) test_cmd=${1#*=}; shift ;;
 	-m | --model) [ $# -ge 2 ] || die 2 "$1 needs a value"; model=$2; shift 2 ;;
 	--model=*) model=${1#*=}; shift ;;

@@ -23,10 +23,12 @@ Ctrl-C (or SIGTERM) stops the swarm cleanly: pg-monitor stops every worker
 (SIGTERM, then SIGKILL after its grace period) and releases their tasks to
 the queue, so a later run picks them up again.
 
-The monitor's output (its actions as JSON Lines, <POWERGLIDE_DONE> or
-<POWERGLIDE_ERROR> last, and its diagnostics) goes to
-$POWERGLIDE_HOME/teams/T/logs/monitor.log; each worker's loop events go to
-logs/worker-<n>.jsonl next to it (pg-monitor writes those).
+The monitor's output goes to $POWERGLIDE_HOME/teams/T/logs/monitor.log, a
+text file: its actions and diagnostics as lines "pg-monitor: worker N: ...",
+then <POWERGLIDE_DONE> or <POWERGLIDE_ERROR> last. The same actions as JSON
+records are in the team's events.jsonl (pg-queue --team T watch); each
+worker's loop events go to logs/worker-<n>.jsonl next to monitor.log
+(pg-monitor writes those).
 
 Options:
   -t, --team T       team name (default: $POWERGLIDE_TEAM, else the tasks

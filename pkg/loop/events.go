@@ -51,6 +51,9 @@ func (e *Emitter) Emit(ev any) {
 	}
 }
 
+// Text reports whether the events are written in the readable form.
+func (e *Emitter) Text() bool { return e.text }
+
 // Marker writes a final marker line.
 func (e *Emitter) Marker(m string) {
 	e.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
@@ -295,6 +296,13 @@ func (r *Runner) Run(ctx context.Context) Result {
 			w.Paused = false
 		})
 	}
+	failed := !r.res.Signal && !r.res.Idle && r.state != Done
+	if failed && !r.o.Events.Text() {
+		// In JSON mode the error pg-loop prints on stderr is also a
+		// record (DESIGN.md §2), before the summary and the marker.
+		code, kind, msg := r.res.Failure()
+		r.o.Events.Emit(protocol.ErrorEvent{Type: protocol.EventError, Tool: "pg-loop", Kind: kind, Message: msg, ExitCode: code})
+	}
 	r.o.Events.Emit(r.summary())
 	switch {
 	case r.res.Signal, r.res.Idle:
@@ -304,6 +312,26 @@ func (r *Runner) Run(ctx context.Context) Result {
 		r.o.Events.Marker(MarkerError)
 	}
 	return r.res
+}
+
+// Failure is how a failed run (State Failed) is reported, on stderr and in
+// JSON mode as its {"type":"error"} record: the exit code (4 for a limit, 1
+// otherwise), the kind (limit, or the model error's kind when no retry or
+// fallback can help) and the message on one line.
+func (res Result) Failure() (code int, kind, msg string) {
+	code, msg = cli.ExitFailure, "unknown failure"
+	if res.Err != nil {
+		msg = res.Err.Error()
+	}
+	var le *LimitError
+	var me *ModelError
+	switch {
+	case errors.As(res.Err, &le):
+		code, kind = cli.ExitLimit, "limit"
+	case errors.As(res.Err, &me) && me.Unrecoverable():
+		msg, kind = "unrecoverable: "+msg, me.Event.Kind
+	}
+	return code, kind, strings.Join(strings.Fields(msg), " ")
 }
 
 func (r *Runner) interrupt(ctx context.Context) {
@@ -1191,7 +1219,8 @@ func (r *Runner) leaseHeld() (in Input, reason string, ok bool) {
 	err := r.o.Source.Renew(tr.ctx, tr.task)
 	switch {
 	case err == nil:
-		tr.lastRenew = time.Now()
+		// lastRenew is the heartbeat goroutine's alone: its next renewal
+		// comes a little early, which costs nothing.
 		return "", "", true
 	case errors.Is(err, ErrLeaseLost):
 		token := int64(0)

@@ -28,7 +28,7 @@ pg-loop runs a state machine (idle → load_tasks → pick_task → thinking →
 
 Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
 
-<POWERGLIDE_DONE> means the queue is drained: every task the run had ended, not that each one succeeded (a task that failed its check or hit a limit still ends). A script tells success from failure by the exit code (0: every task done; 1: a task or the run failed; 3: nothing claimable within --idle-wait; 4: a limit stopped a task or the run; 130/143: a signal) or by the summary record that precedes the marker: {"type":"summary","ok":…,"outcome":"done|failed|limit|idle|interrupted","tasks":{"done","failed","cancelled","released"},"steps","usage" (tokens in, out, cache, cost),"wall_ms","model_ms","tools_ms","verify_ms","wait_ms","harness_ms"}.
+<POWERGLIDE_DONE> means the queue is drained: every task the run had ended, not that each one succeeded (a task that failed its check or hit a limit still ends). A script tells success from failure by the exit code (0: every task done; 1: a task or the run failed; 3: nothing claimable within --idle-wait; 4: a limit stopped a task or the run; 130/143: a signal) or by the summary record that precedes the marker: {"type":"summary", "ok":…, "outcome":"done|failed|limit|idle|interrupted", "tasks":{"done","failed","cancelled","released"}, "steps", "usage" (tokens in, out, cache, cost), "wall_ms", "model_ms", "tools_ms", "verify_ms", "wait_ms", "harness_ms"}.
 
 Every safety limit works on its own: --max-steps per task, the circuit breaker (the same call repeated, one tool failing repeatedly, the same output whatever the inputs, a cycle of 2 to 4 calls repeated; each a config key, the limit event naming the pattern), --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
 
@@ -338,24 +338,15 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := o.Events.Err(); err != nil {
 		return cli.Failf("output", "write events: %v", err)
 	}
-	// The events already tell what went wrong, and the end marker must stay
-	// the last stdout line: the error goes to stderr only, in the shared
-	// format.
+	// The events already tell what went wrong (in JSON mode the runner wrote
+	// the failure's error record before the summary), and the end marker
+	// must stay the last stdout line: the error goes to stderr only, in the
+	// shared format.
 	rt.JSON = false
-	var le *loop.LimitError
-	var me *loop.ModelError
 	switch {
-	case res.State == loop.Failed && errors.As(res.Err, &le):
-		return runError(cli.ExitLimit, "limit", res.Err.Error())
 	case res.State == loop.Failed:
-		msg, kind := "unknown failure", ""
-		if res.Err != nil {
-			msg = res.Err.Error()
-		}
-		if errors.As(res.Err, &me) && me.Unrecoverable() {
-			msg, kind = "unrecoverable: "+msg, me.Event.Kind
-		}
-		return runError(cli.ExitFailure, kind, msg)
+		code, kind, msg := res.Failure()
+		return &cli.Error{Code: code, Kind: kind, Err: errors.New(msg)}
 	case res.Limit:
 		return cli.Limitf("a limit stopped %d of %d tasks", res.Failed, res.Failed+res.TasksDone)
 	case res.Failed > 0:
@@ -364,12 +355,6 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		return cli.Nothingf("no claimable task within --idle-wait %s; the queue is not drained: %s", c.IdleWait, res.IdleLeft)
 	}
 	return nil
-}
-
-// runError is the run's failure for cli.Report, on one line: a model's or
-// a tool's message may hold several.
-func runError(code int, kind, msg string) error {
-	return &cli.Error{Code: code, Kind: kind, Err: errors.New(strings.Join(strings.Fields(msg), " "))}
 }
 
 // flagsGiven reports which flags the command line gave, by flag name. A

@@ -11,7 +11,7 @@ The run ends when the command has exited and its output has been drained, even i
 
 Input: --input TEXT is typed, else stdin is forwarded; at its end pg-pty types Ctrl-D (end-of-file) once the command has read what came before. When stdin is a terminal it is put in raw mode and every key goes to the command.
 
---json prints one record instead: {"type":"run","command","exit_code","signal","timed_out","duration_ms","output","output_bytes","truncated"}; output keeps the head and tail of at most --max-output bytes.
+--json prints one record instead: {"type":"run", "command", "exit_code", "signal", "timed_out", "duration_ms", "output", "output_bytes", "truncated"}; output keeps the head and tail of at most --max-output bytes.
 
 Examples:
   $ pg-pty run -- ls --color=auto
@@ -58,7 +58,7 @@ Examples:
 
 // Help details screen.
 func (c *ScreenCmd) Help() string {
-	return `The screen comes from a VT emulator fed with the program's output: the holder's while the program runs, the last screen after it ended (a replay of output.log if the holder died). Rows are printed without trailing blanks; --json adds the size and the cursor (zero-based): {"type":"screen","name","cols","rows","cursor":{"row","col"},"lines":[...]}.
+	return `The screen comes from a VT emulator fed with the program's output: the holder's while the program runs, the last screen after it ended (a replay of output.log if the holder died). Rows are printed without trailing blanks; --json adds the size and the cursor (zero-based): {"type":"screen", "name", "cols", "rows", "cursor":{"row","col"}, "lines":[...]}.
 
 Examples:
   $ pg-pty screen vi
