@@ -7,6 +7,7 @@ require github.com/powerglide/powerglide/pkg v0.0.0
 require (
 	github.com/alecthomas/kong v1.17.0 // indirect
 	github.com/alecthomas/mango-kong v0.1.0 // indirect
+	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/landlock-lsm/go-landlock v0.11.2 // indirect
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect

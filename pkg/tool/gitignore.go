@@ -9,19 +9,18 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
 )
 
-// A hand-written .gitignore matcher: the patterns git documents
-// (gitignore(5)): negation, directory-only patterns, anchoring, *, ?, [..]
-// and **. No library in the module cache covered it without pulling in all
-// of go-git.
+// A .gitignore matcher for the patterns git documents (gitignore(5)):
+// negation, directory-only patterns, anchoring, *, ?, [..] and **, each
+// pattern matched by doublestar (see glob.go). No library covered the
+// rules themselves without pulling in all of go-git.
 
 type ignoreRule struct {
-	re      *regexp.Regexp
+	glob    *glob
 	negate  bool
 	dirOnly bool
 }
@@ -32,10 +31,13 @@ type ignoreSet struct {
 	rules []ignoreRule
 }
 
-func parseIgnore(base string, data []byte) *ignoreSet {
-	set := &ignoreSet{base: base}
+// parseIgnore reads the ignore file named file, whose rules apply below
+// base. A line that is no valid pattern is not applied; it comes back in
+// notes (git would not match with it either, but silently).
+func parseIgnore(base, file string, data []byte) (set *ignoreSet, notes []string) {
+	set = &ignoreSet{base: base}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimRight(sc.Text(), "\r")
 		if strings.HasSuffix(line, " ") && !strings.HasSuffix(line, `\ `) {
 			line = strings.TrimRight(line, " ")
@@ -43,120 +45,82 @@ func parseIgnore(base string, data []byte) *ignoreSet {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		var r ignoreRule
-		if strings.HasPrefix(line, "!") {
-			r.negate = true
-			line = line[1:]
-		} else if strings.HasPrefix(line, `\`) {
-			line = line[1:]
-		}
-		if strings.HasSuffix(line, "/") {
-			r.dirOnly = true
-			line = strings.TrimSuffix(line, "/")
-		}
-		if line == "" {
-			continue
-		}
-		anchored := strings.Contains(line, "/")
-		line = strings.TrimPrefix(line, "/")
-		re, err := regexp.Compile(globRegexp(line, !anchored))
+		r, err := ignoreLine(line)
 		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s line %d is not applied: bad pattern %q: %v", file, n, sc.Text(), err))
 			continue
 		}
-		r.re = re
-		set.rules = append(set.rules, r)
+		if r.glob != nil {
+			set.rules = append(set.rules, r)
+		}
 	}
 	if len(set.rules) == 0 {
-		return nil
+		return nil, notes
 	}
-	return set
+	return set, notes
 }
 
-// globRegexp converts a gitignore-style glob to an anchored regexp. With
-// anyDir the pattern may match at any depth.
-// compileGlob compiles a glob a model gave in field; unlike a .gitignore
-// line, a malformed one (an unclosed "[", a final backslash) is an error
-// naming the field rather than a pattern that silently matches nothing.
-func compileGlob(field, g string, anyDir bool) (*regexp.Regexp, error) {
-	for i := 0; i < len(g); i++ {
-		switch g[i] {
-		case '\\':
-			if i+1 == len(g) {
-				return nil, badInput(fmt.Errorf("field %s: bad glob %q: it ends in a backslash", field, g))
-			}
-			i++
-		case '[':
-			j := strings.IndexByte(g[i+1:], ']')
-			if j < 0 {
-				return nil, badInput(fmt.Errorf("field %s: bad glob %q: unclosed [ (write \\[ for a literal bracket)", field, g))
-			}
-			i += j + 1
-		}
+// ignoreLine parses one pattern line; a rule with no glob ("!" or "/"
+// alone) matches nothing.
+func ignoreLine(line string) (ignoreRule, error) {
+	var r ignoreRule
+	if strings.HasPrefix(line, "!") {
+		r.negate = true
+		line = line[1:]
+	} else if strings.HasPrefix(line, `\`) && len(line) > 1 && (line[1] == '#' || line[1] == '!') {
+		line = line[1:]
 	}
-	re, err := regexp.Compile(globRegexp(g, anyDir))
+	if strings.HasSuffix(line, "/") && !strings.HasSuffix(line, `\/`) {
+		r.dirOnly = true
+		line = strings.TrimSuffix(line, "/")
+	}
+	if line == "" {
+		return r, nil
+	}
+	// A slash at the start or in the middle anchors the pattern to the
+	// file's directory; otherwise it matches at any depth.
+	anchored := strings.Contains(line, "/")
+	line = strings.TrimPrefix(line, "/")
+	pat, err := toDoublestar(line, false)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("field %s: bad glob %q: %v", field, g, err))
+		return r, err
 	}
-	return re, nil
-}
-
-func globRegexp(g string, anyDir bool) string {
-	var b strings.Builder
-	b.WriteString("^")
-	if anyDir {
-		b.WriteString("(?:.*/)?")
+	if !anchored {
+		pat = "**/" + pat
 	}
-	for i := 0; i < len(g); i++ {
-		c := g[i]
-		switch {
-		case c == '*' && strings.HasPrefix(g[i:], "**/") && (i == 0 || g[i-1] == '/'):
-			b.WriteString("(?:.*/)?")
-			i += 2
-		case c == '*' && g[i:] == "**" && (i == 0 || g[i-1] == '/'):
-			b.WriteString(".*")
-			i++
-		case c == '*':
-			b.WriteString("[^/]*")
-		case c == '?':
-			b.WriteString("[^/]")
-		case c == '[':
-			j := strings.IndexByte(g[i+1:], ']')
-			if j < 0 {
-				b.WriteString(`\[`)
-				continue
-			}
-			class := g[i+1 : i+1+j]
-			if strings.HasPrefix(class, "!") {
-				class = "^" + class[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
-			i += j + 1
-		case c == '\\' && i+1 < len(g):
-			i++
-			b.WriteString(regexp.QuoteMeta(string(g[i])))
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
+	// "dir/**" is everything inside dir, not dir itself: a rule
+	// re-including a file in it must still find dir walked.
+	if strings.HasSuffix(pat, "/**") {
+		pat += "/*"
 	}
-	b.WriteString("$")
-	return b.String()
+	r.glob = &glob{pat}
+	return r, nil
 }
 
 // ignorer is the stack of .gitignore files that apply during a walk.
 type ignorer struct {
-	read func(p string) ([]byte, error) // an ignore file, relative to the root
-	sets []*ignoreSet
+	read  func(p string) ([]byte, error) // an ignore file, relative to the root
+	sets  []*ignoreSet
+	notes []string // ignore lines not applied, for the tool's answer
+}
+
+// add parses an ignore file and pushes its rules.
+func (ig *ignorer) add(base, file string, data []byte) {
+	set, notes := parseIgnore(base, file, data)
+	ig.notes = append(ig.notes, notes...)
+	if set != nil {
+		ig.sets = append(ig.sets, set)
+	}
 }
 
 // enter loads dir's .gitignore (dir slash-separated, relative to the root).
 func (ig *ignorer) enter(dir string) {
-	data, err := ig.read(path.Join(dir, ".gitignore"))
+	file := path.Join(dir, ".gitignore")
+	data, err := ig.read(file)
 	if err != nil {
 		return
 	}
-	if set := parseIgnore(dir, data); set != nil {
-		ig.sets = append(ig.sets, set)
-	}
+	ig.add(dir, file, data)
 }
 
 // enterFD loads the .gitignore of a directory the walk has listed, read
@@ -181,9 +145,7 @@ func (ig *ignorer) enterFD(dir *os.File, p string, entries []fs.DirEntry) {
 	if err != nil {
 		return
 	}
-	if set := parseIgnore(p, data); set != nil {
-		ig.sets = append(ig.sets, set)
-	}
+	ig.add(p, f.Name(), data)
 }
 
 // leave drops the sets of directories the walk has left.
@@ -214,7 +176,7 @@ func (ig *ignorer) ignored(p string, isDir bool) bool {
 			if r.dirOnly && !isDir {
 				continue
 			}
-			if r.re.MatchString(rel) {
+			if r.glob.match(rel) {
 				return !r.negate
 			}
 		}
@@ -236,14 +198,12 @@ func (s *Session) readIgnoreFile(p string) ([]byte, error) {
 // walk visits the files and directories under start (relative to the root),
 // skipping .git and what .gitignore files exclude. Directories from the root
 // down to start contribute their .gitignore too. fn may return fs.SkipDir or
-// fs.SkipAll.
-func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) error {
+// fs.SkipAll. notes are the ignore lines met that could not be applied.
+func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) (notes []string, err error) {
 	ig := &ignorer{read: s.readIgnoreFile}
 	start = path.Clean(start)
 	if data, err := ig.read(".git/info/exclude"); err == nil {
-		if set := parseIgnore(".", data); set != nil {
-			ig.sets = append(ig.sets, set)
-		}
+		ig.add(".", ".git/info/exclude", data)
 	}
 	// Parents of start: their rules apply below them.
 	if start != "." {
@@ -271,21 +231,21 @@ func (s *Session) walk(start string, fn func(p string, d fs.DirEntry) error) err
 	}
 	f, err := s.root.Open(start)
 	if err != nil {
-		return err
+		return ig.notes, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return ig.notes, err
 	}
 	err = visit(start, fs.FileInfoToDirEntry(fi))
 	if err == nil && fi.IsDir() {
 		err = walkFD(f, start, s.rootPath, visit, ig.enterFD)
 	}
 	if err == fs.SkipDir || err == fs.SkipAll {
-		return nil
+		err = nil
 	}
-	return err
+	return ig.notes, err
 }
 
 // walkFD walks below an open directory like fs.WalkDir (entries in name

@@ -64,7 +64,7 @@ func runGlob(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		mod time.Time
 	}
 	var hits []hit
-	err = s.walk(start, func(p string, d fs.DirEntry) error {
+	notes, err := s.walk(start, func(p string, d fs.DirEntry) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func runGlob(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		if start != "." {
 			rel = strings.TrimPrefix(p, start+"/")
 		}
-		if re.MatchString(rel) {
+		if re.match(rel) {
 			var mod time.Time
 			if fi, err := d.Info(); err == nil {
 				mod = fi.ModTime()
@@ -88,7 +88,7 @@ func runGlob(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		return "", s.pathErr(orDot(in.Path), err)
 	}
 	if len(hits) == 0 {
-		return fmt.Sprintf("no files match %s under %s\n", in.Pattern, display(start)), nil
+		return fmt.Sprintf("no files match %s under %s\n", in.Pattern, display(start)) + ignoreNotes(notes), nil
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if !hits[i].mod.Equal(hits[j].mod) {
@@ -105,7 +105,18 @@ func runGlob(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		out.WriteString(h.p)
 		out.WriteByte('\n')
 	}
+	out.WriteString(ignoreNotes(notes))
 	return out.String(), nil
+}
+
+// ignoreNotes tells the model which ignore lines a search could not apply
+// (so it knows files they meant to hide may show).
+func ignoreNotes(notes []string) string {
+	var b strings.Builder
+	for _, n := range notes {
+		fmt.Fprintf(&b, "[note: %s]\n", n)
+	}
+	return b.String()
 }
 
 // searchDir resolves the start directory of a search.
@@ -183,7 +194,7 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", badInput(fmt.Errorf("field pattern: bad regular expression %q: %v", in.Pattern, err))
 	}
-	var globRe *regexp.Regexp
+	var globRe *glob
 	if in.Glob != "" {
 		g := strings.TrimPrefix(in.Glob, "./")
 		if globRe, err = compileGlob("glob", g, !strings.Contains(g, "/")); err != nil {
@@ -254,11 +265,12 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		}()
 	}
 	nfiles := 0
+	var notes []string
 	if !fi.IsDir() {
 		jobs <- job{0, start}
 		nfiles = 1
 	} else {
-		err = s.walk(start, func(p string, d fs.DirEntry) error {
+		notes, err = s.walk(start, func(p string, d fs.DirEntry) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -266,7 +278,7 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 				skipped.Store(true)
 				return fs.SkipAll
 			}
-			if !d.Type().IsRegular() || globRe != nil && !globRe.MatchString(p) {
+			if !d.Type().IsRegular() || globRe != nil && !globRe.match(p) {
 				return nil
 			}
 			jobs <- job{nfiles, p}
@@ -302,11 +314,12 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		}
 	}
 	if matches == 0 {
-		return fmt.Sprintf("no matches for %s in %s (%d files searched)\n", in.Pattern, start, nfiles), nil
+		return fmt.Sprintf("no matches for %s in %s (%d files searched)\n", in.Pattern, start, nfiles) + ignoreNotes(notes), nil
 	}
 	if stopped || matches > shown || skipped.Load() {
 		fmt.Fprintf(&out, "[results stopped at %d lines; narrow the pattern, path or glob, or raise max_results]\n", in.MaxResults)
 	}
+	out.WriteString(ignoreNotes(notes))
 	return out.String(), nil
 }
 

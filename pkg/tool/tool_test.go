@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,11 @@ import (
 )
 
 func TestIgnoreRules(t *testing.T) {
-	set := parseIgnore(".", []byte("# comment\n*.log\n!keep.log\n/top.txt\nbuild/\ndocs/**/*.tmp\n\\#hash\nfoo?\n[ab].c\n"))
+	set, notes := parseIgnore(".", ".gitignore", []byte("# comment\n*.log\n!keep.log\n/top.txt\nbuild/\ndocs/**/*.tmp\n\\#hash\nfoo?\n[ab].c\n"+
+		"[]x]y\n[[:digit:]]*.bak\n{a,b}.txt\nvendor/**\n!vendor/keep\nnested/dir/\n"))
+	if len(notes) != 0 {
+		t.Fatalf("notes %q", notes)
+	}
 	ig := &ignorer{sets: []*ignoreSet{set}}
 	cases := []struct {
 		path  string
@@ -38,6 +41,24 @@ func TestIgnoreRules(t *testing.T) {
 		{"foo", false, false},
 		{"a.c", false, true},
 		{"c.c", false, false},
+		// A ] first in a class is a member; named classes; braces are
+		// literal in git's patterns.
+		{"]y", false, true},
+		{"xy", false, true},
+		{"zy", false, false},
+		{"7a.bak", false, true},
+		{"x.bak", false, false},
+		{"{a,b}.txt", false, true},
+		{"a.txt", false, false},
+		// dir/** is what is inside dir, not dir: a negation below it works.
+		{"vendor", true, false},
+		{"vendor/x", false, true},
+		{"vendor/a/b", false, true},
+		{"vendor/keep", false, false},
+		// A slash in the middle anchors, a final one means directories.
+		{"nested/dir", true, true},
+		{"a/nested/dir", true, false},
+		{"nested/dir", false, false},
 	}
 	for _, c := range cases {
 		if got := ig.ignored(c.path, c.dir); got != c.match {
@@ -45,14 +66,28 @@ func TestIgnoreRules(t *testing.T) {
 		}
 	}
 	// A nested file's rules apply below it only, and win over the root's.
-	nested := parseIgnore("sub", []byte("!*.log\nlocal\n"))
+	nested, _ := parseIgnore("sub", "sub/.gitignore", []byte("!*.log\nlocal\n"))
 	ig.sets = append(ig.sets, nested)
 	if ig.ignored("sub/x.log", false) || !ig.ignored("other/x.log", false) || !ig.ignored("sub/local", false) || ig.ignored("local", false) {
 		t.Error("nested .gitignore rules misapplied")
 	}
 }
 
-func TestGlobRegexp(t *testing.T) {
+// A line that is no valid pattern is reported with its file and number;
+// the lines around it still apply.
+func TestIgnoreBadLine(t *testing.T) {
+	set, notes := parseIgnore("sub", "sub/.gitignore", []byte("*.log\n[z\n[[:nope:]]\n*.tmp\n"))
+	if len(notes) != 2 || !strings.Contains(notes[0], `sub/.gitignore line 2 is not applied: bad pattern "[z": unclosed [`) ||
+		!strings.Contains(notes[1], "line 3") || !strings.Contains(notes[1], "unknown character class [:nope:]") {
+		t.Fatalf("notes %q", notes)
+	}
+	ig := &ignorer{sets: []*ignoreSet{set}}
+	if !ig.ignored("sub/a.log", false) || !ig.ignored("sub/a.tmp", false) {
+		t.Error("the good lines were not applied")
+	}
+}
+
+func TestGlob(t *testing.T) {
 	cases := []struct {
 		glob, path string
 		match      bool
@@ -69,22 +104,39 @@ func TestGlobRegexp(t *testing.T) {
 		{"[!x]y", "zy", true},
 		{"[!x]y", "xy", false},
 		{"a.b", "axb", false},
+		{"**/*.{go,md}", "x/a.md", true},
+		{"**/*.{go,md}", "a.go", true},
+		{"**/*.{go,md}", "a.txt", false},
+		{"f[[:digit:]].txt", "f7.txt", true},
+		{"f[[:digit:]].txt", "fd.txt", false},
+		{"f[[:digit:]].txt", "f:.txt", false},
+		{"f[![:digit:]x].txt", "fa.txt", true},
+		{"f[![:digit:]x].txt", "fx.txt", false},
+		{"[]a]b", "]b", true},
+		{"[]a]b", "ab", true},
+		{"[]a]b", "cb", false},
+		{"[a-c]", "b", true},
+		{"[a-c]", "-", false},
+		{"[a-]", "-", true},
+		{"[[:a]", ":", true},
+		{`[\]-\^]`, "^", true},
+		{`\[x\]`, "[x]", true},
+		{`\{a,b\}`, "{a,b}", true},
 	}
 	for _, c := range cases {
-		re := globRegexp(c.glob, false)
-		if got := mustMatch(t, re, c.path); got != c.match {
-			t.Errorf("glob %q (%s) on %q = %v, want %v", c.glob, re, c.path, got, c.match)
+		g, err := compileGlob("pattern", c.glob, false)
+		if err != nil {
+			t.Fatalf("glob %q: %v", c.glob, err)
+		}
+		if got := g.match(c.path); got != c.match {
+			t.Errorf("glob %q (%s) on %q = %v, want %v", c.glob, g.pattern, c.path, got, c.match)
 		}
 	}
-}
-
-func mustMatch(t *testing.T, re, s string) bool {
-	t.Helper()
-	ok, err := regexpMatch(re, s)
-	if err != nil {
-		t.Fatal(err)
+	for _, bad := range []string{"[", "[]", "a{b", "a}", `x\`, "[[:nope:]]", "[z-a]"} {
+		if _, err := compileGlob("pattern", bad, false); err == nil || !strings.Contains(err.Error(), "field pattern: bad glob") {
+			t.Errorf("glob %q: err %v, want a bad glob naming the field", bad, err)
+		}
 	}
-	return ok
 }
 
 func TestCapOutput(t *testing.T) {
@@ -168,16 +220,6 @@ func TestEditKeepsLoneLFInMixedFile(t *testing.T) {
 		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
 	}
 }
-
-func regexpMatch(re, s string) (bool, error) {
-	r, err := regexpCompile(re)
-	if err != nil {
-		return false, err
-	}
-	return r.MatchString(s), nil
-}
-
-var regexpCompile = regexp.Compile
 
 func TestRequiredLiteral(t *testing.T) {
 	cases := []struct {
