@@ -637,7 +637,7 @@ type WatchCmd struct {
 
 // Help details watch.
 func (c *WatchCmd) Help() string {
-	return `Prints each line appended to events.jsonl, as tail -f would, and copes with a journal that appears late, is truncated or is replaced. With --jq, each record goes through the filter instead.
+	return `Prints each line appended to events.jsonl, as tail -f would, and copes with a journal that appears late, is truncated or is replaced. With --jq, each record goes through the filter instead. Ctrl-C (or SIGTERM) ends it quietly, with exit 130 (143): no error line, no error record among the data.
 
 A pg-queue killed after committing a change but before journaling it leaves its events for the next change to append. watch appends them itself, under the team lock, when it starts and whenever task-queue.json has changed and then been quiet for a second, so a quiet team's journal is never left short. It never waits for the lock: while another process holds it, watch tries again a second later.
 
@@ -684,6 +684,12 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 		if err != nil {
 			if c.For > 0 && errors.Is(err, context.DeadlineExceeded) && rt.Ctx.Err() == nil {
 				return nil
+			}
+			// A follower the user stops (Ctrl-C, SIGTERM) ends quietly,
+			// with 128+n: no error line, no error record among the data.
+			var sig *cli.SignalError
+			if errors.As(context.Cause(rt.Ctx), &sig) {
+				return &cli.Error{Code: sig.ExitCode()}
 			}
 			return err
 		}
