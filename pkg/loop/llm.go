@@ -369,7 +369,7 @@ func (l *CommandLLM) Call(ctx context.Context, req *protocol.Request, onEvent fu
 		return end, callErr
 	}
 	if werr != nil {
-		return nil, fmt.Errorf("model command %q: %w", l.Cmdline, werr)
+		return nil, fmt.Errorf("model command %q (run in %s): %w", l.Cmdline, l.Dir, werr)
 	}
 	return nil, protocol.ErrNoEnd
 }

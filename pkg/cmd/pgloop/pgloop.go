@@ -82,7 +82,7 @@ func Spec() *cli.Spec {
 type RunCmd struct {
 	Task          []string          `help:"A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session's unfinished tasks, as a follow-up: it starts from the conversation of the session's task that ended last." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
-	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM)." group:"Tasks"`
+	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM). A worker started by pg-monitor run must name the monitor's team, or none." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
 	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
 	Lease         string            `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
@@ -96,7 +96,7 @@ type RunCmd struct {
 	ToolsServe     string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
 	ToolParallel   int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
 	ToolsList      string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
-	LLM            string `name:"llm" help:"One-shot model command: run per turn, the request on stdin, model events on stdout." placeholder:"CMD" group:"Components"`
+	LLM            string `name:"llm" help:"One-shot model command: run per turn in -C, the request on stdin, model events on stdout. A relative path to its program is read from the current directory, as with --tools." placeholder:"CMD" group:"Components"`
 	Tools          string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
 	Model          string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
 	MaxTokens      int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
@@ -153,6 +153,9 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	home := cfg.String("home")
 	text := !rt.IO.JSON(c.JSON)
 	rt.JSON = !text
+	if err := c.checkMonitorTeam(rt.IO.Getenv); err != nil {
+		return err
+	}
 	if c.Team == "" {
 		c.Team = rt.IO.Getenv("POWERGLIDE_TEAM")
 	}
@@ -792,7 +795,7 @@ func (c *RunCmd) openSession(home, workdir string, base *loop.Session, now time.
 func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) (loop.LLM, loop.Tools) {
 	var llm loop.LLM
 	if c.LLM != "" {
-		llm = &loop.CommandLLM{Cmdline: c.LLM, Dir: workdir, Stderr: rt.IO.Err}
+		llm = &loop.CommandLLM{Cmdline: callerPath(c.LLM), Dir: workdir, Stderr: rt.IO.Err}
 	} else {
 		cmd := c.LLMServe
 		if cmd == "" {
@@ -804,7 +807,7 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 	// The tools (and the model's bash) find the velocity file here.
 	env := append(toolsEnv(rt), loop.VelocityEnv+"="+velocity)
 	if c.Tools != "" {
-		tools = &loop.CommandTools{Cmdline: c.Tools, Dir: workdir, Env: env, Stderr: rt.IO.Err}
+		tools = &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
 		if cmd == "" {
@@ -824,7 +827,7 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		if list == "" && strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
 			list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
 		}
-		tools = loop.NewServeTools(cmd, list, workdir, env, rt.IO.Err)
+		tools = loop.NewServeTools(callerPath(cmd), callerPath(list), workdir, env, rt.IO.Err)
 	}
 	return llm, tools
 }
@@ -845,4 +848,36 @@ func toolsEnv(rt *cli.Runtime) []string {
 		}
 	}
 	return secrets.ScrubEnv(env, keep...)
+}
+
+// checkMonitorTeam refuses a worker whose --team is not the team of the
+// pg-monitor that started it (pg-monitor run sets POWERGLIDE_TEAM and
+// POWERGLIDE_WORKER): the monitor would keep its worker records and logs in
+// one team directory while the worker ran the tasks of another.
+func (c *RunCmd) checkMonitorTeam(getenv func(string) string) error {
+	team, worker := getenv("POWERGLIDE_TEAM"), getenv("POWERGLIDE_WORKER")
+	if c.Team == "" || team == "" || worker == "" || c.Team == team {
+		return nil
+	}
+	return cli.Usagef("--team %s is not the team of the pg-monitor that started this worker (POWERGLIDE_TEAM=%s, POWERGLIDE_WORKER=%s): give both the same team (pg-monitor run --team %s ... -- pg-loop --team %s), or drop pg-loop's --team", c.Team, team, worker, c.Team, c.Team)
+}
+
+// callerPath makes the program of a component's command line absolute when
+// it is a relative path (it holds a slash) to a file that exists from the
+// directory pg-loop was started in: --llm and --tools run in -C, but a user
+// writes their paths from where they stand.
+func callerPath(cmdline string) string {
+	prog, _, _ := strings.Cut(strings.TrimSpace(cmdline), " ")
+	if prog == "" || filepath.IsAbs(prog) || !strings.Contains(prog, "/") || strings.ContainsAny(prog, "'\"\\$`~*?[") {
+		return cmdline
+	}
+	abs, err := filepath.Abs(prog)
+	if err != nil {
+		return cmdline
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return cmdline
+	}
+	rest := strings.TrimPrefix(strings.TrimSpace(cmdline), prog)
+	return loop.ShellQuote(abs) + rest
 }
