@@ -220,10 +220,9 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		g.literal = []byte(lit)
 	} else if lit, fold := requiredLiteral(expr); len(lit) >= 3 {
 		g.required, g.fold = lit, fold
-	} else if !strings.Contains(in.Pattern, "$") {
+	} else if wholeFileSafe(expr) {
 		// One pass over the whole file skips most files; line by line
-		// only where it matched. (?m) keeps ^ meaning a line start; $ is
-		// left out because of CRLF files.
+		// only where it matched.
 		g.whole = regexp.MustCompile("(?m)" + expr)
 	}
 
@@ -445,8 +444,17 @@ func (g *grepper) file(w *grepWorker, p string) grepFile {
 	var res grepFile
 	switch g.in.OutputMode {
 	case "files_with_matches":
-		res.out = []string{p + "\n"}
-		res.lines, res.count = 1, 1
+		// The prefilters only rule files out: a file passes on a match
+		// across lines, or on the required literal alone.
+		found := false
+		forLines(data, func(_ int, line []byte) bool {
+			found = g.match(line)
+			return !found
+		})
+		if found {
+			res.out = []string{p + "\n"}
+			res.lines, res.count = 1, 1
+		}
 		return res
 	case "count":
 		n := 0
@@ -456,8 +464,10 @@ func (g *grepper) file(w *grepWorker, p string) grepFile {
 			}
 			return true
 		})
-		res.out = []string{fmt.Sprintf("%s:%d\n", p, n)}
-		res.lines, res.count = 1, n
+		if n > 0 {
+			res.out = []string{fmt.Sprintf("%s:%d\n", p, n)}
+			res.lines, res.count = 1, n
+		}
 		return res
 	}
 	c := g.in.Context
@@ -498,6 +508,38 @@ func (g *grepper) file(w *grepWorker, p string) grepFile {
 		return true
 	})
 	return res
+}
+
+// wholeFileSafe reports whether matching "(?m)"+expr against a whole file
+// finds every file with a line that expr matches, so that files it does
+// not match can be skipped. A line is a substring of the file, so a match
+// in it is a match in the file wherever the regexp only looks at the text
+// it consumes, and where it looks around it sees the same: ^ under (?m)
+// holds at a line start in the file too, \b and \B see a non-word
+// character (\n, \r) or an edge on both sides. Three assertions do not
+// carry over: \A and \z (and ^ under a (?-m) in the pattern) hold at a
+// line's edges but only at the file's, and $ holds at the end of a line
+// whose \r the search strips, which in the file is followed by \r. With
+// any of them the file is searched line by line.
+func wholeFileSafe(expr string) bool {
+	re, err := syntax.Parse("(?m)"+expr, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	var safe func(*syntax.Regexp) bool
+	safe = func(r *syntax.Regexp) bool {
+		switch r.Op {
+		case syntax.OpBeginText, syntax.OpEndText, syntax.OpEndLine:
+			return false
+		}
+		for _, sub := range r.Sub {
+			if !safe(sub) {
+				return false
+			}
+		}
+		return true
+	}
+	return safe(re)
 }
 
 func (g *grepper) match(line []byte) bool {
