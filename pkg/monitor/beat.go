@@ -107,11 +107,11 @@ func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
 	now = now.UTC()
 	// A worker may beat from a background loop while its main loop records
 	// state changes: the read-modify-write is serialized per worker.
-	lk := flock.New(d.Worker(o.Worker) + ".lock")
-	if err := lk.Lock(); err != nil {
-		return nil, fmt.Errorf("lock worker %s: %w", o.Worker, err)
+	unlock, err := lockWorker(d, o.Worker)
+	if err != nil {
+		return nil, err
 	}
-	defer lk.Unlock()
+	defer unlock()
 	rec, err := d.ReadWorker(o.Worker)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		rec = nil // an unreadable record is replaced: the heartbeat must go through
@@ -167,4 +167,15 @@ func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
 		}
 	}
 	return rec, nil
+}
+
+// lockWorker takes the lock that serializes read-modify-writes of one
+// worker record: beat's, and the seed pg-monitor run writes for a process
+// it just started (which may already be beating).
+func lockWorker(d teamdir.Dir, worker string) (unlock func(), err error) {
+	lk := flock.New(d.Worker(worker) + ".lock")
+	if err := lk.Lock(); err != nil {
+		return nil, fmt.Errorf("lock worker %s: %w", worker, err)
+	}
+	return func() { lk.Unlock() }, nil
 }

@@ -360,6 +360,14 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		start := st.Start
 		sl.pid, sl.start, sl.child, sl.running = pid, start, cmd, true
 		now := time.Now().UTC()
+		// The new process may beat before its seed is written: both
+		// read-modify-writes take the worker's lock, and a record that
+		// already names the new pid is its own and is kept.
+		unlock, err := lockWorker(d, sl.name)
+		if err != nil {
+			s.logf("worker %s: seed record: %v", sl.name, err)
+			unlock = func() {}
+		}
 		old, _ := d.ReadWorker(sl.name)
 		if old == nil || old.PID != pid {
 			rec := &protocol.Worker{Worker: sl.name, PID: pid, PIDStart: start, PGID: st.PGID, SID: st.SID, Host: s.W.Host, Epoch: 1,
@@ -375,6 +383,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 				s.logf("worker %s: seed record: %v", sl.name, err)
 			}
 		}
+		unlock()
 		go s.follow(sl, cmd, pr, logf, pid, start, d.Log(sl.name)+".stderr", errOff, errDone)
 		return nil
 	})
