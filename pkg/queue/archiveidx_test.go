@@ -92,6 +92,9 @@ func BenchmarkAddArchivedIDs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if err := dir.Ensure(); err != nil { // Open no longer creates it
+		b.Fatal(err)
+	}
 	var arch strings.Builder
 	for i := range 20000 {
 		fmt.Fprintf(&arch, `{"id":"a%d","title":"archived task %d","prompt":"do the thing described in the issue","status":"done","priority":0,"depends_on":[],"labels":{},"attempts":1,"max_attempts":3,"claim":{"worker":"w","token":%d,"until":"2026-01-01T00:00:00Z"},"result":null,"error":null,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}`+"\n", i, i, i+1)
