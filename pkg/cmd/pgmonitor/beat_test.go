@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/cli"
@@ -17,7 +18,11 @@ import (
 // nonsense in it is bad input: exit 2, a one-line error, and nothing
 // written (no team directory, no record).
 func TestBeatRejectsNonsense(t *testing.T) {
+	// The worker leads its own session, so its record has a sid to name
+	// even where the test runs in a session started outside its pid
+	// namespace (sid 0 in /proc, as in CI's container).
 	worker := exec.Command("sleep", "60")
+	worker.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)
 	}
