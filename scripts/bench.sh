@@ -216,6 +216,9 @@ pg-queue|claim+complete p50 ≤ 20 ms at 10,000 live tasks (fresh processes, fsy
 pg-queue|8 concurrent workers ≥ 300 cycles/s (fsync on)|sh|bench-queue.sh|^8 concurrent workers
 pg-queue|claim+complete at 1,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete1k|ns/op
 pg-queue|claim+complete at 10,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete10k|ns/op
+pg-queue|on PostgreSQL: claim+complete p50 at 1,000 live tasks within 1.5× of the file store's (fresh processes, fsync on in both)|sh|bench-store.sh|^postgres vs file at 1000
+pg-queue|on PostgreSQL: claim+complete p50 flat from 1,000 to 100,000 live tasks (fresh processes)|sh|bench-store.sh|^postgres from 1000
+pg-queue|on PostgreSQL, in-process: 32 concurrent workers ≥ 1,000 claim+complete cycles/s (Go)|go|BenchmarkClaimComplete32Workers|cycles/s
 pg-loop|overhead per step, both coprocess round-trips ≤ 5 ms (Go, fakes)|go|BenchmarkLoopSteps|ms/step
 pg-loop|overhead per step ≤ 5 ms (processes, fakes)|sh|bench-loop.sh|^fakes
 pg-loop|peak RSS of pg-loop + coprocesses over 200 steps ≤ 60 MB|sh|bench-loop.sh|peak RSS

@@ -7,19 +7,23 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
 var (
@@ -31,6 +35,7 @@ var (
 	dur      = flag.Duration("duration", 10*time.Second, "longest throughput run")
 	modes    = flag.String("sync", "true,false", "values of queue_sync to measure")
 	store    = flag.String("store", "", "the team store (POWERGLIDE_STORE) of every call; default the team directory")
+	postgres = flag.Bool("postgres", false, "start a PostgreSQL server of the benchmark's own (fsync on, a free local port) and use it as the store")
 	only     = flag.String("scenarios", "version,sizes,finished,concurrent", "the scenarios to run")
 	syncFlag = "true"
 )
@@ -61,6 +66,29 @@ func main() {
 		fail(err)
 	}
 	*bin = abs
+	if *postgres {
+		srv, err := pgtest.NewServer(pgtest.Options{Durable: true})
+		if err != nil {
+			fail(fmt.Errorf("start PostgreSQL: %w", err))
+		}
+		atExit = func() { _ = srv.Remove() }
+		defer atExit()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			<-sig
+			atExit()
+			os.Exit(130)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		*store, err = srv.CreateDB(ctx)
+		cancel()
+		if err != nil {
+			fail(err)
+		}
+		bin, _ := pgtest.Bin()
+		fmt.Printf("PostgreSQL (%s): a server of the benchmark's own on %s:%d, fsync and synchronous commit on\n", bin, srv.Host, srv.Port)
+	}
 	where := "the team directory"
 	if *store != "" {
 		where = "the store of -store"
@@ -116,8 +144,12 @@ func main() {
 	}
 }
 
+// atExit undoes what the benchmark started (its server).
+var atExit = func() {}
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "queuebench:", err)
+	atExit()
 	os.Exit(1)
 }
 
