@@ -271,7 +271,6 @@ func rest(s string) string {
 	return ""
 }
 
-
 func compactJSON(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""

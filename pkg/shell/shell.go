@@ -5,8 +5,8 @@ package shell
 import "strings"
 
 // Quote quotes s as one shell word: single quotes around it, and each
-// single quote inside as '\''. It quotes even a word that needs none, so
-// what a reader sees is always one word.
+// single quote inside closed, escaped and reopened. It quotes even a word
+// that needs none, so what a reader sees is always one word.
 func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
