@@ -3,11 +3,13 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,17 +22,22 @@ import (
 	"github.com/powerglide/powerglide/pkg/queue"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
-// The multi-host test's timing. A worker renews its lease with each
-// heartbeat; a host that dies stops renewing, and its tasks are claimable
-// again at most mhLease later. Workers whose heartbeat is older than
-// mhStale show as stale.
+// The multi-host test's timing. A worker beats every mhHeartbeat and
+// renews its lease with the beat; a host that dies stops renewing, and its
+// tasks are claimable again at most mhLease later. Workers whose heartbeat
+// is older than mhStale show as stale. Each renewal is a pg-queue process,
+// slow to start when race-built (over a second at load 2), so the beats
+// are a second apart. A monitor only stops its own host's workers, after
+// mhMonitorStale: long, so a loaded machine causes no false kill.
 const (
-	mhLease     = "4s"
-	mhHeartbeat = "300ms"
-	mhStale     = "3s"
-	mhTeam      = "mh"
+	mhLease        = "6s"
+	mhHeartbeat    = "1s"
+	mhStale        = "5s"
+	mhMonitorStale = "30s"
+	mhTeam         = "mh"
 )
 
 // TestMultiHost runs one team on three hosts that share a PostgreSQL
@@ -84,6 +91,7 @@ func TestMultiHost(t *testing.T) {
 	}
 
 	// Every host: its pg-monitor with two workers named after the host.
+	started := time.Now()
 	type host struct {
 		cmd      *exec.Cmd
 		out, err bytes.Buffer
@@ -94,7 +102,7 @@ func TestMultiHost(t *testing.T) {
 	for i, name := range lab.Hosts {
 		h := &host{home: filepath.Join(dir, name), done: make(chan error, 1)}
 		h.cmd = lab.Command(ctx, i, "pg-monitor", "run", "--team", mhTeam, "--workers", "2", "--worker-prefix", name+"-",
-			"--interval", "250ms", "--heartbeat", mhStale, "--grace", "1s", "--backoff", "200ms",
+			"--interval", "250ms", "--heartbeat", mhMonitorStale, "--grace", "1s", "--backoff", "200ms",
 			"--", "pg-loop", "--team", mhTeam, "--llm-serve", "sh "+model+" serve", "--tools-serve", "fake-tool serve",
 			"--heartbeat", mhHeartbeat, "--lease", mhLease)
 		h.cmd.Env = mhEnv(dir, name, url, doubles)
@@ -164,7 +172,7 @@ func TestMultiHost(t *testing.T) {
 			held = append(held, k)
 		}
 	}
-	t.Logf("killed host %s (%d processes) %.1fs into the run, holding %s", lab.Hosts[victim], n, time.Since(killedAt).Seconds(), taskIDs(held))
+	t.Logf("killed host %s (%d processes) %.1fs into the run, holding %s", lab.Hosts[victim], n, killedAt.Sub(started).Seconds(), taskIDs(held))
 	if len(held) == 0 {
 		t.Fatalf("host %s held no claim when it was killed", lab.Hosts[victim])
 	}
@@ -205,6 +213,23 @@ func TestMultiHost(t *testing.T) {
 		}
 	}
 	t.Logf("the survivors drained the queue %.1fs after the kill", time.Since(killedAt).Seconds())
+
+	// No tool of the surviving hosts reported a data race or a panic.
+	for i, h := range hosts {
+		if i == victim {
+			continue
+		}
+		logs, _ := filepath.Glob(filepath.Join(h.home, "teams", mhTeam, "logs", "*.stderr"))
+		for _, f := range append(logs, "") {
+			b := h.err.Bytes()
+			if f != "" {
+				b, _ = os.ReadFile(f)
+			}
+			if bytes.Contains(b, []byte("DATA RACE")) || bytes.Contains(b, []byte("panic:")) {
+				t.Errorf("host %s: a data race or a panic in %s:\n%s", lab.Hosts[i], cmp.Or(f, "pg-monitor's stderr"), b)
+			}
+		}
+	}
 
 	// Every task done, once, with its own answer.
 	all, err = team.Tasks().List(queue.ListOptions{Archived: true})
@@ -338,6 +363,23 @@ func TestMultiHost(t *testing.T) {
 	}
 }
 
+// startLabPostgres starts a server of the test's own on the lab's
+// address and returns the URL of a fresh database there.
+func startLabPostgres(t *testing.T, addr string) string {
+	t.Helper()
+	return pgtest.Start(t, pgtest.Options{Listen: addr}).DB(t)
+}
+
+// mhPort is the port of a postgres:// URL.
+func mhPort(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Port()
+}
+
 // mhModel stands in for pg-llm serve on every worker: each task is one
 // turn that takes a little while and answers "finished <task>".
 const mhModel = `# pg-llm serve's protocol: one turn a task, answered "finished <id>".
@@ -345,7 +387,7 @@ usage='"usage":{"input_tokens":100,"output_tokens":20,"cache_read_tokens":0,"cac
 while IFS= read -r req; do
 	id=$(printf '%s' "$req" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
 	task=$(printf '%s' "$req" | grep -o 'do task [a-z0-9]*' | head -n 1 | cut -d' ' -f3)
-	sleep 0.4
+	sleep 0.3
 	printf '{"id":"%s","type":"start","provider":"fake","model":"fake/model"}\n' "$id"
 	printf '{"id":"%s","type":"text","text":"finished %s"}\n' "$id" "$task"
 	printf '{"id":"%s","type":"end","stop_reason":"end_turn","message":{"role":"assistant","content":[{"type":"text","text":"finished %s"}]},%s}\n' "$id" "$task" "$usage"
@@ -377,12 +419,16 @@ func mhTasks() []protocol.Task {
 
 // mhEnv is the environment of one host's (or the operator's) processes:
 // a home of its own, the store, the loop doubles on PATH, no model keys.
+// A race-built tool waits a second before it exits, to let other
+// goroutines' races be reported (GORACE atexit_sleep_ms); the test's
+// hundreds of pg-queue processes skip that wait, and the test looks for
+// reports in the logs instead.
 func mhEnv(dir, name, url, doubles string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "POWERGLIDE_") || strings.HasPrefix(k, "PG") || strings.HasSuffix(k, "_API_KEY") || strings.HasSuffix(k, "_BASE_URL") ||
-			k == "HOME" || k == "XDG_CONFIG_HOME" || k == "PATH" {
+			k == "HOME" || k == "XDG_CONFIG_HOME" || k == "PATH" || k == "GORACE" {
 			continue
 		}
 		env = append(env, kv)
@@ -390,7 +436,8 @@ func mhEnv(dir, name, url, doubles string) []string {
 	home := filepath.Join(dir, name)
 	return append(env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		"POWERGLIDE_HOME="+filepath.Join(home, ".powerglide"), "POWERGLIDE_STORE="+url,
-		"PATH="+doubles+string(os.PathListSeparator)+os.Getenv("PATH"))
+		"PATH="+doubles+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 }
 
 // mhRun runs a tool in the root namespace and returns its stdout.
