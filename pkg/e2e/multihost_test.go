@@ -48,14 +48,19 @@ const (
 // tasks with dependencies. Mid-run, while host h2's workers hold claims,
 // h2 is killed whole (every process SIGKILLed, then its link deleted).
 //
+// The operator's commands are those of README.md's "Across machines": a
+// database made with psql, pg-queue init, pg-queue add, and on each host
+// pg-monitor run --worker-prefix.
+//
 // It shows: every task done exactly once; the tasks h2 held were finished
-// by the other hosts' workers after their leases expired; pg-dash and
+// by the other hosts' workers after their leases expired (journaled as
+// expired, then claimed again); pg-dash and
 // pg-monitor status, reading the store from outside the hosts, show h2's
 // workers as stale; no monitor acted on another host's worker; and the
 // surviving workers and monitors end with <POWERGLIDE_DONE>.
 func TestMultiHost(t *testing.T) {
 	lab := newLab(t, 3)
-	url := startLabPostgres(t, lab.DB)
+	srv := pgtest.Start(t, pgtest.Options{Listen: lab.DB})
 	dir := t.TempDir()
 	doubles, err := filepath.Abs(filepath.Join("..", "..", "testdata", "loop-doubles"))
 	if err != nil {
@@ -68,8 +73,14 @@ func TestMultiHost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	// The operator's side (the root namespace): migrations, then the tasks.
+	// The operator's side (the root namespace), as README.md's "Across
+	// machines" goes: a database, the schema, the tasks.
+	if _, err := exec.LookPath("psql"); err != nil {
+		needRealPart(t, "the multi-host test needs psql (PostgreSQL's client; scripts/test-deps.sh installs it)")
+	}
+	url := srv.URL("powerglide")
 	op := mhEnv(dir, "operator", url, doubles)
+	mhRun(t, op, "", "psql", srv.URL("postgres"), "-c", "CREATE DATABASE powerglide")
 	mhRun(t, op, "", "pg-queue", "init")
 	tasks := mhTasks()
 	var in strings.Builder
@@ -250,6 +261,7 @@ func TestMultiHost(t *testing.T) {
 	ev := mhJournal(t, team)
 	completes := map[string][]protocol.TaskEvent{}
 	claims := map[string][]protocol.TaskEvent{}
+	expires := map[string][]protocol.TaskEvent{}
 	doneAt := map[string]int{}
 	for i, e := range ev.tasks {
 		switch e.Op {
@@ -258,6 +270,8 @@ func TestMultiHost(t *testing.T) {
 			doneAt[e.Task] = i
 		case "claim":
 			claims[e.Task] = append(claims[e.Task], e)
+		case "expire":
+			expires[e.Task] = append(expires[e.Task], e)
 		}
 	}
 	for _, k := range tasks {
@@ -300,6 +314,9 @@ func TestMultiHost(t *testing.T) {
 		last := cl[len(cl)-1]
 		if last.Worker != c[0].Worker {
 			t.Errorf("task %s: last claimed by %s but completed by %s", k.ID, last.Worker, c[0].Worker)
+		}
+		if x := expires[k.ID]; len(x) != 1 || x[0].Worker != k.Claim.Worker || x[0].Token != k.Claim.Token {
+			t.Errorf("task %s: expire events %+v, want one of the dead host's lease (worker %s, token %d)", k.ID, x, k.Claim.Worker, k.Claim.Token)
 		}
 		if last.TS.Before(k.Claim.Until) {
 			t.Errorf("task %s: claimed again by %s at %s, before the dead host's lease ran out at %s",
@@ -361,13 +378,6 @@ func TestMultiHost(t *testing.T) {
 	if t.Failed() {
 		dump()
 	}
-}
-
-// startLabPostgres starts a server of the test's own on the lab's
-// address and returns the URL of a fresh database there.
-func startLabPostgres(t *testing.T, addr string) string {
-	t.Helper()
-	return pgtest.Start(t, pgtest.Options{Listen: addr}).DB(t)
 }
 
 // mhPort is the port of a postgres:// URL.
