@@ -315,8 +315,8 @@ func TestMultiHost(t *testing.T) {
 		if last.Worker != c[0].Worker {
 			t.Errorf("task %s: last claimed by %s but completed by %s", k.ID, last.Worker, c[0].Worker)
 		}
-		if x := expires[k.ID]; len(x) != 1 || x[0].Worker != k.Claim.Worker || x[0].Token != k.Claim.Token {
-			t.Errorf("task %s: expire events %+v, want one of the dead host's lease (worker %s, token %d)", k.ID, x, k.Claim.Worker, k.Claim.Token)
+		if x := expires[k.ID]; len(x) == 0 || x[0].Worker != k.Claim.Worker || x[0].Token != k.Claim.Token {
+			t.Errorf("task %s: expire events %+v, want the first to end the dead host's lease (worker %s, token %d)", k.ID, x, k.Claim.Worker, k.Claim.Token)
 		}
 		if last.TS.Before(k.Claim.Until) {
 			t.Errorf("task %s: claimed again by %s at %s, before the dead host's lease ran out at %s",
