@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/powerglide/powerglide/pkg/queue"
 	"github.com/powerglide/powerglide/pkg/store"
@@ -136,18 +137,18 @@ type team struct {
 	name string
 }
 
-func (t *team) Name() string             { return t.name }
-func (t *team) Tasks() store.Tasks       { return &tasks{s: t.s, team: t.name} }
-func (t *team) Journal() store.Journal   { return &journal{s: t.s, team: t.name} }
-func (t *team) Workers() store.Workers   { return &workers{s: t.s, team: t.name} }
-func (t *team) Budget() store.Budget     { return &budget{s: t.s, team: t.name} }
+func (t *team) Name() string           { return t.name }
+func (t *team) Tasks() store.Tasks     { return &tasks{s: t.s, team: t.name} }
+func (t *team) Journal() store.Journal { return &journal{s: t.s, team: t.name} }
+func (t *team) Workers() store.Workers { return &workers{s: t.s, team: t.name} }
+func (t *team) Budget() store.Budget   { return &budget{s: t.s, team: t.name} }
 
 // Exists reports fs.ErrNotExist for a team nothing was ever written to.
 func (t *team) Exists(ctx context.Context) error {
 	var ok bool
 	err := t.s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM teams WHERE team = $1)
-		OR EXISTS (SELECT 1 FROM workers WHERE team = $1)
-		OR EXISTS (SELECT 1 FROM budgets WHERE team = $1)`, t.name).Scan(&ok)
+		OR EXISTS (SELECT 1 FROM workers WHERE team = $1 AND (record IS NOT NULL OR velocity IS NOT NULL))
+		OR EXISTS (SELECT 1 FROM budgets WHERE team = $1 AND document IS NOT NULL)`, t.name).Scan(&ok)
 	if err != nil {
 		return fmt.Errorf("team %s: %w", t.name, err)
 	}
@@ -175,6 +176,13 @@ func channel(team string) string {
 // inTx runs fn in a transaction and commits it.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -92,6 +92,6 @@ CREATE TABLE workers (
 -- The team budget's ledger (budget.json).
 CREATE TABLE budgets (
 	team       text PRIMARY KEY,
-	document   json NOT NULL,
+	document   json,             -- null: a row locked before the first write
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
