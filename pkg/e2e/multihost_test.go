@@ -111,7 +111,7 @@ func TestMultiHost(t *testing.T) {
 	}
 	hosts := make([]*host, len(lab.Hosts))
 	for i, name := range lab.Hosts {
-		h := &host{home: filepath.Join(dir, name), done: make(chan error, 1)}
+		h := &host{home: filepath.Join(dir, name, ".powerglide"), done: make(chan error, 1)}
 		h.cmd = lab.Command(ctx, i, "pg-monitor", "run", "--team", mhTeam, "--workers", "2", "--worker-prefix", name+"-",
 			"--interval", "250ms", "--heartbeat", mhMonitorStale, "--grace", "1s", "--backoff", "200ms",
 			"--", "pg-loop", "--team", mhTeam, "--llm-serve", "sh "+model+" serve", "--tools-serve", "fake-tool serve",
