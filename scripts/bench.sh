@@ -218,7 +218,8 @@ pg-queue|claim+complete at 1,000 live tasks, in-process library, fsync on (Go)|g
 pg-queue|claim+complete at 10,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete10k|ns/op
 pg-queue|on PostgreSQL: claim+complete p50 at 1,000 live tasks within 1.5× of the file store's (fresh processes, fsync on in both)|sh|bench-store.sh|^postgres vs file at 1000
 pg-queue|on PostgreSQL: claim+complete p50 flat from 1,000 to 100,000 live tasks (fresh processes)|sh|bench-store.sh|^postgres from 1000
-pg-queue|on PostgreSQL, in-process: 32 concurrent workers ≥ 1,000 claim+complete cycles/s (Go)|go|BenchmarkClaimComplete32Workers|cycles/s
+pg-queue|on PostgreSQL, in-process: 32 concurrent workers ≥ 1,000 claim+complete cycles/s (Go, synchronous commit on)|go|BenchmarkClaimComplete32/commit=sync|cycles/s
+pg-queue|the same with synchronous_commit off (Go)|go|BenchmarkClaimComplete32/commit=async|cycles/s
 pg-loop|overhead per step, both coprocess round-trips ≤ 5 ms (Go, fakes)|go|BenchmarkLoopSteps|ms/step
 pg-loop|overhead per step ≤ 5 ms (processes, fakes)|sh|bench-loop.sh|^fakes
 pg-loop|peak RSS of pg-loop + coprocesses over 200 steps ≤ 60 MB|sh|bench-loop.sh|peak RSS
