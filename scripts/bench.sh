@@ -9,7 +9,8 @@
 #   3. BENCHMARKS.md: the machine (CPU, cores, memory, kernel, Go, load
 #      average at the start and the end), a table of the targets from the
 #      tool issues next to the measured figure, the medians, the scripts'
-#      output and the exact commands.
+#      output, docs/scaling.md (a team across machines, on paper) and the
+#      exact commands.
 #
 # Environment: BENCH_COUNT (default 5), BENCH_OUT (default BENCHMARKS.md),
 # BENCH_SKIP_GO=1 or BENCH_SKIP_SCRIPTS=1 to leave a part out (the report
@@ -273,6 +274,12 @@ ROWS
 		echo '```'
 		echo
 	done
+	# What a team across machines needs, worked out on paper from the
+	# store's figures: a page of its own, its headings one level down.
+	if [ -f docs/scaling.md ]; then
+		sed -e 's/^#/##/' docs/scaling.md
+		echo
+	fi
 	echo "## Commands"
 	echo
 	echo '```sh'
