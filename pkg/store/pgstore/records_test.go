@@ -44,7 +44,7 @@ func script(t *testing.T, tm store.Team) {
 	must(q.Fail(c.ID, c.Claim.Token, "it broke: \"bad\"", true))
 	b, _ := q.Claim("w1", time.Minute)
 	must(q.Release(b.ID, b.Claim.Token))
-	b, _ = q.Claim("w3", time.Minute)
+	must(q.Claim("w3", time.Minute))
 	must(q.Cancel("d", "not needed"))
 	must(q.ReleaseWorker("w3", "worker stopped", 0))
 	must(q.Archive(0))
