@@ -72,6 +72,14 @@ type Queue struct {
 	// survive a killed process, but a power loss may lose the last ones.
 	NoSync bool
 
+	// Crash is for crash tests only; nil in production. When set, a change
+	// calls it at the points between the files it touches ("prepared": the
+	// archive is written, task-queue.json not yet replaced; "committed":
+	// replaced; "archived": the archive rewrite of a prune is in place, the
+	// journal not yet appended); true stops the change there, as a crash
+	// would. A process-level test may kill its process in it instead.
+	Crash func(point string) bool
+
 	mu    sync.Mutex
 	cache *state
 }
@@ -252,15 +260,10 @@ func (q *Queue) sweepTemps() {
 	}
 }
 
-// CrashHook is for crash tests only. When set, a change calls it at the
-// points between the files it touches ("prepared": the archive is written,
-// task-queue.json not yet replaced; "committed": replaced; "archived": the
-// archive rewrite of a prune is in place, the journal not yet appended);
-// true stops the change there, as a crash would. A process-level test may
-// kill its process in it instead.
-var CrashHook func(point string) bool
+var errCrashed = errors.New("stopped by Queue.Crash")
 
-var errCrashed = errors.New("stopped by CrashHook")
+// crashed reports whether a crash test stops the change at point.
+func (q *Queue) crashed(point string) bool { return q.Crash != nil && q.Crash(point) }
 
 // commit archives the oldest finished tasks beyond KeepFinished, replaces
 // task-queue.json (the commit point; its header carries the events, see
@@ -333,7 +336,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 			return err
 		}
 	}
-	if CrashHook != nil && CrashHook("prepared") {
+	if q.crashed("prepared") {
 		return errCrashed
 	}
 	if err := s.save(q.dir.Path(), now, !q.NoSync); err != nil {
@@ -342,7 +345,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 		}
 		return err
 	}
-	if CrashHook != nil && CrashHook("committed") {
+	if q.crashed("committed") {
 		return errCrashed
 	}
 	if c.rewrite {
@@ -351,7 +354,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 		}
 		q.indexRewritten(c.archiveData)
 	}
-	if CrashHook != nil && CrashHook("archived") {
+	if q.crashed("archived") {
 		return errCrashed
 	}
 	if err := jsonl.AppendRaw(q.dir.Events(), lines); err != nil {

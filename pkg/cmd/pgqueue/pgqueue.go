@@ -87,6 +87,7 @@ func (c *CLI) open(rt *cli.Runtime) (*queue.Queue, error) {
 		return nil, err
 	}
 	q.NoSync = !cfg.Bool("queue_sync")
+	q.Crash = crashHook()
 	q.KeepFinished = cfg.Int("queue_keep_finished")
 	if q.KeepFinished < 1 {
 		return nil, cli.Usagef("queue_keep_finished must be at least 1, got %d", q.KeepFinished)
