@@ -21,6 +21,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // DefaultSystem is the system prompt of a run without --system.
@@ -803,7 +804,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		}
 		end, err = r.callModel(tr.ctx, req)
 		if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
-			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), oneLine(me.Event.Message, 200)), false)
+			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), termtext.OneLine(me.Event.Message, 200)), false)
 		}
 	}
 	if le := (*LimitError)(nil); errors.As(err, &le) {

@@ -20,6 +20,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/shell"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -815,9 +816,9 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 			// turn's parallel calls should run together.
 			// Full outputs go to the session, where the loop saves the
 			// outputs it cuts: the read tool may open both.
-			args := fmt.Sprintf("serve --parallel %d --output-dir %s --pass-env %s --allow-write %s", max(c.ToolParallel, 1), loop.ShellQuote(outputs), loop.VelocityEnv, loop.ShellQuote(velocity))
+			args := fmt.Sprintf("serve --parallel %d --output-dir %s --pass-env %s --allow-write %s", max(c.ToolParallel, 1), shell.Quote(outputs), loop.VelocityEnv, shell.Quote(velocity))
 			if c.Veto != "" {
-				args += " --verify " + loop.ShellQuote(c.Veto)
+				args += " --verify " + shell.Quote(c.Veto)
 			}
 			cmd = loop.SiblingCommand("pg-tool", args)
 			if list == "" {
@@ -879,5 +880,5 @@ func callerPath(cmdline string) string {
 		return cmdline
 	}
 	rest := strings.TrimPrefix(strings.TrimSpace(cmdline), prog)
-	return loop.ShellQuote(abs) + rest
+	return shell.Quote(abs) + rest
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/termtext"
 	"github.com/powerglide/powerglide/pkg/tool"
 )
 
@@ -198,12 +199,7 @@ func (cc *CallCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if res.Kind == tool.KindUnknownTool || res.Kind == tool.KindBadInput {
 		code = cli.ExitUsage
 	}
-	return cli.Exit(code, errors.New(firstLine(*res.Error)))
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return cli.Exit(code, errors.New(termtext.FirstLine(*res.Error)))
 }
 
 func clip(s string, n int) string {

@@ -1,0 +1,13 @@
+package dial
+
+import (
+	"context"
+	"errors"
+
+	"github.com/powerglide/powerglide/pkg/store"
+)
+
+// openPostgres opens the PostgreSQL store.
+func openPostgres(ctx context.Context, url string) (store.Store, error) {
+	return nil, errors.New("the PostgreSQL store is not in this build yet")
+}
