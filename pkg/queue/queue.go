@@ -1034,7 +1034,7 @@ func (q *Queue) CancelAll(ids []string, reason string) ([]protocol.Task, error) 
 type ListOptions struct {
 	Status   []string // keep tasks with one of these statuses; "blocked" selects blocked pending tasks
 	Worker   string   // keep tasks claimed by this worker
-	Archived bool     // include task-archive.jsonl (first, oldest first)
+	Archived bool     // include task-archive.jsonl (first, oldest first); read only when the filter can keep a finished task
 }
 
 // List returns the live tasks in queue order (and the archived ones with
@@ -1090,7 +1090,7 @@ func (q *Queue) list(s *state, opts ListOptions, out *[]protocol.Task) error {
 		}
 		return false
 	}
-	if opts.Archived {
+	if opts.Archived && archivable(opts) {
 		live := map[string]bool{}
 		for _, e := range s.entries {
 			live[e.id] = true
@@ -1123,6 +1123,23 @@ func (q *Queue) list(s *state, opts ListOptions, out *[]protocol.Task) error {
 		}
 	}
 	return nil
+}
+
+// archivable reports whether archived tasks, all finished and none
+// claimed, can pass the filter: when they cannot, the archive is not read.
+func archivable(opts ListOptions) bool {
+	if opts.Worker != "" {
+		return false
+	}
+	if len(opts.Status) == 0 {
+		return true
+	}
+	for _, st := range opts.Status {
+		if c, ok := statusCode(st); ok && finished(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // dedupeLast keeps the last copy of each id (the archive may hold a task
