@@ -66,10 +66,10 @@ budget stopped the workers with work left, 130/143 a signal.`,
 
 // Limits are the liveness limits shared by run, watch and status.
 type Limits struct {
-	Stale     string `name:"stale" aliases:"heartbeat" help:"A worker whose heartbeat is older than this is stale, and stopped (default 30s; pg-dash's --stale shows it). --heartbeat is its old name." config:"monitor_heartbeat" env:"POWERGLIDE_MONITOR_STALE,POWERGLIDE_MONITOR_HEARTBEAT" placeholder:"D"`
-	Stall     string `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables)." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
-	Grace     string `help:"Time between SIGTERM and SIGKILL of a worker's process group (default 10s)." config:"monitor_grace" env:"POWERGLIDE_MONITOR_GRACE" placeholder:"D"`
-	Interval  string `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
+	Stale    string `name:"stale" aliases:"heartbeat" help:"A worker whose heartbeat is older than this is stale, and stopped (default 30s; pg-dash's --stale shows it). --heartbeat is its old name." config:"monitor_heartbeat" env:"POWERGLIDE_MONITOR_STALE,POWERGLIDE_MONITOR_HEARTBEAT" placeholder:"D"`
+	Stall    string `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables)." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
+	Grace    string `help:"Time between SIGTERM and SIGKILL of a worker's process group (default 10s)." config:"monitor_grace" env:"POWERGLIDE_MONITOR_GRACE" placeholder:"D"`
+	Interval string `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
 }
 
 // setup resolves the team, the limits and the queue command.
