@@ -83,6 +83,12 @@ type Options struct {
 	OutputDir     string
 	// NoContextFiles leaves out AGENTS.md and CLAUDE.md.
 	NoContextFiles bool
+	// NoSkills leaves the Agent Skills out of the system prompt; SkillsCap
+	// caps their share of it (0: skills.PromptCap). Getenv reads HOME and
+	// XDG_CONFIG_HOME for the user's skills (nil: the process's).
+	NoSkills  bool
+	SkillsCap int
+	Getenv    func(string) string
 
 	Team      *teamdir.Dir // team mode: the worker record is kept here
 	Worker    string
@@ -238,6 +244,9 @@ func NewRunner(o Options) (*Runner, error) {
 	}
 	if o.Guard == nil {
 		o.Guard = guard.New(guard.Off)
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
 	}
 	model := o.Model
 	if o.ModelInfo != nil && o.ModelInfo.ID != "" {
@@ -480,6 +489,7 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	} else if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
+	r.sys += r.skillsPrompt(defs)
 	r.o.Guard.Trust(r.sys)
 	if m := r.o.ModelInfo; m != nil {
 		prices := "prices unknown"

@@ -38,6 +38,7 @@ func write(dir string) error {
 		"tool-call":     reflectType(reflect.TypeFor[protocol.ToolCall]()),
 		"tool-result":   reflectType(reflect.TypeFor[protocol.ToolResult]()),
 		"tool-sandbox":  reflectType(reflect.TypeFor[protocol.SandboxReport]()),
+		"tool-skill":    reflectType(reflect.TypeFor[protocol.SkillRecord]()),
 		"task":          reflectType(reflect.TypeFor[protocol.Task]()),
 		"task-input":    reflectType(reflect.TypeFor[protocol.TaskInput]()),
 		"worker":        reflectType(reflect.TypeFor[protocol.Worker]()),
