@@ -61,7 +61,7 @@ func (c *encodingCache) messages(msgs []protocol.Message, enc encodeFunc) ([]wir
 	for i := range msgs {
 		m := &msgs[i]
 		h := c.hash(m)
-		if e := c.m[h]; e != nil && messageEqual(&e.msg, m) {
+		if e := c.m[h]; e != nil && e.msg.Equal(m) {
 			e.gen = c.gen
 			out[i] = e.wire
 			continue
@@ -133,21 +133,6 @@ func cloneMessage(m *protocol.Message) protocol.Message {
 		}
 	}
 	return c
-}
-
-func messageEqual(a, b *protocol.Message) bool {
-	if a.Role != b.Role || len(a.Content) != len(b.Content) {
-		return false
-	}
-	for i := range a.Content {
-		x, y := &a.Content[i], &b.Content[i]
-		if x.Type != y.Type || x.Text != y.Text || x.ID != y.ID || x.Name != y.Name || x.Output != y.Output ||
-			x.IsError != y.IsError || x.Thinking != y.Thinking || x.Signature != y.Signature || x.Data != y.Data ||
-			!bytes.Equal(x.Input, y.Input) {
-			return false
-		}
-	}
-	return true
 }
 
 func toolDefsEqual(a, b []protocol.ToolDef) bool {

@@ -3,6 +3,7 @@ package pgllm
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -188,62 +189,81 @@ func benchConversation(n int) []protocol.Message {
 // BenchmarkServeConversation is pg-llm serve's own cost for one request
 // of a conversation of 10, 100 and 1,000 messages (the CPU time of the
 // serve process per request, in ms, against a local server that answers
-// at once), and the bytes sent to it per request.
+// at once), with the bytes piped to serve and sent to the provider per
+// request: "full" sends the whole conversation every time, "after" names
+// the conversation serve holds and sends one new message
+// (docs/protocol.md, "Held conversations").
 func BenchmarkServeConversation(b *testing.B) {
 	bin := pgllmBinary(b)
 	srv := benchServer(b)
 	srv.SetKeep(false)
 	for _, n := range []int{10, 100, 1000} {
-		b.Run(fmt.Sprintf("msgs=%d/full", n), func(b *testing.B) {
-			cmd := exec.Command(bin, "serve", "--model", "anthropic/claude-sonnet-4-5")
-			cmd.Env = benchEnv(b, srv.URL)
-			in, _ := cmd.StdinPipe()
-			out, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			r := bufio.NewReader(out)
-			conv := benchConversation(n)
-			call := func(i int) int {
-				line, err := jsonl.Marshal(&protocol.Request{ID: fmt.Sprintf("r%d", i), Messages: conv})
-				if err != nil {
+		for _, mode := range []string{"full", "after"} {
+			b.Run(fmt.Sprintf("msgs=%d/%s", n, mode), func(b *testing.B) {
+				cmd := exec.Command(bin, "serve", "--model", "anthropic/claude-sonnet-4-5")
+				cmd.Env = benchEnv(b, srv.URL)
+				in, _ := cmd.StdinPipe()
+				out, _ := cmd.StdoutPipe()
+				if err := cmd.Start(); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := in.Write(line); err != nil {
-					b.Fatal(err)
-				}
-				for {
-					l, err := r.ReadString('\n')
+				r := bufio.NewReader(out)
+				conv := benchConversation(n)
+				call := func(req *protocol.Request) (int, string) {
+					line, err := jsonl.Marshal(req)
 					if err != nil {
 						b.Fatal(err)
 					}
-					if strings.HasPrefix(l, `{"type":"end"`) {
-						return len(line)
+					if _, err := in.Write(line); err != nil {
+						b.Fatal(err)
 					}
-					if strings.HasPrefix(l, `{"type":"error"`) {
-						b.Fatal(l)
+					for {
+						l, err := r.ReadString('\n')
+						if err != nil {
+							b.Fatal(err)
+						}
+						if strings.HasPrefix(l, `{"type":"end"`) {
+							var end protocol.EndEvent
+							if err := json.Unmarshal([]byte(l), &end); err != nil {
+								b.Fatal(err)
+							}
+							return len(line), end.Held
+						}
+						if strings.HasPrefix(l, `{"type":"error"`) {
+							b.Fatal(l)
+						}
 					}
 				}
-			}
-			call(-1) // warm the connection
-			sent0 := srv.BytesReceived()
-			piped, i := 0, 0
-			for b.Loop() {
-				piped += call(i)
-				i++
-			}
-			sent := srv.BytesReceived() - sent0
-			in.Close()
-			if err := cmd.Wait(); err != nil {
-				b.Fatal(err)
-			}
-			// The process's whole CPU time: its start and the warm-up call
-			// are spread over the b.N requests (a few percent at most).
-			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(i), "cpu-ms/req")
-			b.ReportMetric(float64(piped)/float64(i), "piped-B/req")
-			b.ReportMetric(float64(sent)/float64(i), "sent-B/req")
-		})
+				// The warm-up call opens the connection; in "after" mode it
+				// sends all but the last message, which each request adds.
+				next := &protocol.Request{ID: "r", Messages: conv}
+				if mode == "after" {
+					_, held := call(&protocol.Request{ID: "warm", Messages: conv[:n-1]})
+					next.After, next.Messages = held, conv[n-1:]
+				} else {
+					call(&protocol.Request{ID: "warm", Messages: conv})
+				}
+				sent0 := srv.BytesReceived()
+				piped, i := 0, 0
+				for b.Loop() {
+					next.ID = fmt.Sprintf("r%d", i)
+					p, _ := call(next)
+					piped += p
+					i++
+				}
+				sent := srv.BytesReceived() - sent0
+				in.Close()
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				// The process's whole CPU time: its start and the warm-up call
+				// are spread over the b.N requests (a few percent at most).
+				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+				cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(i), "cpu-ms/req")
+				b.ReportMetric(float64(piped)/float64(i), "piped-B/req")
+				b.ReportMetric(float64(sent)/float64(i), "sent-B/req")
+			})
+		}
 	}
 }

@@ -179,6 +179,9 @@ func (cmd *CallCmd) readRequest(rt *cli.Runtime) (*protocol.Request, error) {
 			if err != nil {
 				return nil, fmt.Errorf("request: %w", err)
 			}
+			if req.After != "" {
+				return nil, fmt.Errorf("request: %w", protocol.FieldError{Field: "after", Msg: "names a conversation pg-llm serve holds; a single call takes the whole request"})
+			}
 			if cmd.System != "" && req.System == "" {
 				req.System = cmd.System
 			}
