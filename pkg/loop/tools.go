@@ -95,7 +95,7 @@ func (t *ServeTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]pro
 		if err != nil {
 			return nil, err
 		}
-		ch, dead, err := t.co.send(wire, line)
+		ch, dead, err := t.co.send(wire, func(int) ([]byte, error) { return line, nil })
 		if err != nil {
 			for _, p := range ps[:i] {
 				t.co.forget(p.wireID)
