@@ -55,3 +55,21 @@ func TestServeLLMSendsWhatIsNew(t *testing.T) {
 		}
 	}
 }
+
+// TestCoprocessesStartWhileTasksLoad: the model coprocess is started
+// before the tool list (part of loading the tasks) has been read. The
+// list command here waits for the model coprocess to exist, and gives up
+// after 10 s; started at its first request, the model would never be.
+func TestCoprocessesStartWhileTasksLoad(t *testing.T) {
+	dir := t.TempDir()
+	started := filepath.Join(dir, "model-started")
+	llm := NewServeLLM("touch "+shellQuote(started)+" && "+fakeCmd(t, "llm 1 held"), os.Stderr)
+	list := "i=0; while [ ! -e " + shellQuote(started) + " ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; [ -e " + shellQuote(started) + " ] && " + fakeCmd(t, "list")
+	tools := NewServeTools(fakeCmd(t, "tools"), list, "", nil, os.Stderr)
+	defer llm.Close()
+	defer tools.Close()
+	h := newHarness(t, llm, tools, "one")
+	if res := h.run(t); res.State != Done || res.TasksDone != 1 {
+		t.Fatalf("result %+v\n%s", res, h.out.String())
+	}
+}

@@ -77,7 +77,8 @@ type coprocess struct {
 	waiters map[string]*waiter
 	dead    chan struct{}
 	deadErr error
-	starts  int // how many children were started: a new one knows nothing of the last
+	starts  int  // how many children were started: a new one knows nothing of the last
+	closed  bool // Close was called since the last request: no prestart
 }
 
 func newCoprocess(kind, cmdline string, stderr io.Writer) *coprocess {
@@ -123,6 +124,19 @@ func (c *coprocess) start() error {
 	c.dead = make(chan struct{})
 	go c.read(cmd, out, c.dead)
 	return nil
+}
+
+// prestart starts the child in the background, so that it has started
+// by the time the first request comes (pg-loop starts its coprocesses
+// while it loads its tasks). A failure is left for that request to meet.
+func (c *coprocess) prestart() {
+	go func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.closed {
+			_ = c.start()
+		}
+	}()
 }
 
 // read routes reply lines to their waiters by id until the child's stdout closes.
@@ -186,6 +200,7 @@ type waiter struct {
 func (c *coprocess) send(id string, line func(child int) ([]byte, error)) (chan []byte, chan struct{}, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = false
 	if err := c.start(); err != nil {
 		return nil, nil, err
 	}
@@ -225,6 +240,7 @@ func (c *coprocess) Close() error {
 	c.mu.Lock()
 	cmd, in, dead := c.cmd, c.in, c.dead
 	c.cmd = nil
+	c.closed = true
 	c.mu.Unlock()
 	if cmd == nil {
 		return nil
@@ -390,6 +406,9 @@ func (l *ServeLLM) await(ctx context.Context, ch chan []byte, dead chan struct{}
 		}
 	}
 }
+
+// Start starts the coprocess in the background.
+func (l *ServeLLM) Start() { l.co.prestart() }
 
 // Close stops the coprocess.
 func (l *ServeLLM) Close() error { return l.co.Close() }

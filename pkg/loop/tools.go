@@ -146,6 +146,9 @@ func decodeResult(c protocol.ToolCall, line []byte) protocol.ToolResult {
 // Close stops the coprocess.
 func (t *ServeTools) Close() error { return t.co.Close() }
 
+// Start starts the coprocess in the background.
+func (t *ServeTools) Start() { t.co.prestart() }
+
 // CommandTools runs `CMD call NAME INPUT` per call and `CMD list`.
 type CommandTools struct {
 	Cmdline string

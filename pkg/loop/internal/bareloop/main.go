@@ -66,11 +66,11 @@ func run(url, toolsFile, model, prompt string) (int, error) {
 	client := &http.Client{}
 	var body bytes.Buffer
 	for step := 1; ; step++ {
-		body.Reset()
+		body = bytes.Buffer{}
 		fmt.Fprintf(&body, `{"model":%q,"max_tokens":4096,"stream":true,"tools":%s,"messages":[`, model, toolsJSON)
 		body.Write(bytes.Join(msgs, []byte(",")))
 		body.WriteString("]}")
-		req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(url, "/")+"/v1/messages", &body)
+		req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(url, "/")+"/v1/messages", bytes.NewReader(body.Bytes()))
 		if err != nil {
 			return step, err
 		}
