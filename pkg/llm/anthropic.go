@@ -73,9 +73,9 @@ type (
 		Type         string          `json:"type"`
 	}
 	anthropicToolParam struct {
-		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`
 		InputSchema json.RawMessage `json:"input_schema"`
+		Name        string          `json:"name"`
 	}
 	anthropicCache struct {
 		Type string `json:"type"`
