@@ -75,7 +75,7 @@ func (c *ConfigCmd) Run(rt *Runtime) error {
 				Source string `json:"source"`
 				Origin string `json:"origin,omitempty"`
 			}{"config", v.Key, v.Value, string(v.Source), v.Origin}
-			if v.Secret || isDuration(v.Value) {
+			if v.Secret || isDuration(v.Value) || v.Key == "store" {
 				rec.Value = v.Display()
 			}
 			if err := enc.Encode(rec); err != nil {

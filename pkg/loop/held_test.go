@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/shell"
 )
 
 // TestServeLLMSendsWhatIsNew: against a model server that holds
@@ -63,8 +64,8 @@ func TestServeLLMSendsWhatIsNew(t *testing.T) {
 func TestCoprocessesStartWhileTasksLoad(t *testing.T) {
 	dir := t.TempDir()
 	started := filepath.Join(dir, "model-started")
-	llm := NewServeLLM("touch "+shellQuote(started)+" && "+fakeCmd(t, "llm 1 held"), os.Stderr)
-	list := "i=0; while [ ! -e " + shellQuote(started) + " ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; [ -e " + shellQuote(started) + " ] && " + fakeCmd(t, "list")
+	llm := NewServeLLM("touch "+shell.Quote(started)+" && "+fakeCmd(t, "llm 1 held"), os.Stderr)
+	list := "i=0; while [ ! -e " + shell.Quote(started) + " ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; [ -e " + shell.Quote(started) + " ] && " + fakeCmd(t, "list")
 	tools := NewServeTools(fakeCmd(t, "tools"), list, "", nil, os.Stderr)
 	defer llm.Close()
 	defer tools.Close()
