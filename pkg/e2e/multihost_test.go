@@ -113,7 +113,7 @@ func TestMultiHost(t *testing.T) {
 	for i, name := range lab.Hosts {
 		h := &host{home: filepath.Join(dir, name, ".powerglide"), done: make(chan error, 1)}
 		h.cmd = lab.Command(ctx, i, "pg-monitor", "run", "--team", mhTeam, "--workers", "2", "--worker-prefix", name+"-",
-			"--interval", "250ms", "--heartbeat", mhMonitorStale, "--grace", "1s", "--backoff", "200ms",
+			"--interval", "250ms", "--stale", mhMonitorStale, "--grace", "1s", "--backoff", "200ms",
 			"--", "pg-loop", "--team", mhTeam, "--llm-serve", "sh "+model+" serve", "--tools-serve", "fake-tool serve",
 			"--heartbeat", mhHeartbeat, "--lease", mhLease)
 		h.cmd.Env = mhEnv(dir, name, url, doubles)
@@ -365,7 +365,7 @@ func TestMultiHost(t *testing.T) {
 	}
 	text := mhRun(t, op, "", "pg-dash", "--team", mhTeam, "--once", "--stale", mhStale)
 	t.Logf("pg-dash --once:\n%s", text)
-	out = mhRun(t, op, "", "pg-monitor", "status", "--team", mhTeam, "--heartbeat", mhStale, "--json")
+	out = mhRun(t, op, "", "pg-monitor", "status", "--team", mhTeam, "--stale", mhStale, "--json")
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var s protocol.WorkerStatus
 		if err := json.Unmarshal([]byte(line), &s); err != nil || s.Type != "worker_status" {
