@@ -59,6 +59,8 @@ Examples:
 type CLI struct {
 	cli.Common `embed:""`
 	Run        RunCmd      `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
+	Serve      ServeCmd    `cmd:"" help:"Run one session as a coprocess: JSON Lines commands on stdin (prompt, follow_up, steer, abort, approve, deny, state, shutdown), events on stdout."`
+	Approve    ApproveCmd  `cmd:"" help:"Answer a team worker's pending approval (pg-loop --ask): approve the call, or --deny it."`
 	Sessions   SessionsCmd `cmd:"" help:"List the sessions (JSON Lines: id, parent, status, created, updated, tasks by status, tokens, cost, cwd), or show one with its transcript."`
 }
 
@@ -68,7 +70,7 @@ func Spec() *cli.Spec {
 		Name:        "pg-loop",
 		Description: description,
 		CLI:         &CLI{},
-		Schemas:     []string{"loop-event", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
+		Schemas:     []string{"loop-event", "serve-command", "approval-answer", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
 	}
 }
 
@@ -144,6 +146,9 @@ type RunCmd struct {
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
 
+	Ask []string `help:"Tool calls matching PATTERN wait for approval (repeatable): a glob on the tool name, optionally ':' and a wildcard matched against each string argument, e.g. 'bash:git push*', 'write:*.env', 'mcp__*'. pg-loop serve emits an approval event and waits for approve or deny; a team worker shows it in its worker record for pg-dash or pg-loop approve; any other run denies it with a tool result the model reads." placeholder:"PATTERN" sep:"none" group:"Safety"`
+
+	serving          bool `kong:"-"` // pg-loop serve: tasks come from commands on stdin
 	maxVerifySet     bool `kong:"-"` // --max-verify was given (now or in the resumed run)
 	contextWindowSet bool `kong:"-"` // the window was configured: else the model's
 }
@@ -155,7 +160,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		return err
 	}
 	home := cfg.String("home")
-	text := !rt.IO.JSON(c.JSON)
+	text := !rt.IO.JSON(c.JSON) && !c.serving
 	rt.JSON = !text
 	if err := c.checkMonitorTeam(rt.IO.Getenv); err != nil {
 		return err
@@ -283,6 +288,14 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err != nil {
 		return err
 	}
+	var ctl *loop.Control
+	if c.serving {
+		ctl = c.control(replay)
+		src, o.Approver, o.Control = ctl, ctl, ctl
+	}
+	if o.Ask, err = loop.ParseAsk(c.Ask); err != nil {
+		return cli.Usagef("%v", err)
+	}
 	c.model(rt, cfg, &o, workdir)
 	if !c.NoSession {
 		if sess, err = c.openSession(home, workdir, base, now); err != nil {
@@ -337,6 +350,9 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err != nil {
 		return err
 	}
+	if ctl != nil {
+		c.serveCommands(rt, ctl, r, o.Events)
+	}
 	res := r.Run(rt.Ctx)
 	if res.Signal {
 		if rt.Ctx.Err() != nil {
@@ -353,6 +369,8 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	// shared format.
 	rt.JSON = false
 	switch {
+	case c.serving && res.State == loop.Done:
+		return nil // a task that failed is the controller's to judge
 	case res.State == loop.Failed:
 		code, kind, msg := res.Failure()
 		return &cli.Error{Code: code, Kind: kind, Err: errors.New(msg)}
@@ -448,6 +466,7 @@ type savedOptions struct {
 	ToolOutputMax   *int              `json:"tool_output_max,omitempty"`
 	NoContextFiles  *bool             `json:"no_context_files,omitempty"`
 	NoSkills        *bool             `json:"no_skills,omitempty"`
+	Ask             []string          `json:"ask,omitempty"`
 	Veto            string            `json:"veto,omitempty"`
 	ToolParallel    *int              `json:"tool_parallel,omitempty"`
 	Var             map[string]string `json:"var,omitempty"`
@@ -461,7 +480,7 @@ func (c *RunCmd) saved() savedOptions {
 		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
 		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
 		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var,
-		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, NoSkills: &c.NoSkills, Veto: c.Veto}
+		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, NoSkills: &c.NoSkills, Ask: c.Ask, Veto: c.Veto}
 	if c.contextWindowSet {
 		s.ContextWindow = &c.ContextWindow
 	}
@@ -523,6 +542,9 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	pick(&c.ToolOutputMax, given("tool-output-max"), s.ToolOutputMax)
 	pick(&c.NoContextFiles, given("no-context-files"), s.NoContextFiles)
 	pick(&c.NoSkills, given("no-skills"), s.NoSkills)
+	if !given("ask") && len(s.Ask) > 0 {
+		c.Ask = s.Ask
+	}
 	str(&c.Veto, "veto", s.Veto)
 	pick(&c.ToolParallel, given("tool-parallel"), s.ToolParallel)
 	if !given("context-window") && s.ContextWindow != nil {
@@ -575,7 +597,10 @@ func (c *RunCmd) check(o *loop.Options) error {
 	if n > 1 {
 		return cli.Usagef("give one task source: --task, --tasks, --team or --pipeline")
 	}
-	if n == 0 && c.Resume == "" && !c.Continue && c.Fork == "" {
+	if c.serving && n > 0 {
+		return cli.Usagef("pg-loop serve takes its tasks from prompt and follow_up commands on stdin, not from --task, --tasks, --team or --pipeline")
+	}
+	if n == 0 && c.Resume == "" && !c.Continue && c.Fork == "" && !c.serving {
 		return cli.Usagef("no tasks: give --task TEXT, --tasks FILE, --team T --worker N or --pipeline FILE")
 	}
 	if c.LLM != "" && c.LLMServe != "" {
