@@ -94,6 +94,11 @@ func (c *Control) observe(ev any) {
 		c.state, c.task, c.step = e.To, e.Task, e.Step
 	case *protocol.LoopAssistantEvent:
 		c.usage = e.Total
+	case *protocol.LoopTaskEvent:
+		if e.Status != "started" {
+			c.busy = false // ended, however: done, failed, released or cancelled
+			c.signal()
+		}
 	}
 }
 

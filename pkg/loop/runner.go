@@ -1280,7 +1280,9 @@ func (r *Runner) endTask(status, reason string, retry bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cause := context.Cause(tr.ctx)
-	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit)
+	// A task taken back (its lease lost, or aborted by pg-loop serve's
+	// controller) is cancelled, not failed.
+	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit) || errors.Is(cause, ErrAborted) || errors.Is(cause, ErrShutdown)
 	var err error
 	switch {
 	case lost:

@@ -369,8 +369,6 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	// shared format.
 	rt.JSON = false
 	switch {
-	case c.serving && res.State == loop.Done:
-		return nil // a task that failed is the controller's to judge
 	case res.State == loop.Failed:
 		code, kind, msg := res.Failure()
 		return &cli.Error{Code: code, Kind: kind, Err: errors.New(msg)}
