@@ -113,7 +113,7 @@ type Model struct {
 	// answered holds, by worker, the call a key answered: its prompt goes
 	// away before the worker's record says so.
 	answered map[string]string
-	loadSeq    int
+	loadSeq  int
 
 	frame   string // the last frame drawn, reused while frameOK
 	frameOK bool
