@@ -356,7 +356,13 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				changed = true
 				break
 			}
-			w.emit(res, protocol.MonitorEvent{Action: ActSigterm, Worker: r.Worker, PID: r.PID, Task: r.Task, Reason: reason})
+			// The grace runs from the signal, not from the start of the
+			// pass (a loaded machine may take long between the two), and
+			// the journal dates the sigterm event the same.
+			k := st.Kills[r.Worker]
+			k.TermAt = time.Now().UTC()
+			changed = true
+			w.emit(res, protocol.MonitorEvent{TS: k.TermAt, Action: ActSigterm, Worker: r.Worker, PID: r.PID, Task: r.Task, Reason: reason})
 		case p == ProcGone:
 			if st.Dead[r.Worker] == incarnation(r) {
 				break // its tasks were released already

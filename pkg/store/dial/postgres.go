@@ -2,12 +2,12 @@ package dial
 
 import (
 	"context"
-	"errors"
 
 	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/pgstore"
 )
 
-// openPostgres opens the PostgreSQL store.
+// openPostgres opens the PostgreSQL store (and migrates its schema).
 func openPostgres(ctx context.Context, url string) (store.Store, error) {
-	return nil, errors.New("the PostgreSQL store is not in this build yet")
+	return pgstore.Open(ctx, url)
 }
