@@ -64,6 +64,7 @@ type CLI struct {
 	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
 	Call        CallCmd        `cmd:"" help:"Run one tool call and print its result."`
 	Serve       ServeCmd       `cmd:"" help:"Run calls read as JSON lines from stdin; write one result line each."`
+	MCPServe    MCPCmd         `cmd:"" name:"mcp" help:"Serve the tools to an MCP client (Claude Code, codex, editors) over stdio."`
 	SandboxInfo SandboxCmd     `cmd:"" name:"sandbox" help:"Print the sandbox mode in force and what enforces each rule on this machine, as JSON."`
 	SandboxExec SandboxExecCmd `cmd:"" name:"sandbox-exec" hidden:"" help:"Run a command under a sandbox policy (used by pg-tool itself)."`
 }
