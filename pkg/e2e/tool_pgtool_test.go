@@ -13,7 +13,7 @@ import (
 func init() { tools["pg-tool"] = pgtool.Spec }
 
 // TestPgTool runs testdata/script/pg-tool. Scripts get $MCPBIN (the npm
-// MCP servers installed by scripts/test-deps.sh; the condition [mcp] says
+// MCP servers and the MCP Inspector installed by scripts/test-deps.sh; the condition [mcp] says
 // whether they are there), $REPO (the repository root) and the test's Go build cache, so the edit veto's
 // real `go build` does not rebuild the standard library.
 func TestPgTool(t *testing.T) {
@@ -21,7 +21,8 @@ func TestPgTool(t *testing.T) {
 	p := Params(scriptDir("pg-tool"))
 	mcpBin, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp", "node_modules", ".bin"))
 	_, npmErr := exec.LookPath("npm")
-	haveMCP := fileExists(filepath.Join(mcpBin, "mcp-server-everything")) && fileExists(filepath.Join(mcpBin, "mcp-server-filesystem"))
+	haveMCP := fileExists(filepath.Join(mcpBin, "mcp-server-everything")) && fileExists(filepath.Join(mcpBin, "mcp-server-filesystem")) &&
+		fileExists(filepath.Join(mcpBin, "mcp-inspector"))
 	if !haveMCP {
 		switch {
 		case os.Getenv("POWERGLIDE_TEST_NO_NPM") == "1":
