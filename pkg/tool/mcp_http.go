@@ -198,8 +198,10 @@ func (e *httpEndpoint) connect(ctx context.Context, s *Session) (*mcp.ClientSess
 	e.status.Store(0)
 	// No standalone GET stream: pg-tool needs no message the server
 	// starts, and a server or proxy that closes an idle stream would
-	// otherwise break the session between calls.
-	cs, err := mcpClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url, HTTPClient: e.client, DisableStandaloneSSE: true}, nil)
+	// otherwise break the session between calls. A call whose stream
+	// breaks is resumed twice at most (the SDK's default, five, has a
+	// call wait some 20 s on a server that is gone).
+	cs, err := mcpClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url, HTTPClient: e.client, DisableStandaloneSSE: true, MaxRetries: 2}, nil)
 	if err == nil {
 		return cs, nil
 	}

@@ -8,13 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/powerglide/powerglide/pkg/proc"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/tool"
@@ -48,7 +51,8 @@ type CLI struct {
 	Allow         []string      `help:"Only offer tools whose name matches one of these globs, e.g. 'read,grep,mcp__fs__*'." placeholder:"GLOB"`
 	Deny          []string      `help:"Never offer tools whose name matches one of these globs, e.g. 'bash,term_*'." placeholder:"GLOB"`
 	ToolsDir      string        `help:"Directory of external tools: every executable there that prints its definition for --schema (default ~/.config/powerglide/tools)." config:"tools_dir" env:"POWERGLIDE_TOOLS_DIR" placeholder:"DIR"`
-	MCP           []string      `name:"mcp" help:"MCP server as 'name=command args' (repeatable); its tools are named mcp__name__tool. Default: the config key mcp." sep:"none" placeholder:"NAME=CMD"`
+	MCP           []string      `name:"mcp" help:"MCP server as 'name=command args', or 'name=https://host/path' for one reached over HTTP (streamable HTTP, else legacy SSE; http:// on loopback only) (repeatable); its tools are named mcp__name__tool. Default: the config key mcp." sep:"none" placeholder:"NAME=CMD|URL"`
+	MCPHeader     []string      `name:"mcp-header" help:"HTTP header for the MCP server NAME, as 'NAME:Key=Value' (repeatable); $${VAR} in the value is read from the environment, which keeps the secret off the command line. Values never appear in results, logs or records. Adds to (and per key overrides) the config key mcp_headers." sep:"none" placeholder:"NAME:KEY=VALUE"`
 	MCPTimeout    time.Duration `name:"mcp-timeout" help:"Time limit of one MCP tool call; a server that does not answer in time is stopped (with its process group) and restarted on the next call (default 10m)." config:"mcp_timeout" env:"POWERGLIDE_MCP_TIMEOUT" placeholder:"DURATION"`
 	Verify        string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output. When CMD already failed, only a change that adds failure lines (compared without line numbers and timings) is rolled back." placeholder:"CMD"`
 	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
@@ -83,6 +87,10 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 	if outDir == "" {
 		outDir = filepath.Join(cfg.String("home"), "tool-output")
 	}
+	headers, err := c.mcpHeaders(cfg, mcp)
+	if err != nil {
+		return nil, err
+	}
 	sb, err := c.sandbox(rt, cfg)
 	if err != nil {
 		return nil, err
@@ -94,6 +102,7 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		Deny:          c.Deny,
 		ToolsDir:      cfg.String("tools_dir"),
 		MCP:           mcp,
+		MCPHeaders:    headers,
 		MCPTimeout:    cfg.Duration("mcp_timeout"),
 		Verify:        c.Verify,
 		VerifyTimeout: c.VerifyTimeout,
@@ -112,6 +121,42 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		return nil, cli.Usagef("%v", err)
 	}
 	return s, nil
+}
+
+// mcpHeaders are the headers of the MCP servers in use: the config key
+// mcp_headers (for the servers given), then --mcp-header, which overrides
+// a config header of the same server and name.
+func (c *CLI) mcpHeaders(cfg *config.Config, specs []string) ([]tool.MCPHeader, error) {
+	var fromConfig map[string]map[string]string
+	if err := cfg.Decode("mcp_headers", &fromConfig); err != nil {
+		return nil, err
+	}
+	inUse := map[string]bool{}
+	for _, spec := range specs {
+		if name, _, err := tool.ParseMCP(spec); err == nil {
+			inUse[name] = true
+		}
+	}
+	var out []tool.MCPHeader
+	for _, server := range slices.Sorted(maps.Keys(fromConfig)) {
+		if !inUse[server] {
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(fromConfig[server])) {
+			out = append(out, tool.MCPHeader{Server: server, Key: key, Value: fromConfig[server][key]})
+		}
+	}
+	for _, spec := range c.MCPHeader {
+		h, err := tool.ParseMCPHeader(spec)
+		if err != nil {
+			return nil, cli.Usagef("--mcp-header: %v", err)
+		}
+		out = slices.DeleteFunc(out, func(o tool.MCPHeader) bool {
+			return o.Server == h.Server && strings.EqualFold(o.Key, h.Key)
+		})
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // ListCmd prints the tool definitions.
