@@ -40,6 +40,36 @@ if [ ${#missing[@]} -gt 0 ]; then
 	fi
 fi
 
+# The team store's PostgreSQL tests (pkg/store/pgtest) start their own
+# server with initdb and pg_ctl, which Debian keeps off PATH in
+# /usr/lib/postgresql/<version>/bin. Installed when missing, without the
+# cluster and the service the package would otherwise create and start.
+if [ -z "${POWERGLIDE_PG_BIN:-}" ] && ! command -v initdb >/dev/null 2>&1 &&
+	! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+	sudo=""
+	if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+		sudo="sudo -n"
+	fi
+	if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; }; then
+		echo "test-deps: apt-get install postgresql (for initdb and pg_ctl)" >&2
+		$sudo mkdir -p /etc/postgresql-common
+		[ -e /etc/postgresql-common/createcluster.conf ] ||
+			echo "create_main_cluster = false" | $sudo tee /etc/postgresql-common/createcluster.conf >/dev/null
+		policy=""
+		if ! [ -e /usr/sbin/policy-rc.d ]; then # no service start during the install
+			printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+			$sudo chmod +x /usr/sbin/policy-rc.d
+			policy=1
+		fi
+		$sudo apt-get update -qq >/dev/null
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+		[ -z "$policy" ] || $sudo rm -f /usr/sbin/policy-rc.d
+	else
+		echo "test-deps: WARNING: PostgreSQL's initdb not found: the team store's PostgreSQL tests will FAIL under CI=true" >&2
+		echo "test-deps: and skip otherwise (install Debian's postgresql package, or set POWERGLIDE_PG_BIN)." >&2
+	fi
+fi
+
 # pg-tool: the MCP servers its tests talk to and the MCP Inspector (the
 # client that drives pg-tool mcp), installed once into
 # testdata/mcp/node_modules (gitignored); a no-op when the pinned versions

@@ -76,7 +76,7 @@ func (c *ConfigCmd) Run(rt *Runtime) error {
 				Source string `json:"source"`
 				Origin string `json:"origin,omitempty"`
 			}{"config", v.Key, v.Value, string(v.Source), v.Origin}
-			if v.Secret || isDuration(v.Value) {
+			if v.Secret || isDuration(v.Value) || v.Key == "store" {
 				rec.Value = v.Display()
 				if _, object := v.Value.(json.RawMessage); object {
 					rec.Value = json.RawMessage(v.Display())

@@ -208,6 +208,10 @@ func (v Value) Display() string {
 		}
 		return ""
 	}
+	if v.Key == "store" {
+		s, _ := v.Value.(string)
+		return RedactURL(s)
+	}
 	switch x := v.Value.(type) {
 	case json.RawMessage:
 		return string(x)
@@ -253,6 +257,11 @@ func (c *Config) Secrets() []secrets.Secret {
 		v := c.values[name]
 		switch val := v.Value.(type) {
 		case string:
+			if name == "store" {
+				if p := URLPassword(val); p != "" {
+					out = append(out, secrets.Secret{Name: "store password", Value: p})
+				}
+			}
 			if v.Secret && val != "" {
 				n := name
 				if v.Source == SourceEnv {

@@ -69,6 +69,7 @@ var Keys = []Key{
 	{Name: "tool_max_saved_output", Kind: KindInt, Env: []string{"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT"}, Default: 16 << 20, Help: "pg-tool: cap in bytes on one saved full output of a capped result; a longer one keeps its first and last halves (0: no cap)"},
 	{Name: "sandbox", Kind: KindString, Env: []string{"POWERGLIDE_SANDBOX"}, Default: "workspace-write", Help: "pg-tool: sandbox of the commands it starts: workspace-write, read-only or off"},
 	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Default: "default", Help: "team name: the queue and workers in $POWERGLIDE_HOME/teams/<team>/"},
+	{Name: "store", Kind: KindString, Env: []string{"POWERGLIDE_STORE"}, Default: "", Help: "where team state lives for pg-queue, pg-loop --team, pg-monitor and pg-dash: empty or file: (the team directories under home), file:/path (those under /path), postgres://… or a libpq keyword string (PostgreSQL)"},
 	{Name: "queue_sync", Kind: KindBool, Env: []string{"POWERGLIDE_QUEUE_SYNC"}, Default: true, Help: "fsync the task queue after each change (false: faster; a power loss may lose the last changes, a killed process never corrupts it)"},
 	{Name: "queue_keep_finished", Kind: KindInt, Env: []string{"POWERGLIDE_QUEUE_KEEP_FINISHED"}, Default: 500, Help: "finished tasks kept in task-queue.json; beyond that the oldest move to task-archive.jsonl"},
 	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},

@@ -16,6 +16,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Liveness of a worker's process, as far as this host can tell.
@@ -268,7 +269,7 @@ func ParseVelocity(b []byte) (float64, error) {
 	s := strings.TrimSpace(string(b))
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("velocity %q is not a non-negative number", short(s, 20))
+		return 0, fmt.Errorf("velocity %q is not a non-negative number", termtext.Cut(s, 20))
 	}
 	return v, nil
 }
@@ -309,7 +310,7 @@ func journalLine(line []byte) (JournalLine, error) {
 			jl.Text += " by worker " + ev.Worker
 		}
 		if ev.Reason != "" {
-			jl.Text += ": " + oneLine(ev.Reason)
+			jl.Text += ": " + termtext.Line(ev.Reason)
 		}
 		switch ev.Op {
 		case "complete":
@@ -326,7 +327,7 @@ func journalLine(line []byte) (JournalLine, error) {
 			jl.Text += " " + ev.State
 		}
 		if ev.Reason != "" {
-			jl.Text += ": " + oneLine(ev.Reason)
+			jl.Text += ": " + termtext.Line(ev.Reason)
 		}
 		return jl, nil
 	case *protocol.MonitorEvent:
@@ -335,7 +336,7 @@ func journalLine(line []byte) (JournalLine, error) {
 			jl.Text += " worker " + ev.Worker
 		}
 		if ev.Reason != "" {
-			jl.Text += ": " + oneLine(ev.Reason)
+			jl.Text += ": " + termtext.Line(ev.Reason)
 		}
 		return jl, nil
 	}

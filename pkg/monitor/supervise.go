@@ -42,7 +42,11 @@ const (
 
 // RunOptions configure a supervised swarm.
 type RunOptions struct {
-	Workers     int
+	Workers int
+	// Prefix starts every worker's name: Prefix1..PrefixN. Hosts that
+	// share a team on one store each take their own, so that no two
+	// workers of the team have the same name.
+	Prefix      string
 	Restart     string
 	MaxRestarts int           // restarts per worker; negative: unlimited
 	Backoff     time.Duration // first restart delay, doubled each time, capped at MaxBackoff
@@ -154,7 +158,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 		return res, nil
 	}
 	for i := 1; i <= o.Workers; i++ {
-		sl := &slot{name: strconv.Itoa(i)}
+		sl := &slot{name: o.Prefix + strconv.Itoa(i)}
 		s.slots = append(s.slots, sl)
 		if err := s.spawn(ctx, sl, ActSpawn, "start of run"); err != nil {
 			s.stopAll(context.WithoutCancel(ctx), "a worker could not be started")

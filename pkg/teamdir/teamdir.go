@@ -4,8 +4,8 @@
 package teamdir
 
 import (
-	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -91,8 +91,15 @@ func (d Dir) Worker(n string) string { return filepath.Join(d.Path(), "worker-"+
 // Log is logs/worker-<n>.jsonl.
 func (d Dir) Log(n string) string { return filepath.Join(d.Path(), LogsDir, "worker-"+n+".jsonl") }
 
-// ErrNoTeam is returned by Exists for a team without a directory.
-var ErrNoTeam = errors.New("not found")
+// ErrNoTeam is returned by Exists for a team without a directory. It is
+// also fs.ErrNotExist, as every team store reports a missing team.
+var ErrNoTeam error = noTeam{}
+
+type noTeam struct{}
+
+func (noTeam) Error() string { return "not found" }
+
+func (noTeam) Is(target error) bool { return target == fs.ErrNotExist }
 
 // Exists reports, for commands that only read a team, whether its directory
 // is there: a read must never create it, and an empty answer for a

@@ -2,11 +2,14 @@ package teamdir
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -43,24 +46,81 @@ func readWorker(path string) (*protocol.Worker, error) {
 
 // Workers reads every worker-<n>.json of the team, sorted by worker name
 // (numerically when the names are numbers). Unreadable records are
-// returned as errors alongside the good ones.
+// returned as errors alongside the good ones; a record replaced between
+// the listing and its read is skipped. A watch pass reads hundreds of
+// records, so they are read into one reused buffer.
 func (d Dir) Workers() ([]*protocol.Worker, []error) {
-	paths, _ := filepath.Glob(filepath.Join(d.Path(), "worker-*.json"))
+	ents, err := os.ReadDir(d.Path())
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, []error{err}
+	}
 	var out []*protocol.Worker
 	var errs []error
-	for _, p := range paths {
-		if strings.Contains(filepath.Base(p), ".tmp-") {
+	var buf []byte
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "worker-") || !strings.HasSuffix(name, ".json") || strings.Contains(name, ".tmp-") || e.IsDir() {
 			continue
 		}
-		w, err := readWorker(p)
+		path := filepath.Join(d.Path(), name)
+		b, err := readInto(&buf, path)
 		if err != nil {
-			errs = append(errs, err)
+			if !errors.Is(err, fs.ErrNotExist) { // replaced between the listing and the read
+				errs = append(errs, err)
+			}
+			continue
+		}
+		w := new(protocol.Worker)
+		if err := json.Unmarshal(b, w); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
 			continue
 		}
 		out = append(out, w)
 	}
 	sort.Slice(out, func(i, j int) bool { return WorkerLess(out[i].Worker, out[j].Worker) })
 	return out, errs
+}
+
+// readInto reads a small file into *buf, growing it as needed, in as few
+// system calls as it takes (open, read, close): a watch pass reads every
+// record of a large team.
+func readInto(buf *[]byte, path string) ([]byte, error) {
+	if *buf == nil {
+		*buf = make([]byte, 16*1024)
+	}
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	n := 0
+	for {
+		if n == len(*buf) {
+			*buf = append(*buf, make([]byte, len(*buf))...)
+		}
+		m, err := syscall.Read(fd, (*buf)[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m <= 0 {
+			return (*buf)[:n], nil
+		}
+		n += m
+		// A short read of a regular file is its end: records are
+		// replaced atomically, never written in place.
+		if n < len(*buf) {
+			return (*buf)[:n], nil
+		}
+	}
 }
 
 // WorkerLess orders worker names numerically when both are numbers.

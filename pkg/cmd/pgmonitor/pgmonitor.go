@@ -137,9 +137,11 @@ func childEnv(rt *cli.Runtime, home string) []string {
 // Examples:
 //
 //	$ pg-monitor run --team T --workers 4 -- pg-loop --team T
+//	$ pg-monitor run --store postgres://db/pg --team T -n 4 --worker-prefix "$(hostname)-" -- pg-loop --team T
 //	$ pg-monitor run --team T --workers 2 --restart always --budget-usd 5 -- ./worker.sh
 type RunCmd struct {
-	Workers     int           `help:"Number of workers to spawn; each gets POWERGLIDE_TEAM and POWERGLIDE_WORKER=<n> (1..N)." required:"" short:"n" placeholder:"N"`
+	Workers     int           `help:"Number of workers to spawn; each gets POWERGLIDE_TEAM and POWERGLIDE_WORKER=<n> (1..N, after --worker-prefix)." required:"" short:"n" placeholder:"N"`
+	Prefix      string        `name:"worker-prefix" help:"Start every worker's name with this: <prefix>1..<prefix>N. When several hosts run one team on a shared store (--store postgres://...), give each host its own prefix, so no two workers of the team share a name." env:"POWERGLIDE_WORKER_PREFIX" placeholder:"P"`
 	Restart     string        `help:"Restart policy: on-failure restarts a worker that exits without <POWERGLIDE_DONE> (a crash, a signal, <POWERGLIDE_ERROR>), except when a restart cannot help: exit status 2 (usage error or bad input), exit status 4 (a limit of the worker, such as pg-loop's budget) or a last stderr line saying unrecoverable (pg-loop's authentication failure, or a model the provider does not have); always restarts after any exit, while the queue has work; never." enum:"on-failure,always,never" default:"on-failure"`
 	MaxRestarts int           `help:"Restarts allowed per worker; -1 for no limit." default:"5" placeholder:"K"`
 	Backoff     time.Duration `help:"Delay before a worker's first restart, doubled for each further restart (at most 30s)." default:"1s" placeholder:"D"`
@@ -164,6 +166,11 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if r.BudgetUSD < 0 {
 		return cli.Usagef("--budget-usd cannot be negative")
 	}
+	if r.Prefix != "" {
+		if err := teamdir.ValidName("worker", r.Prefix+"1"); err != nil {
+			return cli.Usagef("--worker-prefix %q: %v", r.Prefix, err)
+		}
+	}
 	if r.MaxRestarts < -1 {
 		return cli.Usagef("--max-restarts must be -1 (no limit) or more, got %d", r.MaxRestarts)
 	}
@@ -173,7 +180,7 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 	}
 	home, _ := rt.Home()
 	sup := &monitor.Supervisor{W: w, Opts: monitor.RunOptions{
-		Workers: r.Workers, Restart: r.Restart, MaxRestarts: r.MaxRestarts, Backoff: r.Backoff,
+		Workers: r.Workers, Prefix: r.Prefix, Restart: r.Restart, MaxRestarts: r.MaxRestarts, Backoff: r.Backoff,
 		Interval: interval, BudgetUSD: r.BudgetUSD, Argv: cmd, Env: childEnv(rt, home), Log: rt.IO.Err,
 	}}
 	res, err := sup.Run(rt.Ctx)

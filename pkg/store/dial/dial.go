@@ -1,0 +1,148 @@
+// Package dial opens the team store a URL names (--store, POWERGLIDE_STORE,
+// config key store):
+//
+//   - "" or "file:": the team directories under the data root;
+//   - "file:/path" (or "file:///path"): those under /path, as if
+//     POWERGLIDE_HOME were /path;
+//   - "postgres://…" or "postgresql://…" (a libpq URL), or a libpq keyword
+//     string such as "host=db dbname=powerglide": PostgreSQL, with the PG*
+//     environment variables filling what the URL leaves out.
+//
+// Anything else is bad input. No error or record ever shows the URL's
+// password: see Redact.
+package dial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
+)
+
+// Options are what a store needs besides its URL.
+type Options struct {
+	// Home is the data root, where "" and "file:" keep the teams.
+	Home string
+	// File tunes the file store's queues.
+	File filestore.Options
+}
+
+// Open opens the store url names, with home as the data root of the file
+// store.
+func Open(url, home string) (store.Store, error) {
+	return OpenContext(context.Background(), url, Options{Home: home})
+}
+
+// OpenContext opens the store url names; ctx bounds connecting to it.
+func OpenContext(ctx context.Context, rawURL string, o Options) (store.Store, error) {
+	kind, home, err := Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "file":
+		if home == "" {
+			home = o.Home
+		}
+		return filestore.Open(home, o.File), nil
+	default:
+		s, err := openPostgres(ctx, rawURL)
+		if err != nil {
+			return nil, redactErr(rawURL, err)
+		}
+		return s, nil
+	}
+}
+
+// FromConfig opens the store of a tool's resolved configuration: keys
+// store and home, and queue_sync and queue_keep_finished for the file
+// store's queues.
+func FromConfig(ctx context.Context, cfg *config.Config, file filestore.Options) (store.Store, error) {
+	file.NoSync = !cfg.Bool("queue_sync")
+	file.KeepFinished = cfg.Int("queue_keep_finished")
+	return OpenContext(ctx, cfg.String("store"), Options{Home: cfg.String("home"), File: file})
+}
+
+// InputError is a store URL that names no store: bad input (exit 2).
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string  { return e.Msg }
+func (e *InputError) BadInput() bool { return true }
+
+// Parse tells which store a URL names: "file" with the data root it gives
+// ("" for the default one), or "postgres".
+func Parse(rawURL string) (kind, home string, err error) {
+	s := strings.TrimSpace(rawURL)
+	switch {
+	case s == "" || s == "file:":
+		return "file", "", nil
+	case strings.HasPrefix(s, "file:"):
+		p := strings.TrimPrefix(s, "file:")
+		if strings.HasPrefix(p, "//") {
+			p = strings.TrimPrefix(p, "//")
+			if !strings.HasPrefix(p, "/") {
+				return "", "", &InputError{fmt.Sprintf("invalid store %q: a file: URL names no host; use file:/path or file:///path", Redact(rawURL))}
+			}
+		}
+		if !filepath.IsAbs(p) {
+			return "", "", &InputError{fmt.Sprintf("invalid store %q: use file: (the data root) or file:/absolute/path", Redact(rawURL))}
+		}
+		return "file", filepath.Clean(p), nil
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		if _, err := url.Parse(s); err != nil {
+			return "", "", &InputError{fmt.Sprintf("invalid store %q: %v", Redact(rawURL), redactErr(rawURL, unwrapURLError(err)))}
+		}
+		return "postgres", "", nil
+	case strings.Contains(s, "="):
+		return "postgres", "", nil
+	}
+	return "", "", &InputError{fmt.Sprintf("invalid store %q: use file:, file:/path, postgres://… or a libpq keyword string (host=… dbname=…)", Redact(rawURL))}
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// Redact returns the URL with its password replaced by xxxxx: the form
+// every message and record shows.
+func Redact(rawURL string) string { return config.RedactURL(rawURL) }
+
+// redactErr hides the URL's password wherever err's text shows it.
+func redactErr(rawURL string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	p := config.URLPassword(rawURL)
+	out := msg
+	if p != "" {
+		out = strings.ReplaceAll(out, p, "xxxxx")
+	}
+	if strings.Contains(out, rawURL) {
+		out = strings.ReplaceAll(out, rawURL, Redact(rawURL))
+	}
+	if out == msg {
+		return err
+	}
+	return &redacted{msg: out, err: err}
+}
+
+// redacted is an error whose text hides a password; it still unwraps to
+// the original for errors.Is and errors.As.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.err }

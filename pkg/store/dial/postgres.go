@@ -1,0 +1,13 @@
+package dial
+
+import (
+	"context"
+
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/pgstore"
+)
+
+// openPostgres opens the PostgreSQL store (and migrates its schema).
+func openPostgres(ctx context.Context, url string) (store.Store, error) {
+	return pgstore.Open(ctx, url)
+}

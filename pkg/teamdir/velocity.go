@@ -1,0 +1,39 @@
+package teamdir
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseVelocity reads what a velocity file (worker-<n>.velocity, or the
+// file of pg-loop --velocity-file) holds: one number of steps per second,
+// 0 for paused. Empty is "not set".
+func ParseVelocity(b []byte) (v float64, set bool, err error) {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return 0, false, nil
+	}
+	v, err = strconv.ParseFloat(s, 64)
+	if err != nil || CheckVelocity(v) != nil {
+		if len(s) > 20 {
+			s = s[:20] + "…"
+		}
+		return 0, false, fmt.Errorf("velocity %q is not a non-negative number", s)
+	}
+	return v, true, nil
+}
+
+// CheckVelocity refuses a velocity that is negative, NaN or infinite.
+func CheckVelocity(v float64) error {
+	if !(v >= 0) || math.IsInf(v, 1) {
+		return fmt.Errorf("velocity %v is not a non-negative number", v)
+	}
+	return nil
+}
+
+// FormatVelocity writes a velocity as its file holds it.
+func FormatVelocity(v float64) string {
+	return strconv.FormatFloat(v, 'g', -1, 64) + "\n"
+}
