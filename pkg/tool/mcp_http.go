@@ -73,7 +73,7 @@ func newHTTPEndpoint(name, raw string) (*httpEndpoint, error) {
 	}
 	shown := u.Scheme + "://" + u.Host + u.Path
 	if u.User != nil {
-		return nil, fmt.Errorf("MCP server %s (%s): credentials in the URL are refused; send them with --mcp-header %s:Authorization=...", name, shown, name)
+		return nil, fmt.Errorf("MCP server %s (%s): credentials in the URL are refused; send them with --mcp-header %s:Authorization=VALUE", name, shown, name)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
