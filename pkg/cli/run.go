@@ -183,6 +183,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		kong.Exit(func(c int) { panic(exitSignal{c}) }),
 		kong.Vars{"version": spec.Name + " " + version()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: false}),
+		kong.Help(helpPrinter),
 		kong.Bind(rt, io),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	}

@@ -71,13 +71,13 @@ func Load(opts Options) (*Config, error) {
 	if c.File == "" {
 		c.File = DefaultFile(env)
 	}
-	for _, k := range Keys {
+	for _, k := range keys {
 		c.values[k.Name] = Value{Key: k.Name, Value: k.defaultValue(env), Source: SourceDefault, Secret: k.Secret}
 	}
 	if err := c.loadFile(); err != nil {
 		return nil, err
 	}
-	for _, k := range Keys {
+	for _, k := range keys {
 		for _, name := range k.Env {
 			raw, ok := env(name)
 			if !ok || raw == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,8 +42,12 @@ type Key struct {
 	Help        string
 }
 
-// Keys is the registry of every configuration key, one place for all tools.
-var Keys = []Key{
+// keys is the registry of every configuration key, one place for all
+// tools: the shared keys here, and those of a tool that has many in a file
+// of their own, so that tools add keys without touching each other's lines.
+var keys = slices.Concat(baseKeys, monitorKeys, loopSafetyKeys)
+
+var baseKeys = []Key{
 	{Name: "home", Kind: KindString, Env: []string{"POWERGLIDE_HOME"}, Help: "data root: teams/, sessions/, pty/",
 		DefaultFunc: func(env func(string) (string, bool)) any {
 			h, _ := env("HOME")
@@ -123,7 +128,7 @@ func checkNumber[T int | float64](v float64, raw string) (T, error) {
 
 // Lookup finds a registered key.
 func Lookup(name string) (Key, bool) {
-	for _, k := range Keys {
+	for _, k := range keys {
 		if k.Name == name {
 			return k, true
 		}

@@ -54,7 +54,7 @@ func TestPgTool(t *testing.T) {
 		if cond == "mcp" {
 			return haveMCP, nil
 		}
-		return false, nil
+		return condition(cond)
 	}
 	testscript.Run(t, p)
 }
