@@ -267,6 +267,7 @@ pg-tool|serve overhead per read call ≤ 0.5 ms|sh|bench-tool.sh|^serve: read ca
 pg-tool|serve read call, in-process (Go)|go|BenchmarkServeRead|ns/op|-
 pg-tool|the sandbox adds ≤ 1 ms median to a bash `true` (issue 15; µs, with and without in the Go table)|go|BenchmarkBashTrue|added-us|<=1000
 pg-tool|grep over a large tree vs ripgrep: report the ratio|sh|bench-tool.sh|ratio|-
+pg-tool|`pg-tool mcp` per read call within 1.5× of `pg-tool serve` (Go, round trips over pipes; issue 19)|ratio|BenchmarkCallRead/mcp-BenchmarkCallRead/serve|ns/op|<=1.5
 pg-pty|`run -- cat` 100 MB vs `script -qc`: ratio ≥ 1.0 (by wall time)|sh|bench-pty.sh|^throughput ratio|#1|>=1.0
 pg-pty|start latency ≤ 10 ms|sh|bench-pty.sh|^start latency|#2|<=10
 pg-pty|holder RSS ≤ 15 MB (after 10 MB of output)|sh|bench-pty.sh|^holder RSS|#3|<=15
