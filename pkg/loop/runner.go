@@ -1051,17 +1051,7 @@ func (r *Runner) observing() (Input, string) {
 	tr := r.cur
 	blocks := make(protocol.Content, len(tr.results))
 	for i, res := range tr.results {
-		out := res.Output
-		if !res.OK && res.Error != nil {
-			if out != "" {
-				out = *res.Error + "\n" + out
-			} else {
-				out = *res.Error
-			}
-		}
-		if res.Truncated && res.FullOutput != "" {
-			out += "\n[output truncated; the whole output is in " + res.FullOutput + "]"
-		}
+		out := res.Text()
 		if r.o.ContextWindow > 0 {
 			out = r.cutOutput(res.Name, out, r.outputMax())
 		}
