@@ -138,6 +138,18 @@ godiff() {
 	if [ -n "$a" ] && [ -n "$b" ]; then fmtval "$(awk -v a="$a" -v b="$b" 'BEGIN { print a - b }')" "$3"; else echo "not run"; fi
 }
 
+# goratio NAME-A NAME-B UNIT: median of A over median of B, as "N.NN× (A; B)".
+goratio() {
+	local a b
+	a=$(gomedraw "$1" "$3")
+	b=$(gomedraw "$2" "$3")
+	if [ -n "$a" ] && [ -n "$b" ]; then
+		echo "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f×", a / b }') ($(fmtval "$a" "$3"); $(fmtval "$b" "$3"))"
+	else
+		echo "not run"
+	fi
+}
+
 # shline SCRIPT REGEX: the first line a script bench printed that matches, trimmed.
 shline() {
 	local f="$tmp/$1.out"
@@ -195,6 +207,7 @@ mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 		go) m=$(gomed "$a" "$b") ;;
 		sh) m=$(shline "$a" "$b") ;;
 		diff) m=$(godiff "${a%%-*}" "${a#*-}" "$b"); from="${a%%-*} − ${a#*-}" ;;
+		ratio) m=$(goratio "${a%%-*}" "${a#*-}" "$b"); from="${a%%-*} ÷ ${a#*-}" ;;
 		esac
 		echo "| $tool | $target | $m | $src: $from |"
 	done <<'ROWS'
@@ -208,6 +221,7 @@ pg-tool|cold `pg-tool call read` ≤ 10 ms|sh|bench-tool.sh|^cold pg-tool call r
 pg-tool|serve overhead per read call ≤ 0.5 ms|sh|bench-tool.sh|^serve: read calls
 pg-tool|serve read call, in-process (Go)|go|BenchmarkServeRead|ns/op
 pg-tool|grep over a large tree vs ripgrep: report the ratio|sh|bench-tool.sh|ratio
+pg-tool|`pg-tool mcp` per read call within 1.5× of `pg-tool serve` (Go, round trips over pipes)|ratio|BenchmarkCallRead/mcp-BenchmarkCallRead/serve|ns/op
 pg-pty|`run -- cat` 100 MB vs `script -qc`: ratio ≥ 1.0|sh|bench-pty.sh|^throughput ratio
 pg-pty|start latency ≤ 10 ms|sh|bench-pty.sh|^start latency
 pg-pty|holder RSS ≤ 15 MB|sh|bench-pty.sh|^holder RSS
