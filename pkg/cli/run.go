@@ -22,6 +22,10 @@ import (
 // -ldflags "-X github.com/powerglide/powerglide/pkg/cli.Version=v1.2.3".
 var Version = ""
 
+// VersionString is the version the tools report: Version, else the
+// module's version from the build, else "dev".
+func VersionString() string { return version() }
+
 func version() string {
 	if Version != "" {
 		return Version

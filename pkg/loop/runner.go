@@ -90,6 +90,14 @@ type Options struct {
 	SkillsCap int
 	Getenv    func(string) string
 
+	// Ask are the --ask patterns: a matching tool call waits for the
+	// Approver (pg-loop serve), or in team mode for an answer through the
+	// worker record; any other run denies it. Control is pg-loop serve's
+	// handle on the run (steer messages).
+	Ask      []AskPattern
+	Approver Approver
+	Control  *Control
+
 	Team      *teamdir.Dir // team mode: the worker record is kept here
 	Worker    string
 	Heartbeat time.Duration
@@ -280,12 +288,10 @@ func (r *Runner) Run(ctx context.Context) Result {
 			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
 		}
 	}
-	// Coprocesses start now, while the tasks load, not at their first use.
-	for _, c := range []any{r.o.LLM, r.o.Tools} {
-		if s, ok := c.(interface{ Start() }); ok {
-			s.Start()
-		}
-	}
+	// The model coprocess starts now, while the tasks load, not at the
+	// first request (the tools coprocess once the tool list is read: the
+	// list and the model are what the first request waits for).
+	start(r.o.LLM)
 	r.fire(Start, "")
 	for !r.state.Terminal() {
 		if ctx.Err() != nil {
@@ -477,11 +483,20 @@ func (r *Runner) handle(ctx context.Context) (Input, string) {
 	return r.fatal(fmt.Errorf("loop: no handler for state %s", r.state))
 }
 
+// start starts a coprocess component in the background, ahead of its
+// first use.
+func start(component any) {
+	if s, ok := component.(interface{ Start() }); ok {
+		s.Start()
+	}
+}
+
 func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	defs, err := r.o.Tools.List(ctx)
 	if err != nil {
 		return r.fatal(err)
 	}
+	start(r.o.Tools)
 	r.tools = defs
 	r.sys = r.o.System
 	if r.sys == "" {
@@ -793,6 +808,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	if r.o.MaxSteps > 0 && tr.steps >= r.o.MaxSteps {
 		return r.limit(&LimitError{Limit: LimitSteps, Reason: fmt.Sprintf("%d steps taken, the limit is %d", tr.steps, r.o.MaxSteps)}, false)
 	}
+	r.steer(tr)
 	if err := r.window(tr.ctx); err != nil {
 		return r.windowFailure(err)
 	}
@@ -950,6 +966,15 @@ func (r *Runner) toolCall() (Input, string) {
 				tr.results[i] = failedResult(c, guard.Refusal(fs))
 			}
 		}
+		if tr.results[i].Type == "" {
+			res, run, err := r.approval(tr, c)
+			if err != nil {
+				return r.taskCtxErr()
+			}
+			if !run {
+				tr.results[i] = res
+			}
+		}
 	}
 	return Parsed, ""
 }
@@ -1051,17 +1076,7 @@ func (r *Runner) observing() (Input, string) {
 	tr := r.cur
 	blocks := make(protocol.Content, len(tr.results))
 	for i, res := range tr.results {
-		out := res.Output
-		if !res.OK && res.Error != nil {
-			if out != "" {
-				out = *res.Error + "\n" + out
-			} else {
-				out = *res.Error
-			}
-		}
-		if res.Truncated && res.FullOutput != "" {
-			out += "\n[output truncated; the whole output is in " + res.FullOutput + "]"
-		}
+		out := res.Text()
 		if r.o.ContextWindow > 0 {
 			out = r.cutOutput(res.Name, out, r.outputMax())
 		}
@@ -1268,7 +1283,9 @@ func (r *Runner) endTask(status, reason string, retry bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cause := context.Cause(tr.ctx)
-	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit)
+	// A task taken back (its lease lost, or aborted by pg-loop serve's
+	// controller) is cancelled, not failed.
+	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit) || errors.Is(cause, ErrAborted) || errors.Is(cause, ErrShutdown)
 	var err error
 	switch {
 	case lost:

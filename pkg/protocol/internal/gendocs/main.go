@@ -77,7 +77,7 @@ var intro = map[string]string{
 	"tool-result": "`pg-tool`'s answer to a call. Secrets in the output and the error are replaced by `[redacted:NAME]` (a variable's or config key's name, or a kind: `anthropic-key`, `openai-key`, `github-token`, `aws-access-key`, `bearer-token`). " +
 		"`untrusted: true` marks output brought in from outside the workspace: every MCP tool and external tool, and a `bash` command that reaches the network (a URL, curl, wget, nc, git clone/fetch/pull). " +
 		"pg-loop gives such output to the model wrapped as `<untrusted source=\"TOOL\">`, a newline, the output, a newline and `</untrusted>` (a `</untrusted>` inside the output is defused), so the model can tell data from instructions.",
-	"tool-output":   "What `pg-tool serve` writes: results, and errors for malformed lines.",
+	"tool-output":   "What `pg-tool serve` writes: results, and errors for malformed lines. `pg-tool mcp` answers an MCP `tools/call` with the same result: one text content holding what pg-loop shows a model (a failure's `error`, a newline and the `output`; when `truncated`, a last line `[output truncated; the whole output is in FILE]`), `isError` when `ok` is false, and in `_meta` the keys `powerglide/truncated`, `powerglide/full_output`, `powerglide/untrusted`, `powerglide/sandbox` and `powerglide/duration_ms`.",
 	"tool-sandbox":  "`pg-tool sandbox`: the sandbox mode in force and what enforces each rule on this machine.",
 	"tool-skill":    "`pg-tool skills`: one Agent Skill found for the workspace (a folder with a `SKILL.md`); a nearer skill hides one of the same name further away.",
 	"task":          "One task of the team queue (`task-queue.json`, `pg-queue list`).",
@@ -85,9 +85,13 @@ var intro = map[string]string{
 	"worker-status": "`pg-monitor status`: each worker with its liveness (alive, stale, stuck, dead, done), heartbeat age, task and usage.",
 	"journal-event": "`events.jsonl`: the team's journal of task changes, worker state changes and monitor actions.",
 	"loop-event": "`pg-loop`'s stdout and `logs/worker-<n>.jsonl`. " +
+		"An `approval` event is a tool call that matched an `--ask` pattern: `status: pending` while it waits (answer it by `call.id`), then `approved` or `denied` (with the `reason` the model reads); a `reply` answers a command of `pg-loop serve` (see serve-command). " +
 		"A `guard` event is a finding of the exfiltration guard (`--guard warn`, the default, or `strict`): a tool call whose arguments carry a URL on a host that first appeared in untrusted tool output (not in the system prompt, the task or the user's messages), or a key-shaped string from such output, or a Markdown image from such a host in the final answer. " +
 		"In strict mode the call is refused with a tool error the model reads (`action: refused`) and the image is removed from the task's result (`action: removed`).",
-	"error": "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
+	"serve-command": "One line of `pg-loop serve`'s stdin: `prompt` and `follow_up` (`message`, optional `verify`) make a task, `steer` (`message`) adds a message before the current task's next model call, `abort` cancels the current task, `approve` and `deny` (`call`, `reason`) answer an `approval` event, `state` asks for the state, `shutdown` ends the session. " +
+		"Each command is answered by a `reply` loop event with its `id` (`ok`, `error`, the `task` made or concerned, `state`), written before the events the command causes.",
+	"approval-answer": "`worker-<n>.approval` in the team directory: the answer to the call a team worker waits on (its worker record's `approval`), written by `pg-loop approve` or pg-dash's y and n keys, read and removed by the worker.",
+	"error":           "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
 }
 
 func render(w io.Writer) error {
