@@ -81,7 +81,7 @@ func TestProcessesShareTheBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const workers, budget = 4, 0.15
 			home := t.TempDir()
-	d := fileTeam(home)
+			d := fileTeam(home)
 			if _, err := SetBudget(ctx, d, budget, time.Now()); err != nil {
 				t.Fatal(err)
 			}
@@ -257,7 +257,7 @@ func BenchmarkReserveSettle(b *testing.B) {
 	for _, n := range []int{0, 16} {
 		b.Run(fmt.Sprintf("inflight=%d", n), func(b *testing.B) {
 			home := b.TempDir()
-	d := fileTeam(home)
+			d := fileTeam(home)
 			if _, err := SetBudget(ctx, d, 1e9, time.Now()); err != nil {
 				b.Fatal(err)
 			}
