@@ -15,6 +15,7 @@ complete -c pg-loop -n '__fish_seen_subcommand_from run' -l task -r -F -d 'A tas
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l tasks -r -F -d 'JSON Lines of tasks ({"id","title","prompt","verify","labels"}), a file or - for stdin.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l team -r -F -d 'Team mode: claim tasks from this team'\''s queue (env POWERGLIDE_TEAM). A worker started by pg-monitor run must name the monitor'\''s team, or none.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l worker -r -F -d 'Team mode: this worker'\''s name (env POWERGLIDE_WORKER).'
+complete -c pg-loop -n '__fish_seen_subcommand_from run' -l store -r -F -d 'Team mode: where the team'\''s state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL, shared by hosts). The pg-queue it runs inherits it; the tools component never sees it.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l queue -r -F -d 'The queue command of team mode (default: pg-queue next to pg-loop, else on PATH).'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l lease -r -F -d 'Lease asked for a claimed task; renewed as the heartbeat.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l idle-wait -r -F -d 'Team mode: when nothing is claimable but the queue is not drained (tasks blocked by dependencies or claimed by other workers), wait this long for a claimable task, then exit 3 without <POWERGLIDE_DONE> (0: wait until the queue drains, right under pg-monitor).'

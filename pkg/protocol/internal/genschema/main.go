@@ -47,6 +47,7 @@ func write(dir string) error {
 		"error":         reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
 		"queue-stats":   reflectType(reflect.TypeFor[protocol.QueueStats]()),
 		"queue-count":   reflectType(reflect.TypeFor[protocol.QueueCount]()),
+		"queue-init":    reflectType(reflect.TypeFor[protocol.StoreInit]()),
 	}
 	// A task may carry fields this version does not know (DESIGN.md §3:
 	// fields may be added); the queue keeps them.
