@@ -221,6 +221,7 @@ pg-loop|overhead per step ≤ 5 ms (processes, fakes)|sh|bench-loop.sh|^fakes
 pg-loop|peak RSS of pg-loop + coprocesses over 200 steps ≤ 60 MB|sh|bench-loop.sh|peak RSS
 pg-loop|resume a 10,000-message session ≤ 300 ms|sh|bench-loop.sh|ready to call the model
 pg-loop|replay of a 10,000-message session alone (Go)|go|BenchmarkResume10k|ns/op
+pg-loop|Agent Skills discovery over 200 skills ≤ 20 ms added to launch (discovery and the prompt section; pg-tool list pays it once more)|go|BenchmarkDiscover200|ns/op
 pg-monitor|one watch pass over 256 worker records ≤ 50 ms|go|BenchmarkPass|ns/op
 pg-monitor|monitor RSS with 16 workers ≤ 20 MB|sh|bench-monitor.sh|^pg-monitor run
 pg-dash|CPU when idle ≤ 1 %|sh|bench-dash.sh|^pg-dash cpu idle

@@ -33,6 +33,7 @@ complete -c pg-loop -n '__fish_seen_subcommand_from run' -l model -r -F -d 'Mode
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l max-tokens -r -F -d 'max_tokens of each request; budgets count it.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l system -r -F -d 'The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l no-context-files -d 'Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt.'
+complete -c pg-loop -n '__fish_seen_subcommand_from run' -l no-skills -d 'Offer no Agent Skills: their names and descriptions stay out of the system prompt, and the tools component gets POWERGLIDE_NO_SKILLS=1 (pg-tool then offers no skill tool).'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l veto -r -F -d 'Edit veto for the run: pg-tool runs CMD before and after every edit or write, and a change that makes CMD newly fail is rolled back and the call fails with CMD'\''s output (pg-tool --verify). Needs the default tools component.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l workdir -s C -r -F -d 'Work in this directory.'
 complete -c pg-loop -n '__fish_seen_subcommand_from run' -l verify -r -F -d 'Check run after the model'\''s answer (a task'\''s own verify wins); its failure goes back to the model.'

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/powerglide/powerglide/pkg/shell"
 )
 
 // CompletionCmd prints a static completion script generated from the kong
@@ -107,7 +108,7 @@ func writeBash(w io.Writer, tool string, nodes []compNode, zsh bool) {
 	var paths []string
 	for _, n := range nodes {
 		if n.path != "" {
-			paths = append(paths, shellQuote(n.path))
+			paths = append(paths, shell.Quote(n.path))
 		}
 	}
 	if len(paths) > 0 {
@@ -121,9 +122,9 @@ func writeBash(w io.Writer, tool string, nodes []compNode, zsh bool) {
 		for _, f := range n.flags {
 			if len(f.enum) > 0 {
 				fmt.Fprintf(w, "    %s) COMPREPLY=($(compgen -W %s -- \"$cur\")); return ;;\n",
-					shellQuote(n.path+":--"+f.long), shellQuote(strings.Join(f.enum, " ")))
+					shell.Quote(n.path+":--"+f.long), shell.Quote(strings.Join(f.enum, " ")))
 			} else if f.takesValue {
-				fmt.Fprintf(w, "    %s) COMPREPLY=(); return ;;\n", shellQuote(n.path+":--"+f.long))
+				fmt.Fprintf(w, "    %s) COMPREPLY=(); return ;;\n", shell.Quote(n.path+":--"+f.long))
 			}
 		}
 	}
@@ -138,7 +139,7 @@ func writeBash(w io.Writer, tool string, nodes []compNode, zsh bool) {
 				words = append(words, "-"+f.short)
 			}
 		}
-		fmt.Fprintf(w, "    %s) cands=%s ;;\n", shellQuote(n.path), shellQuote(strings.Join(words, " ")))
+		fmt.Fprintf(w, "    %s) cands=%s ;;\n", shell.Quote(n.path), shell.Quote(strings.Join(words, " ")))
 	}
 	fmt.Fprintln(w, `  esac`)
 	fmt.Fprintln(w, `  COMPREPLY=($(compgen -W "$cands" -- "$cur"))`)
@@ -156,24 +157,22 @@ func writeFish(w io.Writer, tool string, nodes []compNode) {
 			cond = "__fish_seen_subcommand_from " + parts[len(parts)-1]
 		}
 		for _, c := range n.commands {
-			fmt.Fprintf(w, "complete -c %s -n %s -a %s -d %s\n", tool, shellQuote(cond), shellQuote(c), shellQuote(n.help[c]))
+			fmt.Fprintf(w, "complete -c %s -n %s -a %s -d %s\n", tool, shell.Quote(cond), shell.Quote(c), shell.Quote(n.help[c]))
 		}
 		for _, f := range n.flags {
-			line := fmt.Sprintf("complete -c %s -n %s -l %s", tool, shellQuote(cond), f.long)
+			line := fmt.Sprintf("complete -c %s -n %s -l %s", tool, shell.Quote(cond), f.long)
 			if f.short != "" {
 				line += " -s " + f.short
 			}
 			if f.takesValue {
 				line += " -r"
 				if len(f.enum) > 0 {
-					line += " -a " + shellQuote(strings.Join(f.enum, " "))
+					line += " -a " + shell.Quote(strings.Join(f.enum, " "))
 				} else {
 					line += " -F"
 				}
 			}
-			fmt.Fprintf(w, "%s -d %s\n", line, shellQuote(f.help))
+			fmt.Fprintf(w, "%s -d %s\n", line, shell.Quote(f.help))
 		}
 	}
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

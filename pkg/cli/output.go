@@ -77,6 +77,6 @@ func outputCode(rt *Runtime, code int, werr error) int {
 	if werr == nil || code != ExitOK {
 		return code
 	}
-	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, oneLine(werr.Error()))
+	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, errorLine(werr.Error()))
 	return ExitFailure
 }

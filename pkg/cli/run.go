@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/config"
@@ -210,7 +209,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 			}
 			// A bug, not bad input: Go would exit 2, which the table
 			// keeps for bad input alone.
-			fmt.Fprintf(io.Err, "%s: error: internal error: %s\n%s", spec.Name, oneLine(fmt.Sprint(r)), debug.Stack())
+			fmt.Fprintf(io.Err, "%s: error: internal error: %s\n%s", spec.Name, errorLine(fmt.Sprint(r)), debug.Stack())
 			code = ExitFailure
 		}
 	}()
@@ -227,7 +226,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		if errors.As(err, &pe) && pe.Context != nil {
 			msg += fmt.Sprintf(" (see '%s --help')", commandLine(spec.Name, pe.Context))
 		}
-		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, oneLine(msg))
+		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, errorLine(msg))
 		return ExitUsage
 	}
 	rt.kctx = kctx
@@ -290,7 +289,7 @@ func Report(rt *Runtime, err error) int {
 	msg := lowerFirst(err.Error())
 	// stderr is most often a terminal, and a message may quote a task's
 	// title or a command's output: escapes are shown, not obeyed.
-	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, termtext.Visible(oneLine(msg)))
+	fmt.Fprintf(rt.IO.Err, "%s: error: %s\n", rt.Spec.Name, termtext.Visible(errorLine(msg)))
 	if rt.JSON {
 		rec := protocol.ErrorEvent{Type: protocol.EventError, Tool: rt.Spec.Name, Kind: Kind(err), Message: msg, ExitCode: code}
 		if le := lineOf(err); le > 0 {
@@ -313,10 +312,12 @@ func lineOf(err error) int {
 // whole message.
 const maxErrLine = 2000
 
-// oneLine folds a message that carries a command's output (a verifier's,
-// an external tool's stderr) onto one line, as DESIGN.md §2 wants: line
-// breaks become " | ", and a very long message keeps its head.
-func oneLine(s string) string {
+// errorLine folds an error message onto one line, as DESIGN.md §2 wants.
+// It is not termtext.OneLine, on purpose: a message that carries a
+// command's output (a verifier's, an external tool's stderr) keeps its
+// lines apart as " | " and each line's text exactly, and a very long one
+// keeps its head and says how much it lost.
+func errorLine(s string) string {
 	if strings.ContainsAny(s, "\r\n") {
 		var parts []string
 		for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
@@ -327,11 +328,8 @@ func oneLine(s string) string {
 		s = strings.Join(parts, " | ")
 	}
 	if len(s) > maxErrLine {
-		cut := maxErrLine
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
+		head := termtext.Cut(s, maxErrLine)
+		s = fmt.Sprintf("%s… (%d more bytes)", head, len(s)-len(head))
 	}
 	return s
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/termtext"
@@ -74,7 +73,7 @@ func entryOf(v any) *Entry {
 			e.Head += fmt.Sprintf("  step %d", ev.Step)
 		}
 		if ev.Reason != "" {
-			e.Head += "  (" + oneLine(ev.Reason) + ")"
+			e.Head += "  (" + termtext.Line(ev.Reason) + ")"
 		}
 		switch ev.To {
 		case "failed":
@@ -141,10 +140,10 @@ func entryOf(v any) *Entry {
 		e.TS, e.Kind = ev.TS, protocol.LoopVerify
 		if ev.OK {
 			e.Tone = "ok"
-			e.Head = fmt.Sprintf("✔ verify passed: %s", oneLine(ev.Command))
+			e.Head = fmt.Sprintf("✔ verify passed: %s", termtext.Line(ev.Command))
 		} else {
 			e.Tone = "bad"
-			e.Head = fmt.Sprintf("✘ verify failed (exit %d): %s", ev.ExitCode, oneLine(ev.Command))
+			e.Head = fmt.Sprintf("✘ verify failed (exit %d): %s", ev.ExitCode, termtext.Line(ev.Command))
 			e.Body = clip(ev.Output, maxResultLines)
 		}
 		if ev.Attempt > 0 {
@@ -155,19 +154,19 @@ func entryOf(v any) *Entry {
 		if ev.Skipped {
 			e.Head = "● commit skipped: nothing changed"
 		} else {
-			e.Head = "● commit " + short(ev.Hash, 10) + " " + firstLine(ev.Message)
+			e.Head = "● commit " + termtext.Cut(ev.Hash, 10) + " " + head(ev.Message)
 		}
 	case *protocol.LoopLimitEvent:
 		e.TS, e.Kind, e.Tone = ev.TS, protocol.LoopLimit, "bad"
-		e.Head = fmt.Sprintf("■ limit %s: %s", ev.Limit, oneLine(ev.Reason))
+		e.Head = fmt.Sprintf("■ limit %s: %s", ev.Limit, termtext.Line(ev.Reason))
 	case *protocol.LoopTaskEvent:
 		e.TS, e.Kind = ev.TS, protocol.LoopTask
 		e.Head = fmt.Sprintf("◆ task %s %s", ev.Task, ev.Status)
 		if ev.Title != "" {
-			e.Head += ": " + oneLine(ev.Title)
+			e.Head += ": " + termtext.Line(ev.Title)
 		}
 		if ev.Reason != "" {
-			e.Head += " (" + oneLine(ev.Reason) + ")"
+			e.Head += " (" + termtext.Line(ev.Reason) + ")"
 		}
 		switch ev.Status {
 		case "done":
@@ -177,7 +176,7 @@ func entryOf(v any) *Entry {
 		}
 	case *protocol.LoopLogEvent:
 		e.TS, e.Kind = ev.TS, protocol.LoopLog
-		e.Head = fmt.Sprintf("· %s: %s", ev.Level, firstLine(ev.Message))
+		e.Head = fmt.Sprintf("· %s: %s", ev.Level, head(ev.Message))
 		switch ev.Level {
 		case "warn":
 			e.Tone = "warn"
@@ -195,21 +194,21 @@ func entryOf(v any) *Entry {
 		e.Head = fmt.Sprintf("Σ %s: %d done, %d failed, %d steps, $%.4f, %.1fs (model %.1fs, tools %.1fs)", ev.Outcome, ev.Tasks.Done, ev.Tasks.Failed, ev.Steps, ev.Usage.CostUSD,
 			float64(ev.WallMS)/1000, float64(ev.ModelMS)/1000, float64(ev.ToolsMS)/1000)
 		if ev.Reason != "" {
-			e.Body = []string{oneLine(ev.Reason)}
+			e.Body = []string{termtext.Line(ev.Reason)}
 		}
 	case *protocol.LoopGuardEvent:
 		e.TS, e.Kind, e.Tone = ev.TS, protocol.LoopGuard, "warn"
 		if ev.Action == "refused" || ev.Action == "removed" {
 			e.Tone = "bad"
 		}
-		e.Head = fmt.Sprintf("⚠ guard %s %s %s (from %s)", ev.Action, ev.Kind, oneLine(ev.Match), ev.Source)
+		e.Head = fmt.Sprintf("⚠ guard %s %s %s (from %s)", ev.Action, ev.Kind, termtext.Line(ev.Match), ev.Source)
 	case *protocol.ErrorEvent:
 		e.Kind, e.Tone = KindError, "bad"
 		e.Head = "✘ error"
 		if ev.Kind != "" {
 			e.Head += " " + ev.Kind
 		}
-		e.Head += ": " + firstLine(ev.Message)
+		e.Head += ": " + head(ev.Message)
 		e.Body = clip(rest(ev.Message), maxResultLines)
 	}
 	e.Head = termtext.Visible(e.Head) // names, models and ids are the record's too
@@ -252,14 +251,16 @@ func plural(n int) string {
 	return "s"
 }
 
-// firstLine, oneLine and clip render what they keep with termtext: a
-// record's text may carry terminal escapes, to be shown, not obeyed.
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return termtext.Visible(s[:i]) + " …"
+// head and rest split a message into its first line, shown with " …" when
+// more follows, and the lines after it. head renders what it keeps with
+// termtext, as termtext.Line does for one-line fields: a record's text may
+// carry terminal escapes, to be shown, not obeyed.
+func head(s string) string {
+	h := termtext.Visible(termtext.FirstLine(s))
+	if rest(s) != "" {
+		h += " …"
 	}
-	return termtext.Visible(s)
+	return h
 }
 
 func rest(s string) string {
@@ -268,18 +269,6 @@ func rest(s string) string {
 		return s[i+1:]
 	}
 	return ""
-}
-
-func oneLine(s string) string { return termtext.Line(s) }
-
-func short(s string, n int) string {
-	if len(s) > n {
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n-- // never cut a character in two
-		}
-		return s[:n]
-	}
-	return s
 }
 
 func compactJSON(raw json.RawMessage) string {

@@ -188,7 +188,7 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 			if wr.Task != "" {
 				task = wr.Task
 				if wr.Title != "" {
-					task += " " + oneLine(wr.Title)
+					task += " " + termtext.Line(wr.Title)
 				}
 			}
 			beat := "-"
@@ -198,7 +198,7 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 					beat += " STALE"
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%g\n", wr.Worker, state, short(task, 60), wr.Step, Tokens(wr.Tokens), Cost(wr.CostUSD), beat, wr.Velocity)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%g\n", wr.Worker, state, termtext.Cut(task, 60), wr.Step, Tokens(wr.Tokens), Cost(wr.CostUSD), beat, wr.Velocity)
 		}
 		tw.Flush()
 	}
@@ -213,14 +213,14 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 			if worker == "" {
 				worker = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.Status, t.ID, short(oneLine(t.Title), 60), t.Attempts, worker)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.Status, t.ID, termtext.Cut(termtext.Line(t.Title), 60), t.Attempts, worker)
 		}
 		tw.Flush()
 	}
 	if len(rec.Warnings) > 0 {
 		b.WriteString("\nwarnings:\n")
 		for _, w := range rec.Warnings {
-			b.WriteString("  " + oneLine(w) + "\n")
+			b.WriteString("  " + termtext.Line(w) + "\n")
 		}
 	}
 	// Ids, names and titles come from files anyone may edit: their

@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Liveness of a worker's process, as far as this host can tell.
@@ -369,7 +370,7 @@ func journalLine(line []byte) (JournalLine, error) {
 			jl.Text += " by worker " + ev.Worker
 		}
 		if ev.Reason != "" {
-			jl.Text += ": " + oneLine(ev.Reason)
+			jl.Text += ": " + termtext.Line(ev.Reason)
 		}
 		switch ev.Op {
 		case "complete":
@@ -386,7 +387,7 @@ func journalLine(line []byte) (JournalLine, error) {
 			jl.Text += " " + ev.State
 		}
 		if ev.Reason != "" {
-			jl.Text += ": " + oneLine(ev.Reason)
+			jl.Text += ": " + termtext.Line(ev.Reason)
 		}
 		return jl, nil
 	case *protocol.MonitorEvent:
@@ -395,7 +396,7 @@ func journalLine(line []byte) (JournalLine, error) {
 			jl.Text += " worker " + ev.Worker
 		}
 		if ev.Reason != "" {
-			jl.Text += ": " + oneLine(ev.Reason)
+			jl.Text += ": " + termtext.Line(ev.Reason)
 		}
 		return jl, nil
 	}

@@ -177,7 +177,7 @@ func (m *Model) warningLine(w int) string {
 	if len(msgs) > 1 {
 		s = fmt.Sprintf("⚠ %d warnings; %s", len(msgs), show)
 	}
-	return stWarn.Render(fit(oneLine(s), w))
+	return stWarn.Render(fit(termtext.Line(s), w))
 }
 
 // bottomLines are the status or confirmation line and the help bar.
@@ -374,7 +374,7 @@ func (t WorkersTable) row(w WorkerInfo, cols []column, sel bool, width int) stri
 			if title == "" {
 				s = stDim.Render(cell("–", c.width))
 			} else {
-				s = cell(oneLine(title), c.width)
+				s = cell(termtext.Line(title), c.width)
 			}
 		case "STEP":
 			s = rcell(fmt.Sprint(w.Step), c.width)
@@ -455,9 +455,9 @@ func (m *Model) workerHeader(width int, now time.Time) []string {
 	}
 	task := "no task"
 	if w.Task != "" {
-		task = oneLine(w.Task)
+		task = termtext.Line(w.Task)
 		if k := m.snap.Task(w.Task); k != nil && k.Title != "" {
-			task += " " + oneLine(k.Title)
+			task += " " + termtext.Line(k.Title)
 		}
 	}
 	first := []string{
@@ -488,10 +488,10 @@ func (m *Model) workerHeader(width int, now time.Time) []string {
 		second = append(second, fmt.Sprintf("pid %d", w.PID))
 	}
 	if w.LastTool != "" {
-		second = append(second, "last tool "+oneLine(w.LastTool))
+		second = append(second, "last tool "+termtext.Line(w.LastTool))
 	}
 	if w.LastError != nil && *w.LastError != "" {
-		second = append(second, stBad.Render("error: "+oneLine(*w.LastError)))
+		second = append(second, stBad.Render("error: "+termtext.Line(*w.LastError)))
 	}
 	return append(flow(first, "  ", width), flow(second, " · ", width)...)
 }
@@ -592,7 +592,7 @@ func (t TasksTable) Render(width, height int) string {
 		if k.MaxAttempts > 0 {
 			tries += "/" + fmt.Sprint(k.MaxAttempts)
 		}
-		row := mark + taskStatusStyle(st).Render(cell(st, 10)) + " " + stDim.Render(cell(k.ID, idW)) + " " + cell(oneLine(k.Title), titleW) + " " + rcell(tries, 4) + " " + cell(worker, 6)
+		row := mark + taskStatusStyle(st).Render(cell(st, 10)) + " " + stDim.Render(cell(k.ID, idW)) + " " + cell(termtext.Line(k.Title), titleW) + " " + rcell(tries, 4) + " " + cell(worker, 6)
 		if wide {
 			upd := ""
 			if !k.UpdatedAt.IsZero() {
@@ -629,7 +629,7 @@ func (d TaskDetail) Render(width, height int) string {
 		}
 	}
 	lines = append(lines, rule("task "+k.ID, width))
-	add("title", oneLine(k.Title))
+	add("title", termtext.Line(k.Title))
 	add("status", taskStatusStyle(st).Render(st))
 	add("priority", fmt.Sprint(k.Priority))
 	tries := fmt.Sprint(k.Attempts)

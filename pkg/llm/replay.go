@@ -263,7 +263,7 @@ func (rec *Recorder) Record(req *protocol.Request, events []any) error {
 	r := protocol.Request{System: req.System, Messages: req.Messages, Tools: req.Tools}
 	c.Request = &r
 	for _, ev := range joinDeltas(events) {
-		b, err := json.Marshal(withID(ev, ""))
+		b, err := json.Marshal(withoutID(ev))
 		if err != nil {
 			return err
 		}
@@ -310,45 +310,19 @@ func lastOf[T any](events []any) (T, bool) {
 	return t, ok
 }
 
-// withID returns a copy of a model event with its id replaced.
-func withID(ev any, id string) any {
-	switch e := ev.(type) {
-	case *protocol.StartEvent:
-		c := *e
-		c.ID = id
-		return &c
-	case *protocol.TextEvent:
-		c := *e
-		c.ID = id
-		return &c
-	case *protocol.ThinkingEvent:
-		c := *e
-		c.ID = id
-		return &c
-	case *protocol.ToolCallEvent:
-		c := *e
-		c.ID = id
-		return &c
-	case *protocol.UsageEvent:
-		c := *e
-		c.ID = id
-		return &c
-	case *protocol.RetryEvent:
-		c := *e
-		c.ID = id
-		return &c
-	case *protocol.FallbackEvent:
-		c := *e
-		c.ID = id
-		return &c
-	case *protocol.ErrorEvent:
-		c := *e
-		c.ID = id
-		return &c
-	case *protocol.EndEvent:
-		c := *e
-		c.ID = id
-		return &c
+// withoutID returns a copy of a model event without the id pg-llm serve
+// gave it: a recording holds the model's answer, not the request it
+// answered. Every model event (protocol.ModelEvents) is a pointer to a
+// struct with a string field ID; anything else comes back as it is.
+func withoutID(ev any) any {
+	v := reflect.ValueOf(ev)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return ev
 	}
-	return ev
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	if id := c.Elem().FieldByName("ID"); id.Kind() == reflect.String {
+		id.SetString("")
+	}
+	return c.Interface()
 }

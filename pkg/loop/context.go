@@ -86,6 +86,3 @@ func paceNote() string {
 # Pace
 Your pace is read before each step from the file whose path is in the environment variable ` + VelocityEnv + `: one number, steps per second (1 = a step a second, 0.2 = one every 5 seconds; empty or missing = full speed). You may write it to slow yourself down, for instance while waiting on something that takes time, e.g. with bash: echo 0.2 > "$` + VelocityEnv + `" . Write 0 only to pause until a person changes it.`
 }
-
-// ShellQuote quotes s for sh.
-func ShellQuote(s string) string { return shellQuote(s) }

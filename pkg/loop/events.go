@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -68,17 +67,6 @@ func (e *Emitter) Err() error {
 	return e.err
 }
 
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n-- // never cut a character in two
-		}
-		s = s[:n] + "…"
-	}
-	return s
-}
-
 // Render is the readable form of an event, for a terminal: control
 // characters in the model's text, tool output or a task title are shown,
 // not obeyed.
@@ -93,35 +81,35 @@ func render(ev any) string {
 		}
 		return s
 	case *protocol.LoopAssistantEvent:
-		return fmt.Sprintf("%s [%d] assistant: %s  (%d in / %d out, $%.4f total)", e.TS.Format("15:04:05"), e.Step, oneLine(e.Text, 200), e.Usage.InputTokens, e.Usage.OutputTokens, e.Total.CostUSD)
+		return fmt.Sprintf("%s [%d] assistant: %s  (%d in / %d out, $%.4f total)", e.TS.Format("15:04:05"), e.Step, termtext.OneLine(e.Text, 200), e.Usage.InputTokens, e.Usage.OutputTokens, e.Total.CostUSD)
 	case *protocol.LoopToolCallEvent:
-		return fmt.Sprintf("%s [%d] → %s %s", e.TS.Format("15:04:05"), e.Step, e.Call.Name, oneLine(string(e.Call.Input), 160))
+		return fmt.Sprintf("%s [%d] → %s %s", e.TS.Format("15:04:05"), e.Step, e.Call.Name, termtext.OneLine(string(e.Call.Input), 160))
 	case *protocol.LoopToolResultEvent:
 		st := "ok"
 		if !e.Result.OK {
 			st = "FAILED"
 			if e.Result.Error != nil {
-				st += ": " + oneLine(*e.Result.Error, 120)
+				st += ": " + termtext.OneLine(*e.Result.Error, 120)
 			}
 		}
-		return fmt.Sprintf("%s [%d] ← %s %s (%d ms) %s", e.TS.Format("15:04:05"), e.Step, e.Result.Name, st, e.Result.DurationMS, oneLine(e.Result.Output, 120))
+		return fmt.Sprintf("%s [%d] ← %s %s (%d ms) %s", e.TS.Format("15:04:05"), e.Step, e.Result.Name, st, e.Result.DurationMS, termtext.OneLine(e.Result.Output, 120))
 	case *protocol.LoopVerifyEvent:
 		st := "passed"
 		if !e.OK {
 			st = fmt.Sprintf("failed (exit %d)", e.ExitCode)
 		}
-		return fmt.Sprintf("%s [%d] verify #%d %q %s %s", e.TS.Format("15:04:05"), e.Step, e.Attempt, e.Command, st, oneLine(e.Output, 160))
+		return fmt.Sprintf("%s [%d] verify #%d %q %s %s", e.TS.Format("15:04:05"), e.Step, e.Attempt, e.Command, st, termtext.OneLine(e.Output, 160))
 	case *protocol.LoopCommitEvent:
 		if e.Skipped {
 			return fmt.Sprintf("%s commit skipped: nothing changed", e.TS.Format("15:04:05"))
 		}
-		return fmt.Sprintf("%s commit %s %s", e.TS.Format("15:04:05"), e.Hash, oneLine(e.Message, 100))
+		return fmt.Sprintf("%s commit %s %s", e.TS.Format("15:04:05"), e.Hash, termtext.OneLine(e.Message, 100))
 	case *protocol.LoopLimitEvent:
 		return fmt.Sprintf("%s [%d] LIMIT %s: %s", e.TS.Format("15:04:05"), e.Step, e.Limit, e.Reason)
 	case *protocol.LoopTaskEvent:
 		s := fmt.Sprintf("%s task %s %s", e.TS.Format("15:04:05"), e.Task, e.Status)
 		if e.Title != "" {
-			s += ": " + oneLine(e.Title, 100)
+			s += ": " + termtext.OneLine(e.Title, 100)
 		}
 		if e.Reason != "" {
 			s += " (" + e.Reason + ")"
@@ -135,11 +123,11 @@ func render(ev any) string {
 			e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.Usage.CostUSD,
 			secs(e.WallMS), secs(e.ModelMS), secs(e.ToolsMS), secs(e.VerifyMS), secs(e.WaitMS), secs(e.HarnessMS))
 		if e.Reason != "" {
-			s += " (" + oneLine(e.Reason, 200) + ")"
+			s += " (" + termtext.OneLine(e.Reason, 200) + ")"
 		}
 		return s
 	case *protocol.LoopGuardEvent:
-		return fmt.Sprintf("%s [%d] GUARD %s %s %s (first seen in untrusted output of %s)", e.TS.Format("15:04:05"), e.Step, e.Action, e.Kind, oneLine(e.Match, 120), e.Source)
+		return fmt.Sprintf("%s [%d] GUARD %s %s %s (first seen in untrusted output of %s)", e.TS.Format("15:04:05"), e.Step, e.Action, e.Kind, termtext.OneLine(e.Match, 120), e.Source)
 	}
 	b, _ := jsonl.Marshal(ev)
 	return strings.TrimSpace(string(b))

@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/shell"
 )
 
 // LLM makes model calls. onEvent sees every event of the call as it
@@ -383,7 +384,7 @@ func SiblingCommand(name, args string) string {
 	if exe, err := os.Executable(); err == nil {
 		p := exe[:len(exe)-len(baseName(exe))] + name
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return shellQuote(p) + " " + args
+			return shell.Quote(p) + " " + args
 		}
 	}
 	return name + " " + args
@@ -396,10 +397,6 @@ func baseName(p string) string {
 		}
 	}
 	return p
-}
-
-func shellQuote(s string) string {
-	return "'" + string(bytes.ReplaceAll([]byte(s), []byte("'"), []byte(`'\''`))) + "'"
 }
 
 // marshalLine encodes v without HTML escaping and without the newline.

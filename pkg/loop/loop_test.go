@@ -18,6 +18,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/protocol/validate"
+	"github.com/powerglide/powerglide/pkg/shell"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -39,7 +40,7 @@ func fakeCmd(t testing.TB, args string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "PGLOOP_FAKE=1 " + shellQuote(exe) + " " + args
+	return "PGLOOP_FAKE=1 " + shell.Quote(exe) + " " + args
 }
 
 // scriptLLM is an in-process model: each call takes the next answer.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/powerglide/powerglide/pkg/termtext"
 	"strings"
 )
 
@@ -50,7 +51,7 @@ func ReadModels(ctx context.Context, cmdline, dir string) ([]ModelInfo, error) {
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("model table from %q: %w: %s", cmdline, err, oneLine(errb.String(), 200))
+		return nil, fmt.Errorf("model table from %q: %w: %s", cmdline, err, termtext.OneLine(errb.String(), 200))
 	}
 	var table []ModelInfo
 	dec := json.NewDecoder(bytes.NewReader(out))

@@ -20,6 +20,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Pipeline is a --pipeline file: stages run in order, each until its exit
@@ -375,7 +376,7 @@ func (ps *PipelineSource) check(ctx context.Context, e Exit, answer string, stat
 			return false, "", err
 		}
 		if !out.OK {
-			return false, fmt.Sprintf("`%s` exited %d: %s", e.Command, out.ExitCode, oneLine(out.Output, 500)), nil
+			return false, fmt.Sprintf("`%s` exited %d: %s", e.Command, out.ExitCode, termtext.OneLine(out.Output, 500)), nil
 		}
 	}
 	if e.JQ != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // DefaultSystem is the system prompt of a run without --system.
@@ -82,6 +83,12 @@ type Options struct {
 	OutputDir     string
 	// NoContextFiles leaves out AGENTS.md and CLAUDE.md.
 	NoContextFiles bool
+	// NoSkills leaves the Agent Skills out of the system prompt; SkillsCap
+	// caps their share of it (0: skills.PromptCap). Getenv reads HOME and
+	// XDG_CONFIG_HOME for the user's skills (nil: the process's).
+	NoSkills  bool
+	SkillsCap int
+	Getenv    func(string) string
 
 	Team      store.Team // team mode: the worker record is kept here
 	Worker    string
@@ -237,6 +244,9 @@ func NewRunner(o Options) (*Runner, error) {
 	}
 	if o.Guard == nil {
 		o.Guard = guard.New(guard.Off)
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
 	}
 	model := o.Model
 	if o.ModelInfo != nil && o.ModelInfo.ID != "" {
@@ -479,6 +489,7 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	} else if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
+	r.sys += r.skillsPrompt(defs)
 	r.o.Guard.Trust(r.sys)
 	if m := r.o.ModelInfo; m != nil {
 		prices := "prices unknown"
@@ -823,7 +834,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		}
 		end, err = r.callModel(tr.ctx, req)
 		if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
-			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), oneLine(me.Event.Message, 200)), false)
+			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), termtext.OneLine(me.Event.Message, 200)), false)
 		}
 	}
 	if le := (*LimitError)(nil); errors.As(err, &le) {

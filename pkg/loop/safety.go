@@ -12,6 +12,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Limit names, as in limit events.
@@ -87,7 +88,7 @@ func (b *Breaker) Call(c protocol.ToolCall) error {
 		b.lastSig, b.same = sig, 1
 	}
 	if b.SameMax > 0 && b.same >= b.SameMax {
-		return &LimitError{Limit: LimitBreaker, Pattern: PatternSameCall, Reason: fmt.Sprintf("same call: %s called %d times in a row with the same input %s", c.Name, b.same, oneLine(canonicalInput(c.Input), 200))}
+		return &LimitError{Limit: LimitBreaker, Pattern: PatternSameCall, Reason: fmt.Sprintf("same call: %s called %d times in a row with the same input %s", c.Name, b.same, termtext.OneLine(canonicalInput(c.Input), 200))}
 	}
 	return nil
 }
@@ -128,7 +129,7 @@ func (b *Breaker) failure(r protocol.ToolResult) error {
 	if b.FailMax > 0 && b.fails[r.Name] >= b.FailMax {
 		msg := ""
 		if r.Error != nil {
-			msg = ": last error: " + oneLine(*r.Error, 200)
+			msg = ": last error: " + termtext.OneLine(*r.Error, 200)
 		}
 		return &LimitError{Limit: LimitBreaker, Pattern: PatternFailures, Reason: fmt.Sprintf("repeated failure: %s failed %d times in a row%s", r.Name, b.fails[r.Name], msg)}
 	}
@@ -149,7 +150,7 @@ func (b *Breaker) output(r protocol.ToolResult, status string) error {
 		b.lastOut, b.outs = h, 1
 	}
 	if b.OutputMax > 0 && b.outs >= b.OutputMax {
-		return &LimitError{Limit: LimitBreaker, Pattern: PatternSameOutput, Reason: fmt.Sprintf("same output: %s returned the same output %d times in a row, whatever its input: %s", r.Name, b.outs, oneLine(r.Output, 120))}
+		return &LimitError{Limit: LimitBreaker, Pattern: PatternSameOutput, Reason: fmt.Sprintf("same output: %s returned the same output %d times in a row, whatever its input: %s", r.Name, b.outs, termtext.OneLine(r.Output, 120))}
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Source hands out tasks and records how they ended.
@@ -143,7 +144,7 @@ func ReadTasks(r io.Reader, name string) ([]protocol.Task, error) {
 // NewTask fills a task record from its input.
 func NewTask(in TaskInput, now time.Time) protocol.Task {
 	if in.Title == "" {
-		in.Title = firstLine(in.Prompt, 80)
+		in.Title = termtext.Cut(termtext.FirstLine(in.Prompt), 80)
 	}
 	if in.Prompt == "" {
 		in.Prompt = in.Title
@@ -160,17 +161,6 @@ func NewTask(in TaskInput, now time.Time) protocol.Task {
 	}
 	return protocol.Task{ID: in.ID, Title: in.Title, Prompt: in.Prompt, Verify: in.Verify, Status: st, Priority: in.Priority,
 		DependsOn: in.DependsOn, Labels: in.Labels, MaxAttempts: in.MaxAttempts, CreatedAt: now, UpdatedAt: now}
-}
-
-func firstLine(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > n {
-		s = s[:n]
-	}
-	return s
 }
 
 // QueueSource claims tasks from a team queue through the pg-queue CLI, so

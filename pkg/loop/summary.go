@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // timings is where a run's time went, besides the loop's own work.
@@ -54,7 +55,7 @@ func (r *Runner) summary() *protocol.LoopSummaryEvent {
 	switch {
 	case ok:
 	case r.res.Err != nil:
-		ev.Reason = oneLine(r.res.Err.Error(), 500)
+		ev.Reason = termtext.OneLine(r.res.Err.Error(), 500)
 	case r.res.Idle:
 		ev.Reason = "no claimable task within the idle wait; left: " + r.res.IdleLeft
 	case r.res.Failed > 0:

@@ -107,6 +107,33 @@ func killAgain(again bool, meant time.Time) string {
 	return fmt.Sprintf("a SIGKILL meant at %s was never sent (its watcher died); ", meant.UTC().Format(time.RFC3339))
 }
 
+// sigkill sends the SIGKILL of kill k, which killDue found due (again: a
+// SIGKILL meant before was never recorded as sent). It writes ahead: the
+// intent is saved in monitor.json before send runs, so a watcher killed in
+// between never leads to a second SIGKILL, except when its signal never
+// went out (see killDue). A failed send is one of the pass's errors, named
+// by what, and leaves the kill to be tried again; a signal that went out
+// is a sigkill event with why as its reason. The error returned is the
+// state's that could not be saved, which ends the pass.
+func (w *Watcher) sigkill(res *Result, st *State, name string, k *Kill, now time.Time, again bool, why, what string, send func() (bool, error)) (sent bool, err error) {
+	prev := k.KillAt
+	k.KillAt = now
+	if err := w.saveState(st); err != nil {
+		return false, err
+	}
+	sent, serr := send()
+	if serr != nil {
+		res.Errors = append(res.Errors, fmt.Errorf("%s: %w", what, serr))
+		k.KillAt = time.Time{}
+		return false, nil
+	}
+	k.KillSent = true
+	if sent {
+		w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID, Reason: killAgain(again, prev) + why})
+	}
+	return sent, nil
+}
+
 // Status is one worker as `pg-monitor status` and a watch pass see it.
 type Status = protocol.WorkerStatus
 
@@ -289,24 +316,13 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				continue
 			}
 			if due, again := w.killDue(k, now); due {
-				prev := k.KillAt
-				k.KillAt = now
-				if err := w.saveState(st); err != nil {
+				why := fmt.Sprintf("%d process(es) of its group (pid %s) still running %s after SIGTERM, after the worker ended (grace %s); %s",
+					len(left), pids(left), round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)
+				if _, err := w.sigkill(res, st, name, k, now, again, why, fmt.Sprintf("kill the rest of worker %s's process group %d", name, k.PID),
+					func() (bool, error) { return w.signals().SignalLeftovers(k.PID, k.Members, syscall.SIGKILL) }); err != nil {
 					return res, err
 				}
-				sent, err := w.signals().SignalLeftovers(k.PID, k.Members, syscall.SIGKILL)
-				if err != nil {
-					res.Errors = append(res.Errors, fmt.Errorf("kill the rest of worker %s's process group %d: %w", name, k.PID, err))
-					k.KillAt = time.Time{}
-					changed = true
-					continue
-				}
-				k.KillSent, changed = true, true
-				if sent {
-					w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
-						Reason: killAgain(again, prev) + fmt.Sprintf("%d process(es) of its group (pid %s) still running %s after SIGTERM, after the worker ended (grace %s); %s",
-							len(left), pids(left), round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})
-				}
+				changed = true
 			}
 			continue
 		}
@@ -316,25 +332,14 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			changed = true
 		}
 		if due, again := w.killDue(k, now); due {
-			// Write ahead: the intent is saved before the signal, so a
-			// watcher killed in between never leads to a second one,
-			// except when its signal never went out (see killDue).
-			prev := k.KillAt
-			k.KillAt = now
-			if err := w.saveState(st); err != nil {
+			why := fmt.Sprintf("still running %s after SIGTERM (grace %s); %s", round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)
+			sent, err := w.sigkill(res, st, name, k, now, again, why, fmt.Sprintf("kill worker %s (pid %d)", name, k.PID),
+				func() (bool, error) { return w.signals().SignalGroup(k.target(), syscall.SIGKILL) })
+			if err != nil {
 				return res, err
 			}
-			sent, err := w.signals().SignalGroup(k.target(), syscall.SIGKILL)
-			if err != nil {
-				res.Errors = append(res.Errors, fmt.Errorf("kill worker %s (pid %d): %w", name, k.PID, err))
-				k.KillAt = time.Time{}
-				changed = true
-				continue
-			}
-			k.KillSent, changed = true, true
+			changed = true
 			if sent {
-				w.emit(res, protocol.MonitorEvent{Action: ActSigkill, Worker: name, PID: k.PID,
-					Reason: killAgain(again, prev) + fmt.Sprintf("still running %s after SIGTERM (grace %s); %s", round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)})
 				waitGone(ctx, k.PID, k.PIDStart, 200*time.Millisecond)
 			}
 		}
@@ -371,7 +376,13 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				changed = true
 				break
 			}
-			w.emit(res, protocol.MonitorEvent{Action: ActSigterm, Worker: r.Worker, PID: r.PID, Task: r.Task, Reason: reason})
+			// The grace runs from the signal, not from the start of the
+			// pass (a loaded machine may take long between the two), and
+			// the journal dates the sigterm event the same.
+			k := st.Kills[r.Worker]
+			k.TermAt = time.Now().UTC()
+			changed = true
+			w.emit(res, protocol.MonitorEvent{TS: k.TermAt, Action: ActSigterm, Worker: r.Worker, PID: r.PID, Task: r.Task, Reason: reason})
 		case p == ProcGone:
 			if st.Dead[r.Worker] == incarnation(r) {
 				break // its tasks were released already

@@ -44,13 +44,6 @@ func Visible(s string) string {
 	return b.String()
 }
 
-// Line is Visible for one line of a table or a status line: runs of white
-// space, newlines and tabs included, become one space, and the ends are
-// trimmed.
-func Line(s string) string {
-	return Visible(strings.Join(strings.Fields(s), " "))
-}
-
 // clean reports whether s has nothing to render, the common case, without
 // allocating.
 func clean(s string) bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/powerglide/powerglide/pkg/shell"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -140,9 +141,9 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		cwdFile = f.Name()
 		f.Close()
 		defer os.Remove(cwdFile)
-		save := "pwd -P > " + shellQuote(cwdFile) + " 2>/dev/null"
+		save := "pwd -P > " + shell.Quote(cwdFile) + " 2>/dev/null"
 		// The blank line ends a command left open by a final backslash.
-		script = "trap '" + strings.ReplaceAll(save, "'", `'\''`) + "' EXIT\n" + in.Command +
+		script = "trap " + shell.Quote(save) + " EXIT\n" + in.Command +
 			"\n\n__pg_status=$?; " + save + "; exit $__pg_status\n"
 	}
 	out := &lockedBuffer{}
@@ -183,9 +184,4 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	text += "[exit code: 0]\n"
 	return text, nil
-}
-
-// shellQuote quotes s for bash as one word.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

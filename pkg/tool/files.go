@@ -27,7 +27,7 @@ var readTool = &Tool{
 	Name: "read",
 	Description: `Read a text file of the workspace. Lines come numbered (cat -n style: number, tab, text) so edits can quote them exactly.
 By default it returns the first 2000 lines; for longer files use "offset" (first line, 1-based) and "limit" (number of lines) to page, as the output says.
-Lines longer than 2000 characters are cut. Binary files are refused. Paths are relative to the workspace root (absolute paths inside it work too).`,
+Lines longer than 2000 characters are cut. Binary files are refused. Paths are relative to the workspace root (absolute paths inside it work too); the files of a skill's folder (see the skill tool) are readable by their absolute paths.`,
 	Schema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -191,6 +191,15 @@ func (s *Session) openRead(p string) (*os.File, error) {
 		return openSaved(p, dir, name)
 	}
 	r, err := s.rel(p)
+	if errors.Is(err, errOutside) {
+		abs := p
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(s.rootPath, abs)
+		}
+		if f, ok, serr := s.openSkillFile(abs); ok {
+			return f, serr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -125,7 +125,11 @@ func NewSession(opts Options) (*Session, error) {
 	if given != abs {
 		s.rootAs = given
 	}
-	for _, t := range builtinTools() {
+	tools := builtinTools()
+	if len(opts.Skills) > 0 {
+		tools = append(tools, skillTool(opts.Skills))
+	}
+	for _, t := range tools {
 		s.builtins[t.Name] = t
 		s.order = append(s.order, t)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/sandbox"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/skills"
 )
 
 // Tool is one tool a model can call.
@@ -82,6 +83,9 @@ type Options struct {
 	// (pg-pty, the MCP SDK) run through to enter the sandbox.
 	Helper string
 	Log    io.Writer // diagnostics (MCP server stderr, warnings); nil discards
+	// Skills are the Agent Skills offered through the skill tool (none: no
+	// skill tool); read may open the files of their folders.
+	Skills []skills.Skill
 }
 
 // DefaultMaxOutput is the default output cap in characters.

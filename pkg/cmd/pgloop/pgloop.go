@@ -20,6 +20,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/shell"
 	"github.com/powerglide/powerglide/pkg/store/dial"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -35,6 +36,8 @@ Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team
 Every safety limit works on its own: --max-steps per task, the circuit breaker (the same call repeated, one tool failing repeatedly, the same output whatever the inputs, a cycle of 2 to 4 calls repeated; each a config key, the limit event naming the pattern), --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
 
 The context window: no request is sent that the loop's estimate puts over the model's window less max_tokens and the reserve. Past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a tool output longer than --tool-output-max keeps its head and tail, the whole text saved in outputs/ of the session, a file the model is told about. A provider's context_overflow compacts harder and retries once; a conversation that cannot fit fails its task, saying so. The model is told its velocity file (--velocity-file; by default worker-<n>.velocity in team mode, else velocity in the session), whose path its tools find in $POWERGLIDE_VELOCITY_FILE, and may write it to slow itself down (the default pg-tool gets --pass-env and --allow-write for it).
+
+Agent Skills (SKILL.md folders in .powerglide/skills and .claude/skills from the workdir up to the repository root, $XDG_CONFIG_HOME/powerglide/skills and ~/.claude/skills) are named with their descriptions in the system prompt when the tools offer the skill tool (the default pg-tool does); the model loads one with the skill tool and reads its files with read. A malformed SKILL.md is a warning log event naming its file and line, and is skipped. --no-skills leaves them out.
 
 Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
@@ -105,6 +108,7 @@ type RunCmd struct {
 	MaxTokens      int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
 	System         string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
 	NoContextFiles bool   `help:"Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt." group:"Components"`
+	NoSkills       bool   `name:"no-skills" help:"Offer no Agent Skills: their names and descriptions stay out of the system prompt, and the tools component gets POWERGLIDE_NO_SKILLS=1 (pg-tool then offers no skill tool)." env:"POWERGLIDE_NO_SKILLS" group:"Components"`
 	Veto           string `help:"Edit veto for the run: pg-tool runs CMD before and after every edit or write, and a change that makes CMD newly fail is rolled back and the call fails with CMD's output (pg-tool --verify). Needs the default tools component." placeholder:"CMD" group:"Components"`
 	Workdir        string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
 
@@ -240,6 +244,8 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		ContextHard:     c.ContextHard,
 		ToolOutputMax:   c.ToolOutputMax,
 		NoContextFiles:  c.NoContextFiles,
+		NoSkills:        c.NoSkills,
+		Getenv:          rt.IO.Getenv,
 		Reserve:         c.Reserve,
 		Heartbeat:       c.Heartbeat,
 		Stderr:          rt.IO.Err,
@@ -444,6 +450,7 @@ type savedOptions struct {
 	ContextHard     *float64          `json:"context_hard,omitempty"`
 	ToolOutputMax   *int              `json:"tool_output_max,omitempty"`
 	NoContextFiles  *bool             `json:"no_context_files,omitempty"`
+	NoSkills        *bool             `json:"no_skills,omitempty"`
 	Veto            string            `json:"veto,omitempty"`
 	ToolParallel    *int              `json:"tool_parallel,omitempty"`
 	Var             map[string]string `json:"var,omitempty"`
@@ -457,7 +464,7 @@ func (c *RunCmd) saved() savedOptions {
 		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
 		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
 		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var,
-		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, Veto: c.Veto}
+		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, NoSkills: &c.NoSkills, Veto: c.Veto}
 	if c.contextWindowSet {
 		s.ContextWindow = &c.ContextWindow
 	}
@@ -518,6 +525,7 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	pick(&c.ContextHard, given("context-hard"), s.ContextHard)
 	pick(&c.ToolOutputMax, given("tool-output-max"), s.ToolOutputMax)
 	pick(&c.NoContextFiles, given("no-context-files"), s.NoContextFiles)
+	pick(&c.NoSkills, given("no-skills"), s.NoSkills)
 	str(&c.Veto, "veto", s.Veto)
 	pick(&c.ToolParallel, given("tool-parallel"), s.ToolParallel)
 	if !given("context-window") && s.ContextWindow != nil {
@@ -828,6 +836,9 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 	var tools loop.Tools
 	// The tools (and the model's bash) find the velocity file here.
 	env := append(toolsEnv(rt), loop.VelocityEnv+"="+velocity)
+	if c.NoSkills {
+		env = append(env, "POWERGLIDE_NO_SKILLS=1")
+	}
 	if c.Tools != "" {
 		tools = &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
@@ -837,9 +848,9 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 			// turn's parallel calls should run together.
 			// Full outputs go to the session, where the loop saves the
 			// outputs it cuts: the read tool may open both.
-			args := fmt.Sprintf("serve --parallel %d --output-dir %s --pass-env %s --allow-write %s", max(c.ToolParallel, 1), loop.ShellQuote(outputs), loop.VelocityEnv, loop.ShellQuote(velocity))
+			args := fmt.Sprintf("serve --parallel %d --output-dir %s --pass-env %s --allow-write %s", max(c.ToolParallel, 1), shell.Quote(outputs), loop.VelocityEnv, shell.Quote(velocity))
 			if c.Veto != "" {
-				args += " --verify " + loop.ShellQuote(c.Veto)
+				args += " --verify " + shell.Quote(c.Veto)
 			}
 			cmd = loop.SiblingCommand("pg-tool", args)
 			if list == "" {
@@ -913,5 +924,5 @@ func callerPath(cmdline string) string {
 		return cmdline
 	}
 	rest := strings.TrimPrefix(strings.TrimSpace(cmdline), prog)
-	return loop.ShellQuote(abs) + rest
+	return shell.Quote(abs) + rest
 }

@@ -1,7 +1,6 @@
 package pgloop
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/itchyny/gojq"
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/jq"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -40,7 +39,7 @@ func (c *SessionsListCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return err
 	}
-	code, err := compileJq(c.Jq)
+	filter, err := jq.New(c.Jq, c.Raw, rt.IO.Out, jsonl.NewEncoder(rt.IO.Out))
 	if err != nil {
 		return err
 	}
@@ -48,13 +47,12 @@ func (c *SessionsListCmd) Run(rt *cli.Runtime) error {
 	for _, e := range errs {
 		fmt.Fprintf(rt.IO.Err, "pg-loop: warning: %v\n", e)
 	}
-	if code == nil && !rt.IO.JSON(c.JSON) {
+	if !filter.Active() && !rt.IO.JSON(c.JSON) {
 		return sessionTable(rt.IO.Out, recs)
 	}
 	rt.JSON = true
-	enc := jsonl.NewEncoder(rt.IO.Out)
 	for _, r := range recs {
-		if err := emit(rt, enc, code, c.Raw, r); err != nil {
+		if err := filter.Emit(rt.Ctx, r); err != nil {
 			return err
 		}
 	}
@@ -103,59 +101,6 @@ func (c *SessionsShowCmd) Run(rt *cli.Runtime) error {
 		return err
 	}
 	return s.Transcript(func(e protocol.SessionEntry) error { return enc.Encode(e) })
-}
-
-func compileJq(expr string) (*gojq.Code, error) {
-	if expr == "" {
-		return nil, nil
-	}
-	q, err := gojq.Parse(expr)
-	if err != nil {
-		return nil, cli.Usagef("--jq: %v", err)
-	}
-	code, err := gojq.Compile(q)
-	if err != nil {
-		return nil, cli.Usagef("--jq: %v", err)
-	}
-	return code, nil
-}
-
-// emit writes a record, through the jq filter when there is one.
-func emit(rt *cli.Runtime, enc *json.Encoder, code *gojq.Code, raw bool, rec any) error {
-	if code == nil {
-		return enc.Encode(rec)
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	iter := code.RunWithContext(rt.Ctx, v)
-	for {
-		out, ok := iter.Next()
-		if !ok {
-			return nil
-		}
-		if err, ok := out.(error); ok {
-			var he *gojq.HaltError
-			if errors.As(err, &he) && he.Value() == nil {
-				return nil
-			}
-			return cli.Failf("jq", "--jq: %v", err)
-		}
-		if str, ok := out.(string); ok && raw {
-			if _, err := fmt.Fprintln(rt.IO.Out, str); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	}
 }
 
 func sessionTable(w io.Writer, recs []protocol.SessionRecord) error {

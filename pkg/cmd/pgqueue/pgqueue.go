@@ -768,16 +768,7 @@ type ArchiveCmd struct {
 
 // Run archives and prints {"type":"archive","count":N}.
 func (c *ArchiveCmd) Run(rt *cli.Runtime, root *CLI) error {
-	rt.JSON = true
-	q, err := root.tasks(rt)
-	if err != nil {
-		return err
-	}
-	n, err := q.Archive(c.OlderThan)
-	if err != nil {
-		return err
-	}
-	return jsonl.NewEncoder(rt.IO.Out).Encode(protocol.QueueCount{Type: "archive", Count: n})
+	return removeFinished(rt, root, "archive", c.OlderThan, store.Tasks.Archive)
 }
 
 // PruneCmd deletes finished tasks.
@@ -789,14 +780,21 @@ type PruneCmd struct {
 
 // Run prunes and prints {"type":"prune","count":N}.
 func (c *PruneCmd) Run(rt *cli.Runtime, root *CLI) error {
+	return removeFinished(rt, root, "prune", c.OlderThan, store.Tasks.Prune)
+}
+
+// removeFinished is the body archive and prune share: take the tasks
+// finished at least olderThan ago out of the live queue with remove, and
+// print how many as a {"type":kind,"count":N} record.
+func removeFinished(rt *cli.Runtime, root *CLI, kind string, olderThan time.Duration, remove func(store.Tasks, time.Duration) (int, error)) error {
 	rt.JSON = true
 	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
-	n, err := q.Prune(c.OlderThan)
+	n, err := remove(q, olderThan)
 	if err != nil {
 		return err
 	}
-	return jsonl.NewEncoder(rt.IO.Out).Encode(protocol.QueueCount{Type: "prune", Count: n})
+	return jsonl.NewEncoder(rt.IO.Out).Encode(protocol.QueueCount{Type: kind, Count: n})
 }

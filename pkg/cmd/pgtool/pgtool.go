@@ -17,6 +17,8 @@ import (
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/skills"
+	"github.com/powerglide/powerglide/pkg/termtext"
 	"github.com/powerglide/powerglide/pkg/tool"
 )
 
@@ -31,11 +33,13 @@ Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_se
 
 External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.
 
+Agent Skills (folders with a SKILL.md) found in .powerglide/skills and .claude/skills from --root up to the repository root, then in $XDG_CONFIG_HOME/powerglide/skills and ~/.claude/skills, add the skill tool, which returns a skill's instructions and the paths of its files; read opens the files of a skill's folder even outside --root, and nothing else outside it. pg-tool skills lists them; --no-skills turns them off.
+
 Safety: every command pg-tool starts (bash, --verify, external tools, MCP servers, terminal programs) runs in a sandbox, --sandbox workspace-write by default: reads everywhere but the secret paths (~/.ssh, ~/.aws, ~/.gnupg, ~/.netrc, ~/.config/gcloud, ~/.docker/config.json, powerglide's config file, $POWERGLIDE_HOME outside the workspace, --deny-read); writes only in --root, a private TMPDIR and the build caches; no network (no TCP or UDP, loopback included, no unix sockets); no signal or ptrace to pg-tool; every process a bash call leaves behind ends with it. read-only allows writes only in the private TMPDIR; off runs commands unconfined. Widen with --allow-write PATH and --allow-net. Commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables, plus --pass-env NAME. Landlock, seccomp, no_new_privs, dropped capabilities and a PID namespace per command (in a user namespace unless pg-tool runs as root) enforce it; a kernel that lacks one gets each sandboxed command refused with an error naming what is missing (--sandbox off runs unconfined), never a weaker sandbox. pg-tool sandbox prints what is in force; every result says "sandbox":"<mode>".
 
 Secrets: results (output, error, saved full output) never hold the value of a secret set in pg-tool's environment or config (variables named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables) or a string shaped like an Anthropic, OpenAI, GitHub, AWS or bearer key: each is replaced by [redacted:NAME]. Output brought in from outside (every MCP and external tool, a bash command with a URL, curl, wget, nc or git clone/fetch/pull) is marked "untrusted":true; pg-loop shows it to the model as <untrusted source="TOOL">...</untrusted> and guards against what it carries.`,
 		CLI:     &CLI{},
-		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output", "tool-sandbox"},
+		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output", "tool-sandbox", "tool-skill"},
 	}
 }
 
@@ -59,13 +63,17 @@ type CLI struct {
 	AllowWrite    []string      `name:"allow-write" help:"Let sandboxed commands write in PATH too (repeatable)." placeholder:"PATH"`
 	AllowNet      bool          `name:"allow-net" help:"Let sandboxed commands use the network and unix sockets."`
 	DenyRead      []string      `name:"deny-read" help:"Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable)." placeholder:"PATH"`
+	NoSkills      bool          `name:"no-skills" help:"Offer no Agent Skills: no skill tool, and read opens no skill folder outside --root." env:"POWERGLIDE_NO_SKILLS"`
 	PassEnv       []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable). POWERGLIDE_PASS_ENV=NAME,... sets it, and pg-loop keeps those variables for its tools component too." env:"POWERGLIDE_PASS_ENV" placeholder:"NAME"`
 
 	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
 	Call        CallCmd        `cmd:"" help:"Run one tool call and print its result."`
 	Serve       ServeCmd       `cmd:"" help:"Run calls read as JSON lines from stdin; write one result line each."`
+	Skills      SkillsCmd      `cmd:"" help:"List the Agent Skills found for the workspace (JSON Lines: name, description, path, source)."`
 	SandboxInfo SandboxCmd     `cmd:"" name:"sandbox" help:"Print the sandbox mode in force and what enforces each rule on this machine, as JSON."`
 	SandboxExec SandboxExecCmd `cmd:"" name:"sandbox-exec" hidden:"" help:"Run a command under a sandbox policy (used by pg-tool itself)."`
+
+	skillWarnings []skills.Warning `kong:"-"`
 }
 
 // session builds the tool session from the flags and the configuration.
@@ -105,6 +113,7 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		Sandbox:       sb,
 		Helper:        helperBinary(),
 		Log:           rt.IO.Err,
+		Skills:        c.skills(rt),
 	})
 	if err != nil {
 		sb.Close()
@@ -127,6 +136,7 @@ func (l *ListCmd) Run(rt *cli.Runtime, c *CLI) error {
 		return err
 	}
 	defer s.Close()
+	c.warnSkills(rt)
 	tools, terr := s.Tools(rt.Ctx)
 	defs := make([]protocol.ToolDef, 0, len(tools))
 	for _, t := range tools {
@@ -198,12 +208,7 @@ func (cc *CallCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if res.Kind == tool.KindUnknownTool || res.Kind == tool.KindBadInput {
 		code = cli.ExitUsage
 	}
-	return cli.Exit(code, errors.New(firstLine(*res.Error)))
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return cli.Exit(code, errors.New(termtext.FirstLine(*res.Error)))
 }
 
 func clip(s string, n int) string {

@@ -65,6 +65,7 @@ var intro = map[string]string{
 		"pg-loop gives such output to the model wrapped as `<untrusted source=\"TOOL\">`, a newline, the output, a newline and `</untrusted>` (a `</untrusted>` inside the output is defused), so the model can tell data from instructions.",
 	"tool-output":   "What `pg-tool serve` writes: results, and errors for malformed lines.",
 	"tool-sandbox":  "`pg-tool sandbox`: the sandbox mode in force and what enforces each rule on this machine.",
+	"tool-skill":    "`pg-tool skills`: one Agent Skill found for the workspace (a folder with a `SKILL.md`); a nearer skill hides one of the same name further away.",
 	"task":          "One task of the team queue (`task-queue.json`, `pg-queue list`).",
 	"worker":        "`worker-<n>.json`: a worker's own record of its state and heartbeat.",
 	"worker-status": "`pg-monitor status`: each worker with its liveness (alive, stale, stuck, dead, done), heartbeat age, task and usage.",

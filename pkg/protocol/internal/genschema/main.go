@@ -38,6 +38,7 @@ func write(dir string) error {
 		"tool-call":     reflectType(reflect.TypeFor[protocol.ToolCall]()),
 		"tool-result":   reflectType(reflect.TypeFor[protocol.ToolResult]()),
 		"tool-sandbox":  reflectType(reflect.TypeFor[protocol.SandboxReport]()),
+		"tool-skill":    reflectType(reflect.TypeFor[protocol.SkillRecord]()),
 		"task":          reflectType(reflect.TypeFor[protocol.Task]()),
 		"worker":        reflectType(reflect.TypeFor[protocol.Worker]()),
 		"worker-status": reflectType(reflect.TypeFor[protocol.WorkerStatus]()),
