@@ -46,6 +46,17 @@ func Follow(path string, opts FollowOptions) *Follower {
 	return &Follower{path: path, poll: opts.Poll, fromStart: opts.FromStart, chunk: make([]byte, 64<<10)}
 }
 
+// Start opens the file now, when it exists, rather than at the first
+// Next: a follower that starts at the end then returns every line
+// appended after Start, even those appended before its first Next.
+func (fl *Follower) Start() error {
+	if fl.f != nil {
+		return nil
+	}
+	_, err := fl.step()
+	return err
+}
+
 // Offset is the byte offset in the current file up to which lines were
 // returned.
 func (fl *Follower) Offset() int64 { return fl.off - int64(len(fl.buf)) }

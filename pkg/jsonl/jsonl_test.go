@@ -264,3 +264,20 @@ func TestAppendRedacts(t *testing.T) {
 		t.Fatalf("got %s", b)
 	}
 }
+
+// TestFollowStartMarksTheEnd: a follower from the end that is started
+// returns the lines appended after Start, even before its first Next
+// (without Start, the end is where the first Next finds it).
+func TestFollowStartMarksTheEnd(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	write(t, p, "old\n", os.O_TRUNC)
+	f := Follow(p, FollowOptions{Poll: 5 * time.Millisecond})
+	defer f.Close()
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, p, "new\n", os.O_APPEND)
+	if got := next(t, f); got != "new" {
+		t.Fatalf("got %q, want the line appended after Start", got)
+	}
+}

@@ -701,12 +701,7 @@ func (q *Queue) exhaust(s *state, i int, e *entry, now time.Time, c *change) err
 	if err != nil {
 		return err
 	}
-	var msg string
-	if t.Status == protocol.StatusClaimed {
-		msg = fmt.Sprintf("lease of worker %s expired at %s after attempt %d of %d", t.Claim.Worker, t.Claim.Until.Format(time.RFC3339), t.Attempts, t.MaxAttempts)
-	} else {
-		msg = fmt.Sprintf("no attempts left: %d of %d used", t.Attempts, t.MaxAttempts)
-	}
+	msg := ExhaustMessage(t)
 	t.Status, t.Error, t.UpdatedAt = protocol.StatusFailed, &msg, now
 	if err := s.put(i, t); err != nil {
 		return err
@@ -817,11 +812,8 @@ func (q *Queue) Renew(id string, token int64, lease time.Duration) (*protocol.Ta
 // Completing again with the same token is a harmless success that changes
 // nothing.
 func (q *Queue) Complete(id string, token int64, result json.RawMessage) (*protocol.Task, error) {
-	if len(result) > 0 && !json.Valid(result) {
-		return nil, &InputError{Index: -1, Msg: "result is not valid JSON"}
-	}
-	if d := jsonDepth(result); d > maxValueDepth {
-		return nil, &InputError{Index: -1, Msg: fmt.Sprintf("result is nested %d levels deep, at most %d: task-queue.json must stay within %d levels for jq", d, maxValueDepth, MaxDepth)}
+	if err := CheckResult(result); err != nil {
+		return nil, err
 	}
 	var out *protocol.Task
 	err := q.mutate(func(s *state, now time.Time, c *change) error {
@@ -1038,10 +1030,8 @@ type ListOptions struct {
 // Archived). Pending tasks whose dependencies are not all done have
 // Blocked set.
 func (q *Queue) List(opts ListOptions) ([]protocol.Task, error) {
-	for _, st := range opts.Status {
-		if _, ok := statusCode(st); !ok && st != "blocked" {
-			return nil, &InputError{Index: -1, Msg: fmt.Sprintf("unknown status %q (pending, claimed, done, failed, cancelled, blocked)", st)}
-		}
+	if err := CheckStatuses(opts.Status); err != nil {
+		return nil, err
 	}
 	var out []protocol.Task
 	err := q.view(func(s *state) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/powerglide/powerglide/pkg/protocol"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +37,10 @@ func ptyBinary() (string, error) {
 	return p, nil
 }
 
-// runPty runs one pg-pty command and returns its stdout.
+// runPty runs one pg-pty command with --json and returns its last record:
+// the answer, or the {"type":"error"} record a failed command prints,
+// whose message becomes the error. What pg-pty writes on stderr is for
+// people and is never parsed; it is only quoted when no record came.
 func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...string) ([]byte, error) {
 	bin, err := ptyBinary()
 	if err != nil {
@@ -46,22 +50,30 @@ func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...str
 	s.mu.Lock()
 	dir := filepath.Join(s.rootPath, s.cwd)
 	s.mu.Unlock()
+	args = append([]string{args[0], "--json"}, args[1:]...)
 	code, err := runIn(ctx, unconfined, timeout, dir, s.ptyEnv(), []byte{}, &stdout, &stderr, bin, args...)
+	rec := lastLine(stdout.Bytes())
 	if errors.Is(err, errTimeout) {
-		return stdout.Bytes(), fmt.Errorf("pg-pty %s timed out after %s", args[0], timeout)
+		return rec, fmt.Errorf("pg-pty %s timed out after %s", args[0], timeout)
 	}
 	if err != nil {
-		return stdout.Bytes(), err
+		return rec, err
+	}
+	var head struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(rec, &head) == nil && head.Type == protocol.EventError {
+		return nil, fmt.Errorf("pg-pty %s: %s", args[0], head.Message)
 	}
 	if code != 0 {
-		msg := strings.TrimSpace(stderr.String())
-		msg = strings.TrimPrefix(msg, "pg-pty: error: ")
-		if msg == "" {
-			msg = fmt.Sprintf("exit code %d", code)
+		err := fmt.Errorf("pg-pty %s: exit code %d", args[0], code)
+		if msg := lastLine(stderr.Bytes()); len(msg) > 0 {
+			err = fmt.Errorf("pg-pty %s: exit code %d: %s", args[0], code, msg)
 		}
-		return stdout.Bytes(), fmt.Errorf("pg-pty %s: %s", args[0], msg)
+		return rec, err
 	}
-	return stdout.Bytes(), nil
+	return rec, nil
 }
 
 const termNameSchema = `"name": {"type": "string", "pattern": "^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$", "description": "Session name, e.g. repl."}`
@@ -178,7 +190,7 @@ The result ends with the offset to pass as "since" next time, so each read retur
 		if err := json.Unmarshal(raw, &in); err != nil {
 			return "", err
 		}
-		args := []string{"read", in.Name, "--json"}
+		args := []string{"read", in.Name}
 		if !in.Raw {
 			// The text the model sees, and the text "wait" is matched against.
 			args = append(args, "--plain")
@@ -194,11 +206,11 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			}
 			args = append(args, "--wait="+in.Wait, "--timeout="+wait.String())
 		}
-		stdout, err := s.runPty(ctx, wait+ptyCallSlack, args...)
-		if err != nil && len(bytes.TrimSpace(stdout)) == 0 {
+		rec, err := s.runPty(ctx, wait+ptyCallSlack, args...)
+		if err != nil && len(rec) == 0 {
 			return "", err
 		}
-		var rec struct {
+		var out struct {
 			Data       string `json:"data"`
 			Offset     int64  `json:"offset"`
 			NextOffset int64  `json:"next_offset"`
@@ -206,27 +218,27 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			Skipped    int64  `json:"skipped"`
 			OutputLost int64  `json:"output_lost"`
 		}
-		if jerr := json.Unmarshal(lastLine(stdout), &rec); jerr != nil {
+		if jerr := json.Unmarshal(rec, &out); jerr != nil {
 			if err != nil {
 				return "", err
 			}
 			return "", fmt.Errorf("pg-pty read printed no output record: %v", jerr)
 		}
-		out := rec.Data
-		if out != "" && !strings.HasSuffix(out, "\n") {
-			out += "\n"
+		text := out.Data
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
 		}
-		if rec.Skipped > 0 {
-			out = fmt.Sprintf("[%d bytes before offset %d were discarded (the session keeps only its latest output); reading from there]\n", rec.Skipped, rec.Offset) + out
+		if out.Skipped > 0 {
+			text = fmt.Sprintf("[%d bytes before offset %d were discarded (the session keeps only its latest output); reading from there]\n", out.Skipped, out.Offset) + text
 		}
-		if rec.OutputLost > 0 {
-			out += fmt.Sprintf("[%d bytes of the session's output could not be saved (disk full?); they are missing here]\n", rec.OutputLost)
+		if out.OutputLost > 0 {
+			text += fmt.Sprintf("[%d bytes of the session's output could not be saved (disk full?); they are missing here]\n", out.OutputLost)
 		}
-		out += fmt.Sprintf("[next_offset: %d]\n", rec.NextOffset)
-		if in.Wait != "" && (rec.Matched == nil || !*rec.Matched) {
-			return out, fmt.Errorf("output did not match %q within %s", in.Wait, wait)
+		text += fmt.Sprintf("[next_offset: %d]\n", out.NextOffset)
+		if in.Wait != "" && (out.Matched == nil || !*out.Matched) {
+			return text, fmt.Errorf("output did not match %q within %s", in.Wait, wait)
 		}
-		return out, nil
+		return text, nil
 	},
 }
 
@@ -249,21 +261,21 @@ var termScreenTool = &Tool{
 		if err := json.Unmarshal(raw, &in); err != nil {
 			return "", err
 		}
-		stdout, err := s.runPty(ctx, ptyCallSlack, "screen", in.Name, "--json")
+		rec, err := s.runPty(ctx, ptyCallSlack, "screen", in.Name)
 		if err != nil {
 			return "", err
 		}
-		var rec struct {
+		var scr struct {
 			Cols, Rows int
 			Cursor     struct{ Row, Col int }
 			Lines      []string
 		}
-		if err := json.Unmarshal(lastLine(stdout), &rec); err != nil {
+		if err := json.Unmarshal(rec, &scr); err != nil {
 			return "", fmt.Errorf("pg-pty screen printed no screen record: %v", err)
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "[screen %dx%d, cursor at row %d col %d]\n", rec.Cols, rec.Rows, rec.Cursor.Row, rec.Cursor.Col)
-		lines := rec.Lines
+		fmt.Fprintf(&b, "[screen %dx%d, cursor at row %d col %d]\n", scr.Cols, scr.Rows, scr.Cursor.Row, scr.Cursor.Col)
+		lines := scr.Lines
 		for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
 			lines = lines[:len(lines)-1]
 		}
@@ -306,10 +318,4 @@ func lastLine(b []byte) []byte {
 		return b[i+1:]
 	}
 	return b
-}
-
-// builtinTools is every built-in tool, in the order `list` shows them.
-func builtinTools() []*Tool {
-	return []*Tool{bashTool, readTool, writeTool, editTool, globTool, grepTool, lsTool,
-		termStartTool, termSendTool, termReadTool, termScreenTool, termKillTool}
 }

@@ -29,7 +29,11 @@ func TestTermToolsWithoutPgPty(t *testing.T) {
 const fakePty = `#!/bin/sh
 echo "$@" >> "$PTYLOG"
 case "$1" in
-start|send|kill) exit 0 ;;
+start|send) exit 0 ;;
+kill)
+  # A failure is its {"type":"error"} record; stderr is for people, and
+  # says something else here so that a reader of stderr is caught.
+  case "$3" in gone) echo '{"type":"error","tool":"pg-pty","kind":"no_session","message":"no session gone","exit_code":1}'; echo "pg-pty: error: stderr is not the answer" >&2; exit 1 ;; esac ;;
 read)
   case "$*" in
   *--wait*nomatch*) echo '{"type":"output","name":"'$2'","data":"partial","offset":0,"next_offset":7,"matched":false}'; exit 124 ;;
@@ -63,16 +67,16 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 		ok          bool
 		out, args   string
 	}{
-		{"term_start", `{"name":"sh","command":["bash","-i"],"cols":100,"rows":30}`, true, "started session sh: bash -i\n", "start sh --cols=100 --rows=30 -- bash -i"},
-		{"term_send", `{"name":"sh","text":"echo hi","keys":["Enter","C-c"]}`, true, "sent to sh\n", "send sh --keys=Enter,C-c -- echo hi"},
-		{"term_send", `{"name":"sh","text":"--version"}`, true, "sent to sh\n", "send sh -- --version"},
-		{"term_read", `{"name":"sh","since":0}`, true, "hello\n[next_offset: 7]\n", "read sh --json --plain --since=0"},
-		{"term_read", `{"name":"sh","since":100}`, true, "[3996 bytes before offset 4096 were discarded (the session keeps only its latest output); reading from there]\nlate\n[12 bytes of the session's output could not be saved (disk full?); they are missing here]\n[next_offset: 4101]\n", "read sh --json --plain --since=100"},
-		{"term_read", `{"name":"sh","since":0,"raw":true}`, true, "hello\r\n[next_offset: 7]\n", "read sh --json --since=0"},
-		{"term_read", `{"name":"sh","wait":"\\$ $","timeout_ms":2000}`, true, "$ \n[next_offset: 7]\n", "read sh --json --plain --wait=\\$ $ --timeout=2s"},
-		{"term_read", `{"name":"sh","wait":"nomatch","timeout_ms":100}`, false, "partial\n[next_offset: 7]\n", "read sh --json --plain --wait=nomatch --timeout=100ms"},
-		{"term_screen", `{"name":"sh"}`, true, "[screen 20x3, cursor at row 1 col 2]\nhello\n$\n", "screen sh --json"},
-		{"term_kill", `{"name":"sh"}`, true, "killed session sh\n", "kill sh"},
+		{"term_start", `{"name":"sh","command":["bash","-i"],"cols":100,"rows":30}`, true, "started session sh: bash -i\n", "start --json sh --cols=100 --rows=30 -- bash -i"},
+		{"term_send", `{"name":"sh","text":"echo hi","keys":["Enter","C-c"]}`, true, "sent to sh\n", "send --json sh --keys=Enter,C-c -- echo hi"},
+		{"term_send", `{"name":"sh","text":"--version"}`, true, "sent to sh\n", "send --json sh -- --version"},
+		{"term_read", `{"name":"sh","since":0}`, true, "hello\n[next_offset: 7]\n", "read --json sh --plain --since=0"},
+		{"term_read", `{"name":"sh","since":100}`, true, "[3996 bytes before offset 4096 were discarded (the session keeps only its latest output); reading from there]\nlate\n[12 bytes of the session's output could not be saved (disk full?); they are missing here]\n[next_offset: 4101]\n", "read --json sh --plain --since=100"},
+		{"term_read", `{"name":"sh","since":0,"raw":true}`, true, "hello\r\n[next_offset: 7]\n", "read --json sh --since=0"},
+		{"term_read", `{"name":"sh","wait":"\\$ $","timeout_ms":2000}`, true, "$ \n[next_offset: 7]\n", "read --json sh --plain --wait=\\$ $ --timeout=2s"},
+		{"term_read", `{"name":"sh","wait":"nomatch","timeout_ms":100}`, false, "partial\n[next_offset: 7]\n", "read --json sh --plain --wait=nomatch --timeout=100ms"},
+		{"term_screen", `{"name":"sh"}`, true, "[screen 20x3, cursor at row 1 col 2]\nhello\n$\n", "screen --json sh"},
+		{"term_kill", `{"name":"sh"}`, true, "killed session sh\n", "kill --json sh"},
 	}
 	for _, c := range cases {
 		_ = os.Remove(log)
@@ -85,8 +89,13 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 			t.Errorf("%s: pg-pty got %q, want %q", c.tool, strings.TrimSpace(string(got)), c.args)
 		}
 	}
+	// A failed pg-pty command is reported from its error record.
+	r := s.Call(ctx, protocol.ToolCall{Name: "term_kill", Input: []byte(`{"name":"gone"}`)})
+	if r.OK || *r.Error != "pg-pty kill: no session gone" {
+		t.Errorf("failed pg-pty kill: %+v", r.ToolResult)
+	}
 	// Bad session names are refused by the schema before pg-pty runs.
-	r := s.Call(ctx, protocol.ToolCall{Name: "term_kill", Input: []byte(`{"name":"../x"}`)})
+	r = s.Call(ctx, protocol.ToolCall{Name: "term_kill", Input: []byte(`{"name":"../x"}`)})
 	if r.OK || !strings.Contains(*r.Error, "field name") {
 		t.Errorf("bad name: %+v", r.ToolResult)
 	}

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,8 +183,16 @@ func (e *unavailableError) Error() string { return e.err.Error() }
 func (e *unavailableError) Unwrap() error { return e.err }
 
 // validate checks input against the tool's schema; errors name the field.
-// (github.com/google/jsonschema-go, which the MCP SDK uses too: its package
-// init is cheap, which keeps a cold `pg-tool call` fast.)
+//
+// The schema library is github.com/google/jsonschema-go, the tree's one
+// (the MCP SDK builds on it, and the protocol tests validate with it too).
+// It reports errors as English text only, which fieldError and valueError
+// reword; TestValidationMessages pins every form, so an update that
+// rewords the library fails there. The libraries with structured errors
+// (santhosh-tekuri/jsonschema/v6 and its fork pb33f/jsonschema/v6) compile
+// five drafts' meta-schemas in their package init: 20 ms and 21,000
+// allocations in every process (GODEBUG=inittrace=1), against a cold
+// `pg-tool call` of 7.7 ms whose target is 10 ms.
 func (t *Tool) validate(input json.RawMessage) error {
 	t.once.Do(func() {
 		if len(t.Schema) == 0 {
@@ -235,7 +245,7 @@ func (t *Tool) validate(input json.RawMessage) error {
 	if len(missing) > 0 {
 		msgs = append([]string{"missing required field " + strings.Join(missing, ", ")}, msgs...)
 	}
-	if m := fieldError(err.Error()); !strings.HasPrefix(m, "unknown field ") && !strings.HasPrefix(m, "missing required field ") || len(msgs) == 0 {
+	if m := fieldError(err.Error(), t.compiled.Schema(), v); !strings.HasPrefix(m, "unknown field ") && !strings.HasPrefix(m, "missing required field ") || len(msgs) == 0 {
 		msgs = append(msgs, m)
 	}
 	if len(t.top.Properties) > 0 && len(msgs) > 0 && strings.HasPrefix(msgs[len(msgs)-1], "unknown field") {
@@ -306,44 +316,39 @@ func valueError(msg string) string {
 	return msg
 }
 
-// number turns the validator's "600001/1" or "1.000000" into "600001", "1".
+// number turns the validator's "600001/1", "3/2" or "1.000000" into
+// "600001", "1.5", "1".
 func number(s string) string {
-	if n, d, ok := strings.Cut(s, "/"); ok && d == "1" {
-		return n
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return s
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return strconv.FormatFloat(f, 'f', -1, 64)
+	if r.IsInt() {
+		return r.Num().String()
 	}
-	return s
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // fieldError rewrites the validator's message so it names the field the
-// way a model wrote it: "field offset: ...", "missing required field path".
-func fieldError(msg string) string {
+// way a model wrote it: "field offset: ...", "field edits[2].old: ...",
+// "missing required field path". The message names schema locations
+// ("validating /properties/edits/items: ..."), the deepest last; the
+// instance is walked along the deepest one to name the array item that
+// failed, which the message does not say.
+func fieldError(msg string, sch *jsonschema.Schema, v any) string {
 	for strings.HasPrefix(msg, "validating root: ") {
 		msg = strings.TrimPrefix(msg, "validating root: ")
 	}
-	field := ""
+	loc := ""
 	for {
 		m := propPathRe().FindStringSubmatch(msg)
 		if m == nil {
 			break
 		}
-		msg = msg[len(m[0]):]
-		// /properties/a/properties/b or /items/3 -> a.b, a[3]
-		parts := strings.Split(strings.Trim(m[1], "/"), "/")
-		for i := 0; i+1 < len(parts); i += 2 {
-			switch parts[i] {
-			case "properties":
-				if field != "" {
-					field += "."
-				}
-				field += parts[i+1]
-			case "items", "prefixItems":
-				field += "[" + parts[i+1] + "]"
-			}
-		}
+		msg, loc = msg[len(m[0]):], m[1]
 	}
+	field := instancePath(strings.Split(strings.Trim(loc, "/"), "/"), sch, v)
 	if m := requiredRe().FindStringSubmatch(msg); m != nil {
 		names := strings.ReplaceAll(m[1], `"`, "")
 		if field != "" {
@@ -362,6 +367,56 @@ func fieldError(msg string) string {
 		return msg
 	}
 	return fmt.Sprintf("field %s: %s", field, msg)
+}
+
+// instancePath follows a schema location (properties/a/items, split at
+// "/") through the schema and the input together and names the input's
+// part: "a[2]". An array item is the first one its schema refuses. The
+// walk stops at a keyword it does not follow (allOf, $ref, ...), naming
+// what it has.
+func instancePath(loc []string, sch *jsonschema.Schema, v any) string {
+	field := ""
+	for len(loc) >= 1 && sch != nil {
+		switch loc[0] {
+		case "properties":
+			obj, ok := v.(map[string]any)
+			if !ok || len(loc) < 2 {
+				return field
+			}
+			if field != "" {
+				field += "."
+			}
+			field += loc[1]
+			sch, v, loc = sch.Properties[loc[1]], obj[loc[1]], loc[2:]
+		case "prefixItems":
+			arr, ok := v.([]any)
+			k, err := strconv.Atoi(loc[min(1, len(loc)-1)])
+			if !ok || err != nil || k < 0 || k >= len(arr) || k >= len(sch.PrefixItems) {
+				return field
+			}
+			field += "[" + loc[1] + "]"
+			sch, v, loc = sch.PrefixItems[k], arr[k], loc[2:]
+		case "items":
+			arr, ok := v.([]any)
+			if !ok || sch.Items == nil {
+				return field
+			}
+			item, err := sch.Items.Resolve(nil)
+			if err != nil {
+				return field
+			}
+			k := slices.IndexFunc(arr[min(len(sch.PrefixItems), len(arr)):], func(e any) bool { return item.Validate(e) != nil })
+			if k < 0 {
+				return field
+			}
+			k += min(len(sch.PrefixItems), len(arr))
+			field += "[" + strconv.Itoa(k) + "]"
+			sch, v, loc = sch.Items, arr[k], loc[1:]
+		default:
+			return field
+		}
+	}
+	return field
 }
 
 // allowed applies the preset and the allow/deny globs to a tool.

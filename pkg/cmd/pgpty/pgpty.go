@@ -253,12 +253,13 @@ type StartCmd struct {
 	Dir  string `short:"C" help:"Working directory of the program (default the current one)." type:"existingdir"`
 	// MaxOutput: resolved through the config (pty_max_output).
 	MaxOutput int64    `name:"max-output" config:"pty_max_output" env:"POWERGLIDE_PTY_MAX_OUTPUT" help:"Cap in bytes on the session's output.log (default 67108864, 64 MiB): past it the oldest output is discarded, so about the last this many bytes stay readable; offsets stay valid (0: no cap)." placeholder:"BYTES"`
-	JSON      bool     `help:"Print the session record as JSON."`
+	JSON      bool     `help:"Print the session record as JSON, and an error as a {type:error} record."`
 	Command   []string `arg:"" passthrough:"" help:"The command and its arguments (after --)."`
 }
 
 // Run starts the session.
 func (c *StartCmd) Run(rt *cli.Runtime) error {
+	rt.JSON = c.JSON // an error is a record too
 	cols, rows, termName, err := size(rt)
 	if err != nil {
 		return err
@@ -321,10 +322,12 @@ type SendCmd struct {
 	Text  string   `arg:"" optional:"" help:"Text to type, as is (use --keys Enter, or --enter, to press Enter)."`
 	Keys  []string `help:"Keys to press after the text, comma-separated: Enter, Tab, Esc, Up, Down, Left, Right, Home, End, PgUp, PgDn, Backspace, Delete, F1..F12, C-a..C-z, M-x, or one character."`
 	Enter bool     `short:"e" help:"Press Enter after the text and keys."`
+	JSON  bool     `help:"Print nothing on success, and an error as a {type:error} record on stdout too."`
 }
 
 // Run sends the text and keys.
 func (c *SendCmd) Run(rt *cli.Runtime) error {
+	rt.JSON = c.JSON
 	s, err := store(rt)
 	if err != nil {
 		return err
@@ -357,11 +360,12 @@ type ReadCmd struct {
 	Timeout time.Duration `default:"30s" help:"How long --wait waits."`
 	Max     int           `default:"1048576" help:"Most bytes to return without --wait."`
 	Plain   bool          `help:"Print the text without terminal escape sequences (CRLF as LF), and match --wait against that text, as a person reads the output; offsets stay byte offsets into output.log."`
-	JSON    bool          `help:"Print one record {type:output, name, data, offset, next_offset, matched}."`
+	JSON    bool          `help:"Print one record {type:output, name, data, offset, next_offset, matched}, or a {type:error} record when there is no output."`
 }
 
 // Run reads.
 func (c *ReadCmd) Run(rt *cli.Runtime) error {
+	rt.JSON = c.JSON // an error before any output is a record
 	s, err := store(rt)
 	if err != nil {
 		return err
@@ -408,11 +412,12 @@ func (c *ReadCmd) Run(rt *cli.Runtime) error {
 //	$ pg-pty screen vi --json | jq -r '.lines[]'
 type ScreenCmd struct {
 	Name string `arg:"" help:"Session name."`
-	JSON bool   `help:"Print one record {type:screen, name, cols, rows, cursor:{row,col}, lines}."`
+	JSON bool   `help:"Print one record {type:screen, name, cols, rows, cursor:{row,col}, lines}, or a {type:error} record."`
 }
 
 // Run prints the screen.
 func (c *ScreenCmd) Run(rt *cli.Runtime) error {
+	rt.JSON = c.JSON
 	s, err := store(rt)
 	if err != nil {
 		return err
@@ -629,11 +634,12 @@ type KillCmd struct {
 	Name   string        `arg:"" help:"Session name."`
 	Signal string        `default:"HUP" help:"Signal to send first: a name (HUP, TERM, INT, KILL) or a number."`
 	Grace  time.Duration `default:"2s" help:"How long to wait before SIGKILL."`
-	JSON   bool          `help:"Print the final session record as JSON."`
+	JSON   bool          `help:"Print the final session record as JSON, and an error as a {type:error} record."`
 }
 
 // Run kills.
 func (c *KillCmd) Run(rt *cli.Runtime) error {
+	rt.JSON = c.JSON
 	sig, err := pty.ParseSignal(c.Signal)
 	if err != nil {
 		return cli.Usagef("--signal: %v", err)

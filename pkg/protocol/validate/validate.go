@@ -8,16 +8,20 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/powerglide/powerglide/pkg/protocol"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
+
+// The one JSON Schema library of the tree is github.com/google/jsonschema-go,
+// which pg-tool validates tool input with (and the MCP SDK builds on):
+// what these tests accept is what the tools accept.
 
 var (
 	mu       sync.Mutex
-	compiled = map[string]*jsonschema.Schema{}
+	compiled = map[string]*jsonschema.Resolved{}
 )
 
-func schema(name string) (*jsonschema.Schema, error) {
+func schema(name string) (*jsonschema.Resolved, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	if s, ok := compiled[name]; ok {
@@ -27,16 +31,11 @@ func schema(name string) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	var doc jsonschema.Schema
+	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	c := jsonschema.NewCompiler()
-	url := name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("schema %s: %w", name, err)
-	}
-	s, err := c.Compile(url)
+	s, err := doc.Resolve(nil)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
@@ -50,9 +49,13 @@ func JSON(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(data))
+	if err := d.Decode(&v); err != nil {
 		return fmt.Errorf("not JSON: %w", err)
+	}
+	if d.More() {
+		return fmt.Errorf("not JSON: more than one value")
 	}
 	if err := s.Validate(v); err != nil {
 		return fmt.Errorf("%s: %w", name, err)

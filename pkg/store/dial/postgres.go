@@ -2,14 +2,14 @@ package dial
 
 import (
 	"context"
-	"errors"
 
 	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/pgstore"
 )
 
-// openPostgres opens the PostgreSQL store.
+// openPostgres opens the PostgreSQL store (and migrates its schema).
 func openPostgres(ctx context.Context, url string) (store.Store, error) {
-	return nil, errors.New("the PostgreSQL store is not in this build yet")
+	return pgstore.Open(ctx, url)
 }
 
 // migratePostgres applies the schema's migrations and returns the schema

@@ -36,6 +36,10 @@ const SettleQuiet = time.Second
 // the next change, and on a quiet team the follower appends them itself.
 func (j *Journal) Follow(ctx context.Context, fromStart bool) (store.Follower, error) {
 	f := &follower{fl: jsonl.Follow(j.team.dir.Events(), jsonl.FollowOptions{FromStart: fromStart})}
+	// The end is where the call finds it, not where the first Next does.
+	if err := f.fl.Start(); err != nil {
+		return nil, err
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	f.stop = cancel
 	f.settled = make(chan struct{})

@@ -1,0 +1,160 @@
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one file of migrations/: NNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, p := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(p, "migrations/"), ".sql")
+		num, name, _ := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: the name must start with its version number", p)
+		}
+		b, err := migrationFiles.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// SchemaVersion is the version of the newest migration.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// lockKey is the pg_advisory_lock key migrations hold: "pgqueue!" as a
+// number, so no other program's key is likely to meet it.
+const lockKey = 0x7067717565756521
+
+// Migrate brings the database of url to the newest schema: pg-queue init
+// --store URL. Open does the same on first use.
+func Migrate(ctx context.Context, url string) error {
+	cfg, err := parseConfig(url)
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return connectErr(cfg, err)
+	}
+	defer pool.Close()
+	_, err = migrate(ctx, pool)
+	return err
+}
+
+// migrate applies the migrations the database lacks, one transaction
+// each, under an advisory lock so that concurrent first uses apply each
+// once. It returns how many it applied.
+func migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	ms, err := migrations()
+	if err != nil {
+		return 0, err
+	}
+	latest := ms[len(ms)-1].version
+	if v, err := currentVersion(ctx, pool); err == nil && v >= latest {
+		return 0, nil // the common case: no lock
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return 0, connectErr(pool.Config(), err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		return 0, fmt.Errorf("lock the schema for migration: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY,
+		name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return 0, fmt.Errorf("create schema_migrations: %w", err)
+	}
+	have := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return 0, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	top := 0
+	for _, v := range versions {
+		have[int(v)] = true
+		top = max(top, int(v))
+	}
+	if top > latest {
+		return 0, fmt.Errorf("the database's schema is version %d, newer than this program knows (%d): upgrade powerglide", top, latest)
+	}
+	n := 0
+	for _, m := range ms {
+		if have[m.version] {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// currentVersion is the newest applied migration; an error when there is
+// no schema_migrations table.
+func currentVersion(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var v *int32
+	err := pool.QueryRow(ctx, "SELECT max(version) FROM schema_migrations").Scan(&v)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if v == nil {
+		return 0, nil
+	}
+	return int(*v), nil
+}

@@ -1,0 +1,188 @@
+// Package pgstore is the team store on PostgreSQL (issue 17): the same
+// tasks, journal, worker records and budget as the team directory, in
+// tables that workers on many hosts share. docs/postgres.md describes the
+// schema for psql users.
+//
+// Semantics are the file store's (*queue.Queue, package queue): the same
+// checks and errors (queue's shared rules), the same records. What differs
+// is how they hold under concurrency:
+//
+//   - a claim takes the best claimable row with FOR UPDATE SKIP LOCKED,
+//     so claimers never wait for each other;
+//   - renew, complete, fail and release check the fencing token in the
+//     WHERE clause of the statement that changes the row;
+//   - every change appends its journal events in its own transaction,
+//     numbered from the team's row in teams, whose lock orders the
+//     commits as the numbers; a NOTIFY on the team's channel wakes
+//     followers and waiting claimers, which catch up by number;
+//   - times come from the server's clock (now()), one clock for every host.
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// DefaultMaxConns is the pool size when the URL sets no pool_max_conns.
+const DefaultMaxConns = 16
+
+// opTimeout bounds one call of a method without a context.
+const opTimeout = time.Minute
+
+// Store is the PostgreSQL team store.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  *pgxpool.Config
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database of url (a postgres:// URL or a libpq
+// keyword string; PG* variables fill what it leaves out) and brings its
+// schema up to date.
+func Open(ctx context.Context, url string) (store.Store, error) {
+	s, err := OpenStore(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenStore is Open with the concrete type.
+func OpenStore(ctx context.Context, url string) (*Store, error) {
+	cfg, err := parseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectErr(cfg, err)
+	}
+	if _, err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, connectErr(cfg, err)
+	}
+	return &Store{pool: pool, cfg: cfg}, nil
+}
+
+// badURL is a store URL the driver cannot read: bad input.
+type badURL struct{ err error }
+
+func (e *badURL) Error() string  { return "store URL: " + e.err.Error() }
+func (e *badURL) Unwrap() error  { return e.err }
+func (e *badURL) BadInput() bool { return true }
+
+func parseConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, &badURL{err}
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 15 * time.Second
+	}
+	return cfg, nil
+}
+
+// connectErr names the server an error came from (never the password).
+func connectErr(cfg *pgxpool.Config, err error) error {
+	if err == nil {
+		return nil
+	}
+	cc := cfg.ConnConfig
+	where := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
+	if strings.Contains(err.Error(), where) || strings.Contains(err.Error(), cc.Host) {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return fmt.Errorf("postgres %s: %w", where, err)
+}
+
+// Kind is "postgres".
+func (s *Store) Kind() string { return "postgres" }
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Pool is the connection pool (for tests and tools that read the tables).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Team returns one team's state.
+func (s *Store) Team(name string) (store.Team, error) {
+	if err := teamdir.ValidName("team", name); err != nil {
+		return nil, &queue.InputError{Index: -1, Msg: err.Error()}
+	}
+	return &team{s: s, name: name}, nil
+}
+
+type team struct {
+	s    *Store
+	name string
+}
+
+func (t *team) Name() string           { return t.name }
+func (t *team) Tasks() store.Tasks     { return &tasks{s: t.s, team: t.name} }
+func (t *team) Journal() store.Journal { return &journal{s: t.s, team: t.name} }
+func (t *team) Workers() store.Workers { return &workers{s: t.s, team: t.name} }
+func (t *team) Budget() store.Budget   { return &budget{s: t.s, team: t.name} }
+
+// Exists reports fs.ErrNotExist for a team nothing was ever written to.
+func (t *team) Exists(ctx context.Context) error {
+	var ok bool
+	err := t.s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM teams WHERE team = $1)
+		OR EXISTS (SELECT 1 FROM workers WHERE team = $1 AND (record IS NOT NULL OR velocity IS NOT NULL))
+		OR EXISTS (SELECT 1 FROM budgets WHERE team = $1 AND document IS NOT NULL)`, t.name).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("team %s: %w", t.name, err)
+	}
+	if !ok {
+		return fmt.Errorf("team %s: %w", t.name, fs.ErrNotExist)
+	}
+	return nil
+}
+
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
+}
+
+// channel is the team's LISTEN/NOTIFY channel: "powerglide:<team>", or a
+// hash of the name when that is longer than an identifier may be.
+func channel(team string) string {
+	c := "powerglide:" + team
+	if len(c) > 63 {
+		sum := sha256.Sum256([]byte(team))
+		c = "powerglide:" + hex.EncodeToString(sum[:16])
+	}
+	return c
+}
+
+// inTx runs fn in a transaction and commits it.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

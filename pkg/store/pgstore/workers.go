@@ -1,0 +1,163 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// workers are a team's worker records: rows of workers.
+type workers struct {
+	s    *Store
+	team string
+}
+
+var _ store.Workers = (*workers)(nil)
+
+func badName(err error) error { return &queue.InputError{Index: -1, Msg: err.Error()} }
+
+func decodeWorker(worker string, b []byte) (*protocol.Worker, error) {
+	var w protocol.Worker
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, fmt.Errorf("worker %s: stored record: %w", worker, err)
+	}
+	return &w, nil
+}
+
+// Read returns one record, or an error wrapping fs.ErrNotExist.
+func (w *workers) Read(ctx context.Context, worker string) (*protocol.Worker, error) {
+	if err := teamdir.ValidName("worker", worker); err != nil {
+		return nil, badName(err)
+	}
+	var b []byte
+	err := w.s.pool.QueryRow(ctx, `SELECT record FROM workers WHERE team = $1 AND worker = $2 AND record IS NOT NULL`,
+		w.team, worker).Scan(&b)
+	if isNoRows(err) {
+		return nil, fmt.Errorf("worker %s of team %s: %w", worker, w.team, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeWorker(worker, b)
+}
+
+// Update changes a record under its row lock: the row is made first when
+// there is none, so that two first updates also take turns.
+func (w *workers) Update(ctx context.Context, worker string, fn func(old *protocol.Worker) (*protocol.Worker, error)) (*protocol.Worker, error) {
+	if err := teamdir.ValidName("worker", worker); err != nil {
+		return nil, badName(err)
+	}
+	var out *protocol.Worker
+	err := w.s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO workers (team, worker) VALUES ($1, $2) ON CONFLICT DO NOTHING`, w.team, worker); err != nil {
+			return err
+		}
+		var b []byte
+		if err := tx.QueryRow(ctx, `SELECT record FROM workers WHERE team = $1 AND worker = $2 FOR UPDATE`, w.team, worker).Scan(&b); err != nil {
+			return err
+		}
+		var old *protocol.Worker
+		if b != nil {
+			old, _ = decodeWorker(worker, b) // unreadable: nil, a heartbeat must go through
+		}
+		rec, err := fn(old)
+		if err != nil || rec == nil {
+			out = rec
+			return err
+		}
+		if rec.Worker != worker {
+			return &queue.InputError{Index: -1, Msg: fmt.Sprintf("worker record of %q written as %q", worker, rec.Worker)}
+		}
+		out = rec
+		return write(ctx, tx, w.team, rec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// write stores a record.
+func write(ctx context.Context, db querier, team string, rec *protocol.Worker) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	var hb any
+	if !rec.HeartbeatAt.IsZero() {
+		hb = rec.HeartbeatAt
+	}
+	_, err = db.Exec(ctx, `INSERT INTO workers (team, worker, host, heartbeat_at, record, updated_at)
+		VALUES ($1, $2, $3, $4, $5::json, now())
+		ON CONFLICT (team, worker) DO UPDATE SET host = excluded.host, heartbeat_at = excluded.heartbeat_at,
+			record = excluded.record, updated_at = now()`, team, rec.Worker, rec.Host, hb, string(b))
+	return err
+}
+
+// Write replaces a record without reading it.
+func (w *workers) Write(ctx context.Context, rec *protocol.Worker) error {
+	if err := teamdir.ValidName("worker", rec.Worker); err != nil {
+		return badName(err)
+	}
+	return write(ctx, w.s.pool, w.team, rec)
+}
+
+// List returns every record, sorted as teamdir.WorkerLess sorts names.
+func (w *workers) List(ctx context.Context) ([]*protocol.Worker, []error) {
+	rows, _ := w.s.pool.Query(ctx, `SELECT worker, record FROM workers WHERE team = $1 AND record IS NOT NULL`, w.team)
+	var out []*protocol.Worker
+	var errs []error
+	var name string
+	var b []byte
+	_, err := pgx.ForEachRow(rows, []any{&name, &b}, func() error {
+		rec, err := decodeWorker(name, b)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		out = append(out, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, []error{err}
+	}
+	sort.Slice(out, func(i, j int) bool { return teamdir.WorkerLess(out[i].Worker, out[j].Worker) })
+	return out, errs
+}
+
+// Velocity returns the operator's setting for a worker: 1 when none.
+func (w *workers) Velocity(ctx context.Context, worker string) (float64, error) {
+	if err := teamdir.ValidName("worker", worker); err != nil {
+		return 0, badName(err)
+	}
+	var v *float64
+	err := w.s.pool.QueryRow(ctx, `SELECT velocity FROM workers WHERE team = $1 AND worker = $2`, w.team, worker).Scan(&v)
+	if isNoRows(err) || (err == nil && v == nil) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return *v, nil
+}
+
+// SetVelocity records the operator's setting for a worker.
+func (w *workers) SetVelocity(ctx context.Context, worker string, v float64) error {
+	if err := teamdir.ValidName("worker", worker); err != nil {
+		return badName(err)
+	}
+	if err := teamdir.CheckVelocity(v); err != nil {
+		return badName(err)
+	}
+	_, err := w.s.pool.Exec(ctx, `INSERT INTO workers (team, worker, velocity) VALUES ($1, $2, $3)
+		ON CONFLICT (team, worker) DO UPDATE SET velocity = excluded.velocity`, w.team, worker, v)
+	return err
+}

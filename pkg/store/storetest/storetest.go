@@ -1,0 +1,88 @@
+// Package storetest is the conformance suite of the team stores (issue
+// 17): the same tests, unchanged, against the file store and PostgreSQL,
+// so that both keep the queue's semantics. A store's test package runs it:
+//
+//	func TestMain(m *testing.M) {
+//		if storetest.IsWorker() {
+//			os.Exit(storetest.Worker())
+//		}
+//		os.Exit(m.Run())
+//	}
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, storetest.Target{New: func(t *testing.T) string { ... }})
+//	}
+//
+// The process tests start the test binary again as claim workers
+// (IsWorker, Worker), which open the store by its URL through dial.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+)
+
+// Target is a store under test.
+type Target struct {
+	// New makes an empty store and returns its URL, as dial.Open reads
+	// it ("file:/tmp/…", "postgres://…"). Each call is a store of its own.
+	New func(t *testing.T) string
+	// Restart restarts the store's server; nil for a store without one.
+	Restart func(t *testing.T)
+}
+
+// Run runs every conformance test against target.
+func Run(t *testing.T, target Target) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, e *env)
+	}{
+		{"TeamName", testTeamName},
+		{"AddListShow", testAddListShow},
+		{"AddValidation", testAddValidation},
+		{"ClaimOrder", testClaimOrder},
+		{"Dependencies", testDependencies},
+		{"LeaseExpiryAndFencing", testLeaseExpiryAndFencing},
+		{"ExpiryExhaustsAttempts", testExpiryExhaustsAttempts},
+		{"CompleteFailRelease", testCompleteFailRelease},
+		{"ReleaseWorker", testReleaseWorker},
+		{"Cancel", testCancel},
+		{"ArchiveAndPrune", testArchiveAndPrune},
+		{"Stats", testStats},
+		{"WaitClaim", testWaitClaim},
+		{"JournalOrder", testJournalOrder},
+		{"FollowConcurrentAppends", testFollowConcurrentAppends},
+		{"WatchAcrossRestart", testWatchAcrossRestart},
+		{"Workers", testWorkers},
+		{"Budget", testBudget},
+		{"ExactlyOnceGoroutines", testExactlyOnceGoroutines},
+		{"ExactlyOnceProcessesKilled", testExactlyOnceProcesses},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			url := target.New(t)
+			s, err := dial.Open(url, "")
+			if err != nil {
+				t.Fatalf("open %s: %v", url, err)
+			}
+			t.Cleanup(func() { s.Close() })
+			tm, err := s.Team("t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.fn(t, &env{target: target, url: url, store: s, team: tm})
+		})
+	}
+}
+
+// env is what a test gets: a fresh store and its team "t".
+type env struct {
+	target Target
+	url    string
+	store  store.Store
+	team   store.Team
+}
+
+func (e *env) tasks() store.Tasks { return e.team.Tasks() }
