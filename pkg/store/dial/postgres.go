@@ -15,5 +15,8 @@ func openPostgres(ctx context.Context, url string) (store.Store, error) {
 // migratePostgres applies the schema's migrations and returns the schema
 // version.
 func migratePostgres(ctx context.Context, url string) (int, error) {
-	return 0, errors.New("the PostgreSQL store is not in this build yet")
+	if err := pgstore.Migrate(ctx, url); err != nil {
+		return 0, err
+	}
+	return pgstore.SchemaVersion(), nil
 }
