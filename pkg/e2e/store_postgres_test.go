@@ -22,10 +22,15 @@ import (
 // TestStorePostgres runs testdata/script/store-postgres: the same commands
 // as on files (pg-queue, pg-monitor, pg-dash, pg-loop under pg-monitor),
 // against a real PostgreSQL server this test starts, each script with a
-// database of its own in POWERGLIDE_STORE. Under CI=true a server that
-// cannot start fails the test (pgtest).
+// database of its own in POWERGLIDE_STORE; then otherHost. Under CI=true
+// a server that cannot start fails the test (pgtest).
 func TestStorePostgres(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Options{})
+	t.Run("scripts", func(t *testing.T) { storeScripts(t, srv) })
+	t.Run("other-host", func(t *testing.T) { otherHost(t, srv.DB(t)) })
+}
+
+func storeScripts(t *testing.T, srv *pgtest.Server) {
 	p := withLoopDoubles(t, Params(scriptDir("store-postgres")))
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
@@ -44,13 +49,11 @@ func TestStorePostgres(t *testing.T) {
 	testscript.Run(t, p)
 }
 
-// TestStorePostgresOtherHost: a worker record of another host, in the
-// shared store, whose heartbeat is old. pg-monitor on this host reports it
-// stale and never signals its pid, even though a process of this host has
-// that pid and start time; pg-dash shows it stale.
-func TestStorePostgresOtherHost(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
-	url := srv.DB(t)
+// otherHost: a worker record of another host, in the shared store, whose
+// heartbeat is old. pg-monitor on this host reports it stale and never
+// signals its pid, even though a process of this host has that pid and
+// start time; pg-dash shows it stale.
+func otherHost(t *testing.T, url string) {
 	home := t.TempDir()
 	ctx := context.Background()
 
