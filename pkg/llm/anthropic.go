@@ -6,178 +6,293 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/tidwall/gjson"
 )
 
-// Anthropic calls the Messages API through the official SDK, streaming.
-// The SDK's own retries are off: the Router retries, so each retry is an
-// event.
+// Anthropic calls the Messages API, streaming. It does not retry: the
+// Router retries, so each retry is an event.
 type Anthropic struct {
-	name     string
-	messages anthropic.MessageService
+	name   string
+	url    string
+	header http.Header
+	hc     *http.Client
+	cache  *encodingCache
 }
+
+// anthropicVersion is the API version the body and the stream follow.
+const anthropicVersion = "2023-06-01"
 
 // NewAnthropic returns the provider; base may be empty (api.anthropic.com).
 func NewAnthropic(name, key, base string, hc *http.Client) *Anthropic {
-	// The message service alone, not anthropic.NewClient: the client
-	// reaches every API of the SDK, which keeps them all in the binary
-	// (tens of MB, slower start), and reads ANTHROPIC_* from the process
-	// environment behind the configuration's back.
-	opts := []option.RequestOption{
-		option.WithEnvironmentProduction(),
-		option.WithAPIKey(key),
-		option.WithMaxRetries(0),
-		option.WithHTTPClient(hc),
+	if base == "" {
+		base = "https://api.anthropic.com"
 	}
-	if base != "" {
-		opts = append(opts, option.WithBaseURL(base))
-	}
-	return &Anthropic{name: name, messages: anthropic.NewMessageService(opts...)}
+	h := http.Header{}
+	h.Set("X-Api-Key", key)
+	h.Set("Anthropic-Version", anthropicVersion)
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	return &Anthropic{name: name, url: strings.TrimSuffix(base, "/") + "/v1/messages", header: h, hc: hc, cache: newEncodingCache()}
 }
 
-// anthropicParams converts a request to the Messages API's parameters. The
-// tools go in as raw JSON (toolsJSON) so their schemas pass unchanged.
-func anthropicParams(model string, req *protocol.Request) (anthropic.MessageNewParams, []map[string]any) {
-	p := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: int64(req.MaxTokens)}
-	if req.System != "" {
-		sys := anthropic.TextBlockParam{Text: req.System}
-		if req.Cache {
-			sys.CacheControl = anthropic.NewCacheControlEphemeralParam()
-		}
-		p.System = []anthropic.TextBlockParam{sys}
+// The blocks of the Messages API a request sends, with the fields in the
+// order the API documents them.
+type (
+	anthropicTextParam struct {
+		Text string `json:"text"`
+		Type string `json:"type"`
 	}
-	for _, m := range req.Messages {
-		role := anthropic.MessageParamRoleUser
-		if m.Role == protocol.RoleAssistant {
-			role = anthropic.MessageParamRoleAssistant
-		}
-		var blocks []anthropic.ContentBlockParamUnion
-		for _, b := range m.Content {
-			switch b.Type {
-			case protocol.BlockText:
-				if b.Text != "" {
-					blocks = append(blocks, anthropic.NewTextBlock(b.Text))
-				}
-			case protocol.BlockToolCall:
-				in := b.Input
-				if len(in) == 0 {
-					in = json.RawMessage("{}")
-				}
-				blocks = append(blocks, anthropic.NewToolUseBlock(b.ID, in, b.Name))
-			case protocol.BlockToolResult:
-				blocks = append(blocks, anthropic.NewToolResultBlock(b.ID, b.Output, b.IsError))
-			case protocol.BlockThinking:
-				// Thinking without Anthropic's signature came from another
-				// provider (reasoning_content of an OpenAI-compatible model
-				// before a fallback): the API would reject it with a 400.
-				if b.Signature == "" {
-					continue
-				}
-				blocks = append(blocks, anthropic.NewThinkingBlock(b.Signature, b.Thinking))
-			case protocol.BlockRedactedThinking:
-				blocks = append(blocks, anthropic.NewRedactedThinkingBlock(b.Data))
+	anthropicToolUseParam struct {
+		ID    string          `json:"id"`
+		Input json.RawMessage `json:"input"`
+		Name  string          `json:"name"`
+		Type  string          `json:"type"`
+	}
+	anthropicToolResultParam struct {
+		ToolUseID string `json:"tool_use_id"`
+		Content   string `json:"content,omitempty"`
+		IsError   bool   `json:"is_error,omitempty"`
+		Type      string `json:"type"`
+	}
+	anthropicThinkingParam struct {
+		Signature string `json:"signature"`
+		Thinking  string `json:"thinking"`
+		Type      string `json:"type"`
+	}
+	anthropicRedactedParam struct {
+		Data string `json:"data"`
+		Type string `json:"type"`
+	}
+	anthropicSystemParam struct {
+		Text         string          `json:"text"`
+		CacheControl *anthropicCache `json:"cache_control,omitempty"`
+		Type         string          `json:"type"`
+	}
+	anthropicToolParam struct {
+		Description string          `json:"description,omitempty"`
+		InputSchema json.RawMessage `json:"input_schema"`
+		Name        string          `json:"name"`
+	}
+	anthropicCache struct {
+		Type string `json:"type"`
+	}
+	anthropicToolChoice struct {
+		Name string `json:"name,omitempty"`
+		Type string `json:"type"`
+	}
+	anthropicThinkingConfig struct {
+		BudgetTokens int    `json:"budget_tokens"`
+		Type         string `json:"type"`
+	}
+	// anthropicRest is everything of a request but its model, max_tokens
+	// and messages.
+	anthropicRest struct {
+		System        []anthropicSystemParam   `json:"system,omitempty"`
+		Tools         json.RawMessage          `json:"tools,omitempty"`
+		ToolChoice    *anthropicToolChoice     `json:"tool_choice,omitempty"`
+		Thinking      *anthropicThinkingConfig `json:"thinking,omitempty"`
+		Temperature   *float64                 `json:"temperature,omitempty"`
+		StopSequences []string                 `json:"stop_sequences,omitempty"`
+		Stream        bool                     `json:"stream"`
+	}
+)
+
+// cacheBreakpoint is what a block that ends a cached prefix carries.
+const cacheBreakpoint = `,"cache_control":{"type":"ephemeral"}}`
+
+// anthropicMessage encodes one message's blocks, comma-separated (the
+// turn around them is written by anthropicBody, which joins the messages
+// of one role). last is set when the last block can carry a cache
+// breakpoint.
+func anthropicMessage(m *protocol.Message) (wireMessage, error) {
+	var (
+		out  []byte
+		last bool
+		err  error
+	)
+	for _, b := range m.Content {
+		var v any
+		switch b.Type {
+		case protocol.BlockText:
+			if b.Text == "" {
+				continue // the API refuses empty text blocks
 			}
-		}
-		if len(blocks) == 0 {
+			v, last = anthropicTextParam{Text: b.Text, Type: "text"}, true
+		case protocol.BlockToolCall:
+			in := b.Input
+			if len(in) == 0 {
+				in = json.RawMessage("{}")
+			}
+			v, last = anthropicToolUseParam{ID: b.ID, Input: in, Name: b.Name, Type: "tool_use"}, true
+		case protocol.BlockToolResult:
+			v, last = anthropicToolResultParam{ToolUseID: b.ID, Content: b.Output, IsError: b.IsError, Type: "tool_result"}, true
+		case protocol.BlockThinking:
+			// Thinking without Anthropic's signature came from another
+			// provider (reasoning_content of an OpenAI-compatible model
+			// before a fallback): the API would reject it with a 400.
+			if b.Signature == "" {
+				continue
+			}
+			v, last = anthropicThinkingParam{Signature: b.Signature, Thinking: b.Thinking, Type: "thinking"}, false
+		case protocol.BlockRedactedThinking:
+			v, last = anthropicRedactedParam{Data: b.Data, Type: "redacted_thinking"}, false
+		default:
 			continue
 		}
-		// The API wants turns to alternate; tool results are user turns, so
-		// a tool message followed by a user message becomes one turn.
-		if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == role {
-			p.Messages[n-1].Content = append(p.Messages[n-1].Content, blocks...)
+		if len(out) > 0 {
+			out = append(out, ',')
+		}
+		if out, err = appendJSON(out, v); err != nil {
+			return wireMessage{}, err
+		}
+	}
+	return wireMessage{b: out, last: last}, nil
+}
+
+func anthropicTools(defs []protocol.ToolDef) ([]byte, error) {
+	tools := make([]anthropicToolParam, len(defs))
+	for i, t := range defs {
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		tools[i] = anthropicToolParam{Name: t.Name, Description: t.Description, InputSchema: schema}
+	}
+	return appendJSON(nil, tools)
+}
+
+// anthropicBody builds the Messages API request body.
+func (a *Anthropic) body(model string, req *protocol.Request) ([]byte, error) {
+	wire, err := a.cache.messages(req.Messages, anthropicMessage)
+	if err != nil {
+		return nil, err
+	}
+	// The API wants turns to alternate; tool results are user turns, so
+	// a tool message followed by a user message becomes one turn.
+	type turn struct {
+		user      bool
+		msgs      []int
+		breakOnto bool // a cache breakpoint on its last block
+	}
+	var turns []turn
+	size := 0
+	for i, w := range wire {
+		if len(w.b) == 0 {
 			continue
 		}
-		p.Messages = append(p.Messages, anthropic.MessageParam{Role: role, Content: blocks})
+		size += len(w.b) + 1
+		user := req.Messages[i].Role != protocol.RoleAssistant
+		if n := len(turns); n > 0 && turns[n-1].user == user {
+			turns[n-1].msgs = append(turns[n-1].msgs, i)
+			continue
+		}
+		turns = append(turns, turn{user: user, msgs: []int{i}})
 	}
 	if req.Cache {
 		// Breakpoints on the last two user turns: the newest is written, the
 		// one before it was written by the previous call and is read.
 		marked := 0
-		for i := len(p.Messages) - 1; i >= 0 && marked < 2; i-- {
-			if p.Messages[i].Role != anthropic.MessageParamRoleUser {
-				continue
-			}
-			c := p.Messages[i].Content
-			if cc := c[len(c)-1].GetCacheControl(); cc != nil {
-				*cc = anthropic.NewCacheControlEphemeralParam()
+		for i := len(turns) - 1; i >= 0 && marked < 2; i-- {
+			t := &turns[i]
+			if t.user && wire[t.msgs[len(t.msgs)-1]].last {
+				t.breakOnto = true
 				marked++
 			}
 		}
 	}
+	rest := anthropicRest{Stream: true, StopSequences: req.Stop}
+	if req.System != "" {
+		sys := anthropicSystemParam{Text: req.System, Type: "text"}
+		if req.Cache {
+			sys.CacheControl = &anthropicCache{Type: "ephemeral"}
+		}
+		rest.System = []anthropicSystemParam{sys}
+	}
+	if len(req.Tools) > 0 {
+		tools, err := a.cache.toolDefs(req.Tools, anthropicTools)
+		if err != nil {
+			return nil, err
+		}
+		if req.Cache && req.System == "" {
+			// The breakpoint goes on the last tool.
+			tools = append(append(tools[:len(tools)-2:len(tools)-2], cacheBreakpoint...), ']')
+		}
+		rest.Tools = tools
+	}
 	thinking := req.Thinking != nil && req.Thinking.BudgetTokens > 0
 	if req.Temperature != nil && !thinking { // the API takes no temperature with thinking
-		p.Temperature = anthropic.Float(*req.Temperature)
+		rest.Temperature = req.Temperature
 	}
 	if thinking {
-		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(req.Thinking.BudgetTokens))
-	}
-	if len(req.Stop) > 0 {
-		p.StopSequences = req.Stop
+		rest.Thinking = &anthropicThinkingConfig{BudgetTokens: req.Thinking.BudgetTokens, Type: "enabled"}
 	}
 	switch req.ToolChoice {
 	case "", "auto":
-	case "any":
-		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
-	case "none":
-		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	case "any", "none":
+		rest.ToolChoice = &anthropicToolChoice{Type: req.ToolChoice}
 	default:
-		p.ToolChoice = anthropic.ToolChoiceParamOfTool(req.ToolChoice)
+		rest.ToolChoice = &anthropicToolChoice{Name: req.ToolChoice, Type: "tool"}
 	}
-	var tools []map[string]any
-	for i, t := range req.Tools {
-		schema := t.InputSchema
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		tool := map[string]any{"name": t.Name, "input_schema": schema}
-		if t.Description != "" {
-			tool["description"] = t.Description
-		}
-		if req.Cache && i == len(req.Tools)-1 && req.System == "" {
-			tool["cache_control"] = map[string]string{"type": "ephemeral"}
-		}
-		tools = append(tools, tool)
+
+	body := make([]byte, 0, size+len(turns)*40+len(req.System)+len(rest.Tools)+256)
+	body = append(body, `{"max_tokens":`...)
+	body = strconv.AppendInt(body, int64(req.MaxTokens), 10)
+	body = append(body, `,"model":`...)
+	if body, err = appendJSON(body, model); err != nil {
+		return nil, err
 	}
-	return p, tools
+	body = append(body, `,"messages":[`...)
+	for i, t := range turns {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		if t.user {
+			body = append(body, `{"role":"user","content":[`...)
+		} else {
+			body = append(body, `{"role":"assistant","content":[`...)
+		}
+		for j, k := range t.msgs {
+			if j > 0 {
+				body = append(body, ',')
+			}
+			b := wire[k].b
+			if t.breakOnto && j == len(t.msgs)-1 {
+				body = append(append(body, b[:len(b)-1]...), cacheBreakpoint...)
+				continue
+			}
+			body = append(body, b...)
+		}
+		body = append(body, "]}"...)
+	}
+	body = append(body, "],"...)
+	restJSON, err := appendJSON(nil, rest)
+	if err != nil {
+		return nil, err
+	}
+	return append(body, restJSON[1:]...), nil
 }
 
 // Stream runs one attempt.
 func (a *Anthropic) Stream(ctx context.Context, model string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
-	params, tools := anthropicParams(model, req)
-	var resp *http.Response
-	tap := &bodyTap{}
+	body, err := a.body(model, req)
+	if err != nil {
+		return nil, &Error{Kind: protocol.KindBadRequest, Message: "anthropic: request: " + err.Error(), Err: err}
+	}
 	ctx, cancel := context.WithCancel(ctx) // finishBody's way to give up on a stalled body
 	defer cancel()
-	opts := []option.RequestOption{option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware)}
-	if len(tools) > 0 {
-		opts = append(opts, option.WithJSONSet("tools", tools))
+	resp, err := post(ctx, a.hc, a.url, a.header, body, anthropicHTTPError)
+	if err != nil {
+		return nil, err
 	}
-	stream := a.messages.NewStreaming(ctx, params, opts...)
-	body := tap.take()
-	if body != nil {
-		defer body.Close()
-	}
-	if err := stream.Err(); err != nil {
-		stream.Close()
-		return nil, anthropicError(err)
-	}
-	stream.Close()
-	if body == nil {
-		return nil, &Error{Kind: protocol.KindServer, Retryable: true, Message: "anthropic: no response body"}
-	}
-	reqID := ""
-	if resp != nil {
-		reqID = resp.Header.Get("request-id")
-	}
-	em.Start(a.name, em.Model, reqID)
-	end, err := decodeAnthropic(body, em)
+	defer resp.Body.Close()
+	em.Start(a.name, em.Model, resp.Header.Get("request-id"))
+	end, err := decodeAnthropic(resp.Body, em)
 	if err == nil {
-		finishBody(body, cancel)
+		finishBody(resp.Body, cancel)
 	}
 	return end, err
 }
@@ -434,41 +549,10 @@ func streamError(provider, errType, raw string) *Error {
 	return e
 }
 
-// anthropicError classifies an SDK error. An error event inside a 200
-// stream carries status 200 and the error type (e.g. overloaded_error).
-func anthropicError(err error) error {
-	var ae *anthropic.Error
-	if errors.As(err, &ae) {
-		raw := ae.RawJSON()
-		status := ae.StatusCode
-		var h http.Header
-		if ae.Response != nil {
-			h = ae.Response.Header
-		}
-		inStream := status == http.StatusOK // an error event after HTTP 200
-		if inStream {
-			status = 0
-		}
-		e := classifyHTTP(status, string(ae.Type()), raw, h)
-		if inStream {
-			if e.Kind == protocol.KindBadRequest && ae.Type() != "invalid_request_error" {
-				e.Kind, e.Retryable = protocol.KindServer, true
-			}
-			e.Status = 0
-			e.Message = "error event in stream: " + apiMessage(0, raw)
-		} else {
-			e.Message = apiMessage(status, raw)
-		}
-		e.Err = err
-		return e
-	}
-	if s := err.Error(); strings.HasPrefix(s, "received error while streaming") {
-		e := classifyHTTP(0, "", s, nil)
-		if e.Kind == protocol.KindBadRequest {
-			e.Kind, e.Retryable = protocol.KindServer, true
-		}
-		e.Message, e.Err = s, err
-		return e
-	}
-	return err
+// anthropicHTTPError classifies an error response, such as
+// {"type":"error","error":{"type":"overloaded_error","message":"..."}}.
+func anthropicHTTPError(status int, body []byte, h http.Header) *Error {
+	e := classifyHTTP(status, gjson.GetBytes(body, "error.type").String(), string(body), h)
+	e.Message = apiMessage(status, string(body))
+	return e
 }

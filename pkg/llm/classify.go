@@ -136,7 +136,7 @@ func classifyTransport(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errAttemptTimeout) {
 		return &Error{Kind: protocol.KindTimeout, Retryable: true, Message: "attempt timed out", Err: err}
 	}
 	if errors.Is(err, context.Canceled) {

@@ -134,7 +134,7 @@ func TestOpenAIRequestAndUsage(t *testing.T) {
 		for _, want := range []string{`"stream":true`, `"stream_options":{"include_usage":true}`, `"role":"system"`,
 			`{"content":"sunny","tool_call_id":"call_1","role":"tool"}`,
 			`"tool_calls":[{"id":"call_1","function":{"arguments":"{\"location\":\"SF\"}","name":"get_weather"},"type":"function"}]`,
-			`"parameters":{"properties":{"location":{"type":"string"}},"type":"object"}`} {
+			`"parameters":{"type":"object","properties":{"location":{"type":"string"}}}`} {
 			if !strings.Contains(js, want) {
 				t.Errorf("compat=%v: body lacks %s:\n%s", compat, want, js)
 			}
@@ -620,8 +620,7 @@ func TestAnthropicSkipsUnsignedThinking(t *testing.T) {
 		{Role: "assistant", Content: protocol.Content{{Type: "thinking", Thinking: "signed", Signature: "sig"}, {Type: "redacted_thinking", Data: "EmwK"}, {Type: "text", Text: "a2"}}},
 		{Role: "user", Content: protocol.Content{{Type: "text", Text: "q3"}}},
 	}}
-	p, _ := anthropicParams("claude-sonnet-4-5", req)
-	b, err := json.Marshal(p)
+	b, err := NewAnthropic("anthropic", "k", "", nil).body("claude-sonnet-4-5", req)
 	if err != nil {
 		t.Fatal(err)
 	}

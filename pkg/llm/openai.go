@@ -11,157 +11,245 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/tidwall/gjson"
 )
 
-// OpenAI calls Chat Completions through the official SDK, streaming; with
-// compatible set it speaks to OpenAI-compatible servers (Ollama, vLLM,
-// llama.cpp server, OpenRouter), which take max_tokens rather than
-// max_completion_tokens and may stream reasoning_content.
+// OpenAI calls Chat Completions, streaming; with compatible set it speaks
+// to OpenAI-compatible servers (Ollama, vLLM, llama.cpp server,
+// OpenRouter), which take max_tokens rather than max_completion_tokens and
+// may stream reasoning_content.
 type OpenAI struct {
 	name       string
 	compatible bool
-	chat       openai.ChatCompletionService
+	url        string
+	header     http.Header
+	hc         *http.Client
+	cache      *encodingCache
 }
 
-// NewOpenAI returns the provider. It builds the chat completion service
-// alone, not openai.NewClient: the client reaches every API of the SDK,
-// which keeps them all in the binary, and reads OPENAI_* from the process
-// environment behind the configuration's back.
+// NewOpenAI returns the provider; base may be empty (api.openai.com). With
+// no key, no authorization header is sent (local servers).
 func NewOpenAI(name, key, base string, compatible bool, hc *http.Client) *OpenAI {
 	if base == "" {
 		base = "https://api.openai.com/v1"
 	}
-	opts := []option.RequestOption{
-		option.WithAPIKey(key),
-		option.WithBaseURL(base),
-		option.WithMaxRetries(0),
-		option.WithHTTPClient(hc),
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
 	}
-	if key == "" {
-		opts = append(opts, option.WithHeaderDel("authorization"))
-	}
-	return &OpenAI{name: name, compatible: compatible, chat: openai.NewChatCompletionService(opts...)}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	return &OpenAI{name: name, compatible: compatible, url: strings.TrimSuffix(base, "/") + "/chat/completions", header: h, hc: hc, cache: newEncodingCache()}
 }
 
-func openaiParams(model string, req *protocol.Request, compatible bool) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
-	if compatible {
-		p.MaxTokens = openai.Int(int64(req.MaxTokens))
+// The messages and tools of Chat Completions a request sends.
+type (
+	openaiTextMessage struct {
+		Content string `json:"content"`
+		Role    string `json:"role"`
+	}
+	openaiToolMessage struct {
+		Content    string `json:"content"`
+		ToolCallID string `json:"tool_call_id"`
+		Role       string `json:"role"`
+	}
+	openaiAssistantMessage struct {
+		Content   *string               `json:"content,omitempty"`
+		ToolCalls []openaiToolCallParam `json:"tool_calls,omitempty"`
+		Role      string                `json:"role"`
+	}
+	openaiToolCallParam struct {
+		ID       string             `json:"id"`
+		Function openaiFunctionCall `json:"function"`
+		Type     string             `json:"type"`
+	}
+	openaiFunctionCall struct {
+		Arguments string `json:"arguments"`
+		Name      string `json:"name"`
+	}
+	openaiToolParam struct {
+		Function openaiFunctionDef `json:"function"`
+		Type     string            `json:"type"`
+	}
+	openaiFunctionDef struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	openaiNamedChoice struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+		Type string `json:"type"`
+	}
+	// openaiRest is everything of a request but its model and messages.
+	openaiRest struct {
+		MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+		MaxTokens           int             `json:"max_tokens,omitempty"`
+		Tools               json.RawMessage `json:"tools,omitempty"`
+		ToolChoice          any             `json:"tool_choice,omitempty"`
+		Temperature         *float64        `json:"temperature,omitempty"`
+		Stop                []string        `json:"stop,omitempty"`
+		Stream              bool            `json:"stream"`
+		StreamOptions       struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+)
+
+// openaiMessage encodes one message as Chat Completions messages,
+// comma-separated: a tool result is a message of its own (role tool);
+// text and tool calls make one user or assistant message after them.
+// Thinking is not sent back.
+func openaiMessage(m *protocol.Message) (wireMessage, error) {
+	var (
+		out   []byte
+		text  strings.Builder
+		calls []openaiToolCallParam
+		err   error
+	)
+	add := func(v any) {
+		if err != nil {
+			return
+		}
+		if len(out) > 0 {
+			out = append(out, ',')
+		}
+		out, err = appendJSON(out, v)
+	}
+	for _, b := range m.Content {
+		switch b.Type {
+		case protocol.BlockText:
+			text.WriteString(b.Text)
+		case protocol.BlockToolCall:
+			in := string(b.Input)
+			if in == "" {
+				in = "{}"
+			}
+			calls = append(calls, openaiToolCallParam{ID: b.ID, Function: openaiFunctionCall{Arguments: in, Name: b.Name}, Type: "function"})
+		case protocol.BlockToolResult:
+			out := b.Output
+			if b.IsError {
+				out = "Error: " + out
+			}
+			add(openaiToolMessage{Content: out, ToolCallID: b.ID, Role: "tool"})
+		}
+	}
+	switch m.Role {
+	case protocol.RoleAssistant:
+		if text.Len() == 0 && len(calls) == 0 {
+			break
+		}
+		a := openaiAssistantMessage{ToolCalls: calls, Role: "assistant"}
+		if text.Len() > 0 {
+			s := text.String()
+			a.Content = &s
+		}
+		add(a)
+	default:
+		if text.Len() > 0 {
+			add(openaiTextMessage{Content: text.String(), Role: "user"})
+		}
+	}
+	return wireMessage{b: out}, err
+}
+
+func openaiTools(defs []protocol.ToolDef) ([]byte, error) {
+	tools := make([]openaiToolParam, len(defs))
+	for i, t := range defs {
+		params := t.InputSchema
+		if len(params) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		} else if p := bytes.TrimSpace(params); len(p) == 0 || p[0] != '{' || !json.Valid(p) {
+			return nil, protocol.FieldError{Field: fmt.Sprintf("tools[%d].input_schema", i), Msg: "is not a JSON object"}
+		}
+		tools[i] = openaiToolParam{Function: openaiFunctionDef{Name: t.Name, Description: t.Description, Parameters: params}, Type: "function"}
+	}
+	return appendJSON(nil, tools)
+}
+
+// body builds the Chat Completions request body.
+func (o *OpenAI) body(model string, req *protocol.Request) ([]byte, error) {
+	wire, err := o.cache.messages(req.Messages, openaiMessage)
+	if err != nil {
+		return nil, err
+	}
+	rest := openaiRest{Stream: true, Temperature: req.Temperature, Stop: req.Stop}
+	rest.StreamOptions.IncludeUsage = true
+	if o.compatible {
+		rest.MaxTokens = req.MaxTokens
 	} else {
-		p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+		rest.MaxCompletionTokens = req.MaxTokens
 	}
-	p.StreamOptions.IncludeUsage = openai.Bool(true)
-	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
-	}
-	for _, m := range req.Messages {
-		var text strings.Builder
-		var calls []openai.ChatCompletionMessageToolCallUnionParam
-		for _, b := range m.Content {
-			switch b.Type {
-			case protocol.BlockText:
-				text.WriteString(b.Text)
-			case protocol.BlockToolCall:
-				in := string(b.Input)
-				if in == "" {
-					in = "{}"
-				}
-				calls = append(calls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID: b.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.Name, Arguments: in}}})
-			case protocol.BlockToolResult:
-				out := b.Output
-				if b.IsError {
-					out = "Error: " + out
-				}
-				p.Messages = append(p.Messages, openai.ToolMessage(out, b.ID))
-			}
+	if len(req.Tools) > 0 {
+		if rest.Tools, err = o.cache.toolDefs(req.Tools, openaiTools); err != nil {
+			return nil, err
 		}
-		switch m.Role {
-		case protocol.RoleAssistant:
-			if text.Len() == 0 && len(calls) == 0 {
-				continue
-			}
-			a := openai.ChatCompletionAssistantMessageParam{ToolCalls: calls}
-			if text.Len() > 0 {
-				a.Content.OfString = openai.String(text.String())
-			}
-			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		default:
-			if text.Len() > 0 {
-				p.Messages = append(p.Messages, openai.UserMessage(text.String()))
-			}
-		}
-	}
-	for i, t := range req.Tools {
-		var params map[string]any
-		if len(t.InputSchema) > 0 {
-			if err := json.Unmarshal(t.InputSchema, &params); err != nil {
-				return p, protocol.FieldError{Field: fmt.Sprintf("tools[%d].input_schema", i), Msg: "is not a JSON object"}
-			}
-		} else {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(params)}
-		if t.Description != "" {
-			fd.Description = openai.String(t.Description)
-		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
-	}
-	if req.Temperature != nil {
-		p.Temperature = openai.Float(*req.Temperature)
-	}
-	if len(req.Stop) > 0 {
-		p.Stop.OfStringArray = req.Stop
 	}
 	switch req.ToolChoice {
 	case "":
 	case "auto", "none":
-		p.ToolChoice.OfAuto = openai.String(req.ToolChoice)
+		rest.ToolChoice = req.ToolChoice
 	case "any":
-		p.ToolChoice.OfAuto = openai.String("required")
+		rest.ToolChoice = "required"
 	default:
-		p.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{
-			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice}}
+		var c openaiNamedChoice
+		c.Function.Name, c.Type = req.ToolChoice, "function"
+		rest.ToolChoice = c
 	}
-	return p, nil
+	size := len(req.System) + 256
+	for _, w := range wire {
+		size += len(w.b) + 1
+	}
+	body := make([]byte, 0, size+len(rest.Tools))
+	body = append(body, `{"model":`...)
+	if body, err = appendJSON(body, model); err != nil {
+		return nil, err
+	}
+	body = append(body, `,"messages":[`...)
+	first := true
+	if req.System != "" {
+		if body, err = appendJSON(body, openaiTextMessage{Content: req.System, Role: "system"}); err != nil {
+			return nil, err
+		}
+		first = false
+	}
+	for _, w := range wire {
+		if len(w.b) == 0 {
+			continue
+		}
+		if !first {
+			body = append(body, ',')
+		}
+		body = append(body, w.b...)
+		first = false
+	}
+	body = append(body, "],"...)
+	restJSON, err := appendJSON(nil, rest)
+	if err != nil {
+		return nil, err
+	}
+	return append(body, restJSON[1:]...), nil
 }
 
 // Stream runs one attempt.
 func (o *OpenAI) Stream(ctx context.Context, model string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
-	params, err := openaiParams(model, req, o.compatible)
+	body, err := o.body(model, req)
 	if err != nil {
 		return nil, &Error{Kind: protocol.KindBadRequest, Message: err.Error(), Err: err}
 	}
-	var resp *http.Response
-	tap := &bodyTap{}
 	ctx, cancel := context.WithCancel(ctx) // finishBody's way to give up on a stalled body
 	defer cancel()
-	stream := o.chat.NewStreaming(ctx, params, option.WithResponseInto(&resp), option.WithMiddleware(tap.middleware))
-	body := tap.take()
-	if body != nil {
-		defer body.Close()
+	resp, err := post(ctx, o.hc, o.url, o.header, body, openaiHTTPError)
+	if err != nil {
+		return nil, err
 	}
-	if err := stream.Err(); err != nil {
-		stream.Close()
-		return nil, openaiError(err)
-	}
-	stream.Close()
-	if body == nil {
-		return nil, &Error{Kind: protocol.KindServer, Retryable: true, Message: o.name + ": no response body"}
-	}
-	reqID := ""
-	if resp != nil {
-		reqID = resp.Header.Get("x-request-id")
-	}
-	em.Start(o.name, em.Model, reqID)
-	end, err := decodeOpenAI(body, em, o.compatible)
+	defer resp.Body.Close()
+	em.Start(o.name, em.Model, resp.Header.Get("x-request-id"))
+	end, err := decodeOpenAI(resp.Body, em, o.compatible)
 	if err == nil {
-		finishBody(body, cancel)
+		finishBody(resp.Body, cancel)
 	}
 	return end, err
 }
@@ -401,41 +489,16 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 	return end, nil
 }
 
-// openaiError classifies an SDK error, including error objects sent
-// inside a 200 stream and the bodies of compatible servers ({"error":"..."}).
-func openaiError(err error) error {
-	var oe *openai.Error
-	if errors.As(err, &oe) {
-		raw := oe.RawJSON()
-		var h http.Header
-		if oe.Response != nil {
-			h = oe.Response.Header
-		}
-		typ := oe.Type
-		if oe.Code != "" {
-			typ += " " + oe.Code
-		}
-		e := classifyHTTP(oe.StatusCode, typ, raw+" "+oe.Message, h)
-		e.Message = apiMessage(oe.StatusCode, raw)
-		e.Err = err
-		return e
+// openaiHTTPError classifies an error response: OpenAI's
+// {"error":{"message","type","code"}}, and the bodies of compatible
+// servers ({"error":"..."} from Ollama).
+func openaiHTTPError(status int, body []byte, h http.Header) *Error {
+	f := gjson.GetManyBytes(body, "error.type", "error.code", "error.message")
+	typ := f[0].String()
+	if c := f[1].String(); c != "" {
+		typ += " " + c
 	}
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		data := string(se.Event.Data)
-		e := classifyHTTP(0, "", data, nil)
-		switch {
-		case e.Kind != protocol.KindBadRequest:
-		case strings.Contains(data, "overloaded") || strings.Contains(data, "503"):
-			e.Kind, e.Retryable = protocol.KindOverloaded, true
-		case strings.Contains(data, "rate_limit") || strings.Contains(data, "429"):
-			e.Kind, e.Retryable = protocol.KindRateLimit, true
-		default:
-			e.Kind, e.Retryable = protocol.KindServer, true
-		}
-		e.Message = "error event in stream: " + apiMessage(0, data)
-		e.Err = err
-		return e
-	}
-	return err
+	e := classifyHTTP(status, typ, string(body)+" "+f[2].String(), h)
+	e.Message = apiMessage(status, string(body))
+	return e
 }

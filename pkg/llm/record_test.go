@@ -24,6 +24,9 @@ func TestRecordDropsServeID(t *testing.T) {
 			t.Fatalf("model event %s has no string field ID", typ)
 		}
 		id.SetString("req-7")
+		if held := v.FieldByName("Held"); held.Kind() == reflect.String {
+			held.SetString("h3")
+		}
 		events = append(events, ev)
 	}
 	file := filepath.Join(t.TempDir(), "s.jsonl")
@@ -48,6 +51,9 @@ func TestRecordDropsServeID(t *testing.T) {
 		}
 		if _, ok := m["id"]; ok {
 			t.Errorf("recorded %s event keeps the serve id: %s", m["type"], e)
+		}
+		if _, ok := m["held"]; ok {
+			t.Errorf("recorded %s event keeps the held conversation's name: %s", m["type"], e)
 		}
 		if got := reflect.ValueOf(events[i]).Elem().FieldByName("ID").String(); got != "req-7" {
 			t.Errorf("recording changed the caller's %s event: id %q", m["type"], got)

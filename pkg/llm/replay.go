@@ -311,7 +311,8 @@ func lastOf[T any](events []any) (T, bool) {
 }
 
 // withoutID returns a copy of a model event without the id pg-llm serve
-// gave it: a recording holds the model's answer, not the request it
+// gave it, nor the name of the conversation serve holds (an end event's
+// held): a recording holds the model's answer, not the request it
 // answered. Every model event (protocol.ModelEvents) is a pointer to a
 // struct with a string field ID; anything else comes back as it is.
 func withoutID(ev any) any {
@@ -321,8 +322,10 @@ func withoutID(ev any) any {
 	}
 	c := reflect.New(v.Elem().Type())
 	c.Elem().Set(v.Elem())
-	if id := c.Elem().FieldByName("ID"); id.Kind() == reflect.String {
-		id.SetString("")
+	for _, f := range [...]string{"ID", "Held"} {
+		if id := c.Elem().FieldByName(f); id.Kind() == reflect.String {
+			id.SetString("")
+		}
 	}
 	return c.Interface()
 }

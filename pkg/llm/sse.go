@@ -3,80 +3,9 @@ package llm
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"net/http"
-	"sync"
-	"time"
 )
-
-// The SDKs build, sign and send requests and turn error statuses into
-// typed errors; the event stream of a successful answer is decoded here.
-// Decoding every event through the SDKs' generic union types measured at
-// about 20 MB/s of SSE (pprof: most of it in apijson and map building);
-// these small structs with encoding/json do several times better, and the
-// stream is the hot path of every call.
-
-// bodyTap is a middleware that takes the body of a successful response
-// away from the SDK, which then sees an empty stream.
-type bodyTap struct {
-	mu   sync.Mutex
-	body io.ReadCloser
-}
-
-func (t *bodyTap) middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	resp, err := next(req)
-	switch {
-	case err != nil:
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		t.mu.Lock()
-		t.body = resp.Body
-		t.mu.Unlock()
-		resp.Body = http.NoBody
-	default:
-		// The SDK reads an error's body whole: a server that never ends it
-		// must not take all the memory.
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.LimitReader(resp.Body, maxErrorBody), resp.Body}
-	}
-	return resp, err
-}
-
-// maxErrorBody is as much of an error response's body as is read; error
-// bodies are a few hundred bytes.
-const maxErrorBody = 1 << 20
-
-func (t *bodyTap) take() io.ReadCloser {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.body
-	t.body = nil
-	return b
-}
-
-// A stream's last event is normally followed only by the end of the
-// chunked encoding; finishBody reads up to drainMax bytes of whatever
-// follows, for at most drainWait.
-const (
-	drainMax  = 64 << 10
-	drainWait = time.Second
-)
-
-// finishBody drains what is left of a response body after the stream's
-// last event, then closes it. Go's transport reuses a connection only when
-// its body was read to the end: closed earlier, the connection is closed,
-// and serve mode would open a new one for every request. A server that
-// keeps the stream open is cut off after drainWait by cancel, which ends
-// the request (and that connection).
-func finishBody(body io.ReadCloser, cancel context.CancelFunc) {
-	t := time.AfterFunc(drainWait, cancel)
-	_, _ = io.CopyN(io.Discard, body, drainMax)
-	t.Stop()
-	body.Close()
-}
 
 // sseReader splits a text/event-stream into events. No line and no event
 // may grow past max bytes: a server that sends one endless line, or data

@@ -78,6 +78,8 @@ type coprocess struct {
 	waiters map[string]*waiter
 	dead    chan struct{}
 	deadErr error
+	starts  int  // how many children were started: a new one knows nothing of the last
+	closed  bool // Close was called since the last request: no prestart
 }
 
 func newCoprocess(kind, cmdline string, stderr io.Writer) *coprocess {
@@ -118,10 +120,24 @@ func (c *coprocess) start() error {
 		return fmt.Errorf("start %s coprocess %q: %w", c.kind, c.cmdline, err)
 	}
 	c.cmd, c.in = cmd, in
+	c.starts++
 	c.waiters = map[string]*waiter{}
 	c.dead = make(chan struct{})
 	go c.read(cmd, out, c.dead)
 	return nil
+}
+
+// prestart starts the child in the background, so that it has started
+// by the time the first request comes (pg-loop starts its coprocesses
+// while it loads its tasks). A failure is left for that request to meet.
+func (c *coprocess) prestart() {
+	go func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.closed {
+			_ = c.start()
+		}
+	}()
 }
 
 // read routes reply lines to their waiters by id until the child's stdout closes.
@@ -180,15 +196,22 @@ type waiter struct {
 }
 
 // send writes one request line and registers a waiter for its replies.
-func (c *coprocess) send(id string, line []byte) (chan []byte, chan struct{}, error) {
+// line gets the number of the child it will go to (coprocess.starts) and
+// returns the line to send.
+func (c *coprocess) send(id string, line func(child int) ([]byte, error)) (chan []byte, chan struct{}, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = false
 	if err := c.start(); err != nil {
+		return nil, nil, err
+	}
+	b, err := line(c.starts)
+	if err != nil {
 		return nil, nil, err
 	}
 	w := &waiter{ch: make(chan []byte, 64), gone: make(chan struct{})}
 	c.waiters[id] = w
-	if _, err := c.in.Write(append(line, '\n')); err != nil {
+	if _, err := c.in.Write(append(b, '\n')); err != nil {
 		delete(c.waiters, id)
 		return nil, nil, fmt.Errorf("write to %s coprocess: %w", c.kind, err)
 	}
@@ -218,6 +241,7 @@ func (c *coprocess) Close() error {
 	c.mu.Lock()
 	cmd, in, dead := c.cmd, c.in, c.dead
 	c.cmd = nil
+	c.closed = true
 	c.mu.Unlock()
 	if cmd == nil {
 		return nil
@@ -252,7 +276,21 @@ func nextID(prefix string) string {
 }
 
 // ServeLLM talks to `pg-llm serve` (or anything speaking its protocol).
-type ServeLLM struct{ co *coprocess }
+//
+// When the server holds the conversation it answered (its end event names
+// it, docs/protocol.md "Held conversations"), the next request that
+// extends that conversation sends only the new messages. Anything that
+// does not say so gets whole requests, and so does a request that does
+// not extend the held conversation (a compacted or fresh context).
+type ServeLLM struct {
+	co *coprocess
+
+	mu     sync.Mutex
+	calls  int                // calls in flight
+	held   string             // the name of the conversation the server holds, "" for none
+	heldBy int                // the child that holds it (coprocess.starts)
+	msgs   []protocol.Message // that conversation
+}
 
 // NewServeLLM returns a model component running cmdline as a coprocess,
 // started at the first call and restarted if it dies.
@@ -262,17 +300,89 @@ func NewServeLLM(cmdline string, stderr io.Writer) *ServeLLM {
 
 // Call sends the request with a fresh id and collects its events.
 func (l *ServeLLM) Call(ctx context.Context, req *protocol.Request, onEvent func(any)) (*protocol.EndEvent, error) {
+	end, err := l.call(ctx, req, onEvent, true)
+	var me *ModelError
+	if errors.As(err, &me) && me.Event.Kind == protocol.KindNotHeld {
+		end, err = l.call(ctx, req, onEvent, false) // the server forgot: the whole request
+	}
+	return end, err
+}
+
+func (l *ServeLLM) call(ctx context.Context, req *protocol.Request, onEvent func(any), continued bool) (*protocol.EndEvent, error) {
+	l.mu.Lock()
+	l.calls++
+	alone := l.calls == 1 // a continuation is only certain with one call at a time
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.calls--
+		l.mu.Unlock()
+	}()
 	r := *req
 	r.ID = nextID("r")
-	line, err := marshalLine(&r)
-	if err != nil {
-		return nil, err
-	}
-	ch, dead, err := l.co.send(r.ID, line)
+	sentTo := 0
+	ch, dead, err := l.co.send(r.ID, func(child int) ([]byte, error) {
+		sentTo = child
+		r.After, r.Messages = "", req.Messages
+		if continued && alone {
+			if after, rest, ok := l.continues(child, req.Messages); ok {
+				r.After, r.Messages = after, rest
+			}
+		}
+		return marshalLine(&r)
+	})
 	if err != nil {
 		return nil, err
 	}
 	defer l.co.forget(r.ID)
+	if r.After != "" && onEvent != nil {
+		// A server that forgot the conversation is asked again with the
+		// whole request: its not_held error is nobody else's business.
+		shown := onEvent
+		onEvent = func(ev any) {
+			if e, ok := ev.(*protocol.ErrorEvent); ok && e.Kind == protocol.KindNotHeld {
+				return
+			}
+			shown(ev)
+		}
+	}
+	end, err := l.await(ctx, ch, dead, onEvent)
+	if alone {
+		l.remember(sentTo, req.Messages, end)
+	}
+	return end, err
+}
+
+// continues returns the held conversation msgs extend, and what follows it.
+func (l *ServeLLM) continues(child int, msgs []protocol.Message) (string, []protocol.Message, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held == "" || l.heldBy != child || len(msgs) < len(l.msgs) {
+		return "", nil, false
+	}
+	for i := range l.msgs {
+		if !l.msgs[i].Equal(&msgs[i]) {
+			return "", nil, false
+		}
+	}
+	return l.held, msgs[len(l.msgs):], true
+}
+
+// remember notes the conversation the server holds after a call: the
+// request's messages and the answer, when the end event names it.
+func (l *ServeLLM) remember(child int, msgs []protocol.Message, end *protocol.EndEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held, l.msgs = "", nil
+	if end == nil || end.Held == "" {
+		return
+	}
+	l.held, l.heldBy = end.Held, child
+	l.msgs = append(msgs[:len(msgs):len(msgs)], end.Message)
+}
+
+// await collects the events of one request until its end or error.
+func (l *ServeLLM) await(ctx context.Context, ch chan []byte, dead chan struct{}, onEvent func(any)) (*protocol.EndEvent, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -297,6 +407,9 @@ func (l *ServeLLM) Call(ctx context.Context, req *protocol.Request, onEvent func
 		}
 	}
 }
+
+// Start starts the coprocess in the background.
+func (l *ServeLLM) Start() { l.co.prestart() }
 
 // Close stops the coprocess.
 func (l *ServeLLM) Close() error { return l.co.Close() }

@@ -280,6 +280,12 @@ func (r *Runner) Run(ctx context.Context) Result {
 			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
 		}
 	}
+	// Coprocesses start now, while the tasks load, not at their first use.
+	for _, c := range []any{r.o.LLM, r.o.Tools} {
+		if s, ok := c.(interface{ Start() }); ok {
+			s.Start()
+		}
+	}
 	r.fire(Start, "")
 	for !r.state.Terminal() {
 		if ctx.Err() != nil {

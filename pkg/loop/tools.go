@@ -95,7 +95,7 @@ func (t *ServeTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]pro
 		if err != nil {
 			return nil, err
 		}
-		ch, dead, err := t.co.send(wire, line)
+		ch, dead, err := t.co.send(wire, func(int) ([]byte, error) { return line, nil })
 		if err != nil {
 			for _, p := range ps[:i] {
 				t.co.forget(p.wireID)
@@ -145,6 +145,9 @@ func decodeResult(c protocol.ToolCall, line []byte) protocol.ToolResult {
 
 // Close stops the coprocess.
 func (t *ServeTools) Close() error { return t.co.Close() }
+
+// Start starts the coprocess in the background.
+func (t *ServeTools) Start() { t.co.prestart() }
 
 // CommandTools runs `CMD call NAME INPUT` per call and `CMD list`.
 type CommandTools struct {

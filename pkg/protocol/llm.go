@@ -42,6 +42,11 @@ type Request struct {
 	// ToolChoice is "auto" (default), "any", "none" or a tool name.
 	ToolChoice string   `json:"tool_choice,omitempty"`
 	Stop       []string `json:"stop,omitempty"`
+	// After names a conversation pg-llm serve holds (the held field of an
+	// earlier end event): the request's messages follow its messages, so
+	// only what is new is sent. Serve mode only; a full request never
+	// needs it.
+	After string `json:"after,omitempty" jsonschema:"description=serve mode: the held name of an earlier end event; messages then holds only the messages that follow that conversation"`
 }
 
 // Thinking configures extended thinking.
@@ -76,6 +81,22 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	}
 	*c = blocks
 	return nil
+}
+
+// Equal reports whether two messages have the same role and blocks.
+func (m *Message) Equal(o *Message) bool {
+	if m.Role != o.Role || len(m.Content) != len(o.Content) {
+		return false
+	}
+	for i := range m.Content {
+		x, y := &m.Content[i], &o.Content[i]
+		if x.Type != y.Type || x.Text != y.Text || x.ID != y.ID || x.Name != y.Name || x.Output != y.Output ||
+			x.IsError != y.IsError || x.Thinking != y.Thinking || x.Signature != y.Signature || x.Data != y.Data ||
+			!bytes.Equal(x.Input, y.Input) {
+			return false
+		}
+	}
+	return true
 }
 
 // Text joins the text blocks of the content.
@@ -118,7 +139,7 @@ type Block struct {
 
 // Validate checks a request's fields; errors name the field.
 func (r *Request) Validate() error {
-	if len(r.Messages) == 0 {
+	if len(r.Messages) == 0 && r.After == "" {
 		return FieldError{Field: "messages", Msg: "at least one message is required"}
 	}
 	if r.MaxTokens < 0 {
@@ -319,6 +340,9 @@ const (
 	// or a single event that large). Not retryable: a model or server that
 	// streamed that much would very likely do it again, at the same cost.
 	KindResponseTooLarge = "response_too_large"
+	// KindNotHeld: pg-llm serve does not hold the conversation a request's
+	// after names (it keeps the last few): send the whole request.
+	KindNotHeld = "not_held"
 )
 
 // ErrorEvent is the error record every tool writes in JSON mode, and the
@@ -327,7 +351,7 @@ type ErrorEvent struct {
 	Type      string `json:"type" jsonschema:"enum=error"`
 	ID        string `json:"id,omitempty"`
 	Tool      string `json:"tool,omitempty" jsonschema:"description=the tool that failed\\, e.g. pg-queue"`
-	Kind      string `json:"kind,omitempty" jsonschema:"description=what failed. A model call's kinds: auth\\, bad_request\\, context_overflow\\, rate_limit\\, overloaded\\, server\\, network\\, timeout\\, response_too_large; other tools' records: usage\\, lease_lost\\, not_found\\, ..."`
+	Kind      string `json:"kind,omitempty" jsonschema:"description=what failed. A model call's kinds: auth\\, bad_request\\, context_overflow\\, rate_limit\\, overloaded\\, server\\, network\\, timeout\\, response_too_large\\, not_held; other tools' records: usage\\, lease_lost\\, not_found\\, ..."`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable,omitempty"`
 	Status    int    `json:"status,omitempty" jsonschema:"description=HTTP status\\, when there was one"`
@@ -349,6 +373,10 @@ type EndEvent struct {
 	// tool_call event: their input is not whole JSON, so nothing may run
 	// them. The answer is an ordinary max_tokens answer, not an error.
 	Incomplete []IncompleteToolCall `json:"incomplete_tool_calls,omitempty" jsonschema:"description=tool calls cut off by max_tokens before their input was complete; never to be run"`
+	// Held is set by pg-llm serve: the name under which it holds this
+	// conversation, the request's messages and then Message, for a later
+	// request's after.
+	Held string `json:"held,omitempty" jsonschema:"description=pg-llm serve: the name under which it holds this conversation (the request's messages\\, then message) for a later request's after"`
 }
 
 // StopMaxTokens is the stop reason of an answer cut off at the request's

@@ -3,6 +3,7 @@ package pgllm
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/llm"
 	"github.com/powerglide/powerglide/pkg/llm/llmtest"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -163,6 +165,105 @@ func BenchmarkInProcessCall(b *testing.B) {
 	for b.Loop() {
 		if _, err := r.Call(context.Background(), req, func(any) {}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// benchConversation is a conversation of n messages as an agent loop
+// builds it: a prompt, then tool calls and their results in turn.
+func benchConversation(n int) []protocol.Message {
+	msgs := []protocol.Message{{Role: "user", Content: protocol.Content{{Type: "text", Text: "fix the failing test in pkg/queue"}}}}
+	for i := 1; len(msgs) < n; i++ {
+		id := fmt.Sprintf("toolu_%04d", i)
+		msgs = append(msgs, protocol.Message{Role: "assistant", Content: protocol.Content{
+			{Type: "text", Text: "Let me look at the next file."},
+			{Type: "tool_call", ID: id, Name: "bash", Input: []byte(fmt.Sprintf(`{"command":"sed -n %d,%dp pkg/queue/queue.go"}`, i*40, i*40+40))}}})
+		if len(msgs) < n {
+			msgs = append(msgs, protocol.Message{Role: "tool", Content: protocol.Content{{Type: "tool_result", ID: id,
+				Output: strings.Repeat(fmt.Sprintf("line %d of the output of a tool call\n", i), 8)}}})
+		}
+	}
+	return msgs
+}
+
+// BenchmarkServeConversation is pg-llm serve's own cost for one request
+// of a conversation of 10, 100 and 1,000 messages (the CPU time of the
+// serve process per request, in ms, against a local server that answers
+// at once), with the bytes piped to serve and sent to the provider per
+// request: "full" sends the whole conversation every time, "after" names
+// the conversation serve holds and sends one new message
+// (docs/protocol.md, "Held conversations").
+func BenchmarkServeConversation(b *testing.B) {
+	bin := pgllmBinary(b)
+	srv := benchServer(b)
+	srv.SetKeep(false)
+	for _, n := range []int{10, 100, 1000} {
+		for _, mode := range []string{"full", "after"} {
+			b.Run(fmt.Sprintf("msgs=%d/%s", n, mode), func(b *testing.B) {
+				cmd := exec.Command(bin, "serve", "--model", "anthropic/claude-sonnet-4-5")
+				cmd.Env = benchEnv(b, srv.URL)
+				in, _ := cmd.StdinPipe()
+				out, _ := cmd.StdoutPipe()
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				r := bufio.NewReader(out)
+				conv := benchConversation(n)
+				call := func(req *protocol.Request) (int, string) {
+					line, err := jsonl.Marshal(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := in.Write(line); err != nil {
+						b.Fatal(err)
+					}
+					for {
+						l, err := r.ReadString('\n')
+						if err != nil {
+							b.Fatal(err)
+						}
+						if strings.HasPrefix(l, `{"type":"end"`) {
+							var end protocol.EndEvent
+							if err := json.Unmarshal([]byte(l), &end); err != nil {
+								b.Fatal(err)
+							}
+							return len(line), end.Held
+						}
+						if strings.HasPrefix(l, `{"type":"error"`) {
+							b.Fatal(l)
+						}
+					}
+				}
+				// The warm-up call opens the connection; in "after" mode it
+				// sends all but the last message, which each request adds.
+				next := &protocol.Request{ID: "r", Messages: conv}
+				if mode == "after" {
+					_, held := call(&protocol.Request{ID: "warm", Messages: conv[:n-1]})
+					next.After, next.Messages = held, conv[n-1:]
+				} else {
+					call(&protocol.Request{ID: "warm", Messages: conv})
+				}
+				sent0 := srv.BytesReceived()
+				piped, i := 0, 0
+				for b.Loop() {
+					next.ID = fmt.Sprintf("r%d", i)
+					p, _ := call(next)
+					piped += p
+					i++
+				}
+				sent := srv.BytesReceived() - sent0
+				in.Close()
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				// The process's whole CPU time: its start and the warm-up call
+				// are spread over the b.N requests (a few percent at most).
+				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+				cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(i), "cpu-ms/req")
+				b.ReportMetric(float64(piped)/float64(i), "piped-B/req")
+				b.ReportMetric(float64(sent)/float64(i), "sent-B/req")
+			})
 		}
 	}
 }

@@ -25,6 +25,8 @@ pg-llm reads a request ({"model","system","messages","tools","max_tokens","tempe
 
 Model ids are provider/model: anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b, llamacpp/..., vllm/..., openrouter/..., any provider named under the config key providers ({"name": {"kind": "openai-compatible", "base_url": "http://host:8080/v1", "api_key_env": "VAR"}}), and replay/FILE. --model a,b,c is a fallback chain: a model whose retryable failures (rate_limit, overloaded, server, network, timeout) outlast --retries hands the call to the next, and so does a 404 (a model the server does not have, as Ollama says of one never pulled), which is not retried. auth, bad_request and context_overflow are never retried, and neither is response_too_large: one answer may hold at most 32 MiB of text, thinking and tool input (and no line or event of its stream may be longer), so a server that never ends its stream ends the call instead of taking all the memory. An attempt that already streamed content is not retried either, nor a call whose usage no call can have (negative tokens, a cost that is not a number): that is kind server, not retryable, with no usage or end event, so no budget counts it. Retries wait with exponential backoff and jitter, or as long as the server's retry-after-ms / retry-after asks.
 
+Serve: pg-llm serve reads one request per line, each with an id that its events carry, and keeps connections warm. It holds the last 16 conversations it answered: each end event names one ("held":"h1"), and a later request with "after":"h1" sends only the messages that follow it, for a client that calls once per step (docs/protocol.md, "Held conversations"); a name it no longer holds is an error of kind not_held, and the whole request, always valid, goes instead.
+
 Replay: --replay FILE (or --model replay/FILE) answers from a recorded session with no network and no key; --record FILE appends every call made to FILE in the same format. ` + llm.ReplayFormat + `
 
 Exit status: 0 the call ended with an end event; 1 it failed (an error event with kind, retryable and status was written); 2 bad input: malformed JSON, a field the request or one of its blocks does not have, a missing or wrong value (the error names the field, e.g. messages[1].content[0].content); 124 --timeout expired.`
@@ -70,6 +72,11 @@ type CallCmd struct {
 // id, and calls run concurrently (--concurrency), their events interleaved
 // line by line. A bad line gets an error event with its line number and
 // serving goes on. Serving ends at end of input, after the calls in flight.
+//
+// Serve holds the last 16 conversations it answered: each end event names
+// one ("held":"h1"), and a later request with "after":"h1" sends only the
+// messages that follow it (docs/protocol.md, "Held conversations"). A whole
+// request is always valid.
 type ServeCmd struct {
 	Concurrency int `default:"8" help:"Calls in flight at once."`
 }
@@ -178,6 +185,9 @@ func (cmd *CallCmd) readRequest(rt *cli.Runtime) (*protocol.Request, error) {
 			req, err := protocol.DecodeRequest(t)
 			if err != nil {
 				return nil, fmt.Errorf("request: %w", err)
+			}
+			if req.After != "" {
+				return nil, fmt.Errorf("request: %w", protocol.FieldError{Field: "after", Msg: "names a conversation pg-llm serve holds; a single call takes the whole request"})
 			}
 			if cmd.System != "" && req.System == "" {
 				req.System = cmd.System

@@ -1,10 +1,12 @@
 package pgllm
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,5 +137,100 @@ func TestServeReusesConnection(t *testing.T) {
 		if len(srv.Requests()) != n || srv.Conns() != 1 {
 			t.Errorf("%s: %d requests over %d connections, want %d over 1", c.fixture, len(srv.Requests()), srv.Conns(), n)
 		}
+	}
+}
+
+// TestServeHeldConversation: an end event names the conversation serve
+// holds; a request after it sends only its new messages and the provider
+// gets the whole conversation; a name serve does not hold is an error of
+// kind not_held; a single call refuses after.
+func TestServeHeldConversation(t *testing.T) {
+	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "text.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(rs...)
+	srv.SetRepeat(true)
+	defer srv.Close()
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=" + srv.URL}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		code := cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5"}, cli.Test(inR, outW, &errb, env...))
+		outW.Close()
+		done <- code
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	// ask sends a request and returns its last event.
+	ask := func(req string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(inW, req+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		for lines.Scan() {
+			var ev map[string]any
+			if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev["type"] == "end" || ev["type"] == "error" {
+				if err := validate.Lines("model-event", lines.Bytes()); err != nil {
+					t.Fatal(err)
+				}
+				return ev
+			}
+		}
+		t.Fatalf("no end: %v %s", lines.Err(), errb.String())
+		return nil
+	}
+	end := ask(`{"id":"r1","messages":[{"role":"user","content":"first question"}]}`)
+	held, _ := end["held"].(string)
+	if end["type"] != "end" || held == "" {
+		t.Fatalf("first answer %v", end)
+	}
+	end = ask(`{"id":"r2","after":"` + held + `","messages":[{"role":"user","content":"second question"}]}`)
+	if end["type"] != "end" || end["held"] == "" || end["held"] == held {
+		t.Fatalf("second answer %v", end)
+	}
+	reqs := srv.Requests()
+	var body struct {
+		Messages []struct {
+			Role    string
+			Content []struct{ Text string }
+		}
+	}
+	if err := json.Unmarshal(reqs[1].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range body.Messages {
+		for _, c := range m.Content {
+			got = append(got, m.Role+":"+c.Text)
+		}
+	}
+	if want := "user:first question|assistant:Hello! How can I help you today?|user:second question"; strings.Join(got, "|") != want {
+		t.Fatalf("the provider got %q, want %q", strings.Join(got, "|"), want)
+	}
+	end = ask(`{"id":"r3","after":"h999","messages":[{"role":"user","content":"lost"}]}`)
+	if end["type"] != "error" || end["kind"] != protocol.KindNotHeld || end["id"] != "r3" {
+		t.Fatalf("unknown conversation: %v", end)
+	}
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if len(srv.Requests()) != 2 {
+		t.Fatalf("%d requests reached the server", len(srv.Requests()))
+	}
+
+	var out bytes.Buffer
+	errb.Reset()
+	code := cli.Run(context.Background(), Spec(), []string{"--model", "anthropic/claude-sonnet-4-5"},
+		cli.Test(strings.NewReader(`{"after":"h1","messages":[{"role":"user","content":"hi"}]}`), &out, &errb, env...))
+	if code != 2 || !strings.Contains(errb.String(), "after") {
+		t.Fatalf("a single call with after: exit %d: %s", code, errb.String())
 	}
 }

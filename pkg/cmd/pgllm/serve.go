@@ -107,6 +107,7 @@ func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	}()
 
 	var (
+		held     llm.Held // conversations a request may continue (after)
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		inflight = map[string]bool{}
@@ -141,6 +142,12 @@ loop:
 			bad(l.n, "", protocol.FieldError{Field: "id", Msg: "is required in serve mode"})
 			continue
 		}
+		if err := held.Expand(req); err != nil {
+			var e *llm.Error
+			errors.As(err, &e)
+			out.Encode(e.Event(req.ID))
+			continue
+		}
 		reqModel := req.Model
 		req.Model = chooseModel(c, cfg, req)
 		if err := checkModel(router, c, cfg, req.Model, reqModel); err != nil {
@@ -171,11 +178,16 @@ loop:
 			defer wg.Done()
 			defer func() { <-sem }()
 			var events []any
-			sink := out.Encode
-			if rec != nil {
-				sink = func(ev any) { events = append(events, ev); out.Encode(ev) }
+			sink := func(ev any) {
+				if end, ok := ev.(*protocol.EndEvent); ok {
+					held.Hold(req, end) // before the client can see the end and continue
+				}
+				if rec != nil {
+					events = append(events, ev)
+				}
+				out.Encode(ev)
 			}
-			_, err := router.Call(ctx, req, func(ev any) { sink(ev) })
+			_, err := router.Call(ctx, req, sink)
 			if rec != nil && (err == nil || isLLMError(err)) {
 				if rerr := rec.Record(req, events); rerr != nil {
 					out.Encode(&protocol.ErrorEvent{Type: protocol.EventError, ID: req.ID, Tool: "pg-llm", Message: rerr.Error()})

@@ -86,6 +86,8 @@ type Server struct {
 	n         int
 	requests  []Request
 	conns     int
+	forget    bool  // SetKeep(false)
+	received  int64 // bytes of request bodies
 }
 
 // Request is what the server received.
@@ -126,6 +128,21 @@ func (s *Server) SetRepeat(on bool) {
 	s.mu.Unlock()
 }
 
+// SetKeep(false) makes the server forget the requests it gets (they are
+// kept by default, for Requests); BytesReceived still counts them.
+func (s *Server) SetKeep(on bool) {
+	s.mu.Lock()
+	s.forget = !on
+	s.mu.Unlock()
+}
+
+// BytesReceived is the size of the request bodies received so far.
+func (s *Server) BytesReceived() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.received
+}
+
 // Requests returns the requests received so far.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -136,7 +153,10 @@ func (s *Server) Requests() []Request {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.received += int64(len(body))
+	if !s.forget {
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	}
 	var resp *Response
 	switch {
 	case s.n < len(s.responses):

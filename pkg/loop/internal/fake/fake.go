@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/llm"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -18,16 +20,35 @@ var ToolDefs = []protocol.ToolDef{{Name: "echo", Description: "returns its input
 
 // LLM answers requests (pg-llm serve): a call of the echo tool while the
 // conversation has fewer than 2*steps+1 messages, then a final answer.
-func LLM(in io.Reader, out io.Writer, steps int) error {
+// With held "held" it holds conversations as pg-llm serve does (after and
+// held, docs/protocol.md); with "forget" it names them but has forgotten
+// them when asked. log, when not nil, gets a line per request:
+// "after=NAME new=N total=N".
+func LLM(in io.Reader, out io.Writer, steps int, held string, log io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	w := bufio.NewWriter(out)
 	enc := jsonl.NewEncoder(w)
 	u := protocol.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.0001}
+	var convs llm.Held
 	for sc.Scan() {
 		var req protocol.Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			return err
+		}
+		after, sent := req.After, len(req.Messages)
+		if after != "" && held == "forget" {
+			req.After = "forgotten"
+		}
+		if err := convs.Expand(&req); err != nil {
+			_ = enc.Encode(err.(*llm.Error).Event(req.ID))
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		if log != nil {
+			fmt.Fprintf(log, "after=%s new=%d total=%d\n", after, sent, len(req.Messages))
 		}
 		var msg protocol.Message
 		stop := "tool_use"
@@ -39,7 +60,11 @@ func LLM(in io.Reader, out io.Writer, steps int) error {
 			msg = protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{{Type: protocol.BlockText, Text: "done"}}}
 		}
 		_ = enc.Encode(protocol.StartEvent{Type: protocol.EventStart, ID: req.ID, Provider: "fake", Model: "fake/zero"})
-		_ = enc.Encode(protocol.EndEvent{Type: protocol.EventEnd, ID: req.ID, StopReason: stop, Message: msg, Usage: u})
+		end := protocol.EndEvent{Type: protocol.EventEnd, ID: req.ID, StopReason: stop, Message: msg, Usage: u}
+		if held != "" {
+			convs.Hold(&req, &end)
+		}
+		_ = enc.Encode(end)
 		if err := w.Flush(); err != nil {
 			return err
 		}
@@ -74,18 +99,30 @@ func Tools(in io.Reader, out io.Writer) error {
 // List prints the tool definitions (pg-tool list).
 func List(out io.Writer) error { return json.NewEncoder(out).Encode(ToolDefs) }
 
-// Main dispatches: llm [STEPS] | tools | list.
+// Main dispatches: llm [STEPS [held|forget [LOG]]] | tools | list.
 func Main(args []string, in io.Reader, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: pgfake llm [STEPS] | tools | list")
+		return fmt.Errorf("usage: pgfake llm [STEPS [held|forget [LOG]]] | tools | list")
 	}
 	switch args[0] {
 	case "llm":
-		steps := 1
+		steps, held := 1, ""
+		var log io.Writer
 		if len(args) > 1 {
 			fmt.Sscan(args[1], &steps)
 		}
-		return LLM(in, out, steps)
+		if len(args) > 2 {
+			held = args[2]
+		}
+		if len(args) > 3 {
+			f, err := os.OpenFile(args[3], os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			log = f
+		}
+		return LLM(in, out, steps, held, log)
 	case "tools":
 		return Tools(in, out)
 	case "list":

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The harness against a bare loop (make bench; issue 21). Prints figures;
+# asserts nothing.
+#
+# One local fake Anthropic server (pkg/llm/llmtest/fakemodel) answers both:
+#   - bareloop (pkg/loop/internal/bareloop): a minimal Go program, one HTTP
+#     call per step and one `bash -c` per tool call, the floor;
+#   - pg-loop with its coprocesses, pg-llm serve (anthropic provider) and
+#     pg-tool serve (bash tool, default sandbox),
+# each over a task of 20 and of 200 bash steps, alternating, RUNS times
+# (default 5); every figure is the median of the runs:
+#   per step   time between the model requests the server saw, first to last,
+#              divided by the steps between them (launch and exit left out);
+#   launch     start of the process to the first model request;
+#   CPU        user+sys of the whole process tree (rusage of the waited-for
+#              children: pg-loop, both coprocesses, every bash);
+#   peak RSS   pg-loop + pg-llm serve + pg-tool serve (each one's peak,
+#              summed); for the floor, its own peak.
+# Then pg-llm serve alone: one request's CPU at 10, 100 and 1,000 messages,
+# full requests and appended ones (docs/protocol.md, "Held conversations").
+#
+# Usage: scripts/bench-overhead.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+runs=${1:-5}
+tmp=$(mktemp -d)
+srv=""
+cleanup() {
+	[ -n "$srv" ] && kill "$srv" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+T=/usr/bin/time
+[ -x "$T" ] || { echo "bench-overhead: GNU time (/usr/bin/time) is needed for CPU and peak RSS" >&2; exit 1; }
+
+go build -o "$tmp/pg-loop" ./cmd/pg-loop
+go build -o "$tmp/pg-llm" ./cmd/pg-llm
+go build -o "$tmp/pg-tool" ./cmd/pg-tool
+(cd pkg && go build -o "$tmp/fakemodel" ./llm/llmtest/fakemodel && go build -o "$tmp/bareloop" ./loop/internal/bareloop)
+
+export POWERGLIDE_HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/config"
+export ANTHROPIC_API_KEY=sk-ant-bench
+mkdir -p "$tmp/work" "$XDG_CONFIG_HOME"
+"$tmp/pg-tool" list >"$tmp/tools.json"
+
+# The script: task benchN asks for N bash calls, then answers.
+{
+	echo '{"tasks":['
+	sep=""
+	for n in 20 200; do
+		printf '%s{"match":"bench %d steps","turns":[' "$sep" "$n"
+		for i in $(seq 1 "$n"); do
+			printf '{"calls":[{"name":"bash","input":{"command":"echo step %d"}}]},' "$i"
+		done
+		printf '{"text":"done"}]}'
+		sep=","
+	done
+	echo ']}'
+} >"$tmp/script.json"
+log="$tmp/requests.log"
+"$tmp/fakemodel" -log "$log" "$tmp/script.json" >"$tmp/url" 2>"$tmp/fakemodel.err" &
+srv=$!
+for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.05; done
+url=$(head -n1 "$tmp/url")
+[ -n "$url" ] || { echo "bench-overhead: fakemodel did not start" >&2; cat "$tmp/fakemodel.err" >&2; exit 1; }
+export ANTHROPIC_BASE_URL=$url
+hz=$(getconf CLK_TCK)
+
+# figures START-NS: "launch-ms per-step-ms requests" from the server's log.
+figures() {
+	awk -v s="$1" 'NR == 1 { first = $1 } { last = $1; n++ }
+		END { if (n < 2) { print "bench-overhead: the server saw", n, "requests" > "/dev/stderr"; exit 1 }
+		      printf "%.2f %.3f %d\n", (first - s) / 1e6, (last - first) / 1e6 / (n - 1), n }' "$log"
+}
+
+# bare STEPS: one run of the floor; prints "launch step cpu rss".
+bare() {
+	local n=$1 start
+	: >"$log"
+	start=$(date +%s%N)
+	"$T" -f '%M %U %S' -o "$tmp/bare.time" "$tmp/bareloop" -url "$url" -tools "$tmp/tools.json" "bench $n steps: run $n bash commands" >"$tmp/bare.out"
+	read -r launch step reqs < <(figures "$start")
+	[ "$reqs" = $((n + 1)) ] || { echo "bench-overhead: bareloop made $reqs requests for $n steps" >&2; exit 1; }
+	read -r m u s <"$tmp/bare.time"
+	echo "$launch $step $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.0f", (u + s) * 1000 }') $(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1024 }')"
+}
+
+# harness STEPS: one run of pg-loop; prints "launch step cpu rss".
+harness() {
+	local n=$1 start pid hwm=0 h
+	: >"$log"
+	start=$(date +%s%N)
+	(cd "$tmp/work" && exec "$T" -f '%U %S' -o "$tmp/loop.time" "$tmp/pg-loop" --json --no-session --task "bench $n steps: run $n bash commands" --max-steps $((n + 50)) \
+		--llm-serve "$T -f %M -o $tmp/llm.rss $tmp/pg-llm serve --model anthropic/claude-sonnet-4-5" \
+		--tools-serve "$T -f %M -o $tmp/tools.rss $tmp/pg-tool serve" >"$tmp/events.jsonl" 2>"$tmp/err") &
+	pid=$!
+	# pg-loop's own peak (VmHWM), sampled until it exits; its pid is the
+	# child of the time process.
+	local lp=""
+	while kill -0 $pid 2>/dev/null; do
+		[ -n "$lp" ] || lp=$(pgrep -P "$(pgrep -P $pid | head -n1)" -x pg-loop 2>/dev/null | head -n1 || true)
+		[ -n "$lp" ] || lp=$(pgrep -P $pid -x pg-loop 2>/dev/null | head -n1 || true)
+		if [ -n "$lp" ]; then
+			h=$(awk '/^VmHWM/ { print $2 }' /proc/"$lp"/status 2>/dev/null || true)
+			[ -n "$h" ] && hwm=$h
+		fi
+		sleep 0.01
+	done
+	wait $pid || true
+	tail -n 1 "$tmp/events.jsonl" | grep -q '<POWERGLIDE_DONE>' || { echo "bench-overhead: the pg-loop run of $n steps did not finish" >&2; tail -n 5 "$tmp/events.jsonl" "$tmp/err" >&2; exit 1; }
+	read -r launch step reqs < <(figures "$start")
+	[ "$reqs" = $((n + 1)) ] || { echo "bench-overhead: pg-loop made $reqs requests for $n steps" >&2; exit 1; }
+	read -r u s <"$tmp/loop.time"
+	local lm tm
+	lm=$(tail -n1 "$tmp/llm.rss")
+	tm=$(tail -n1 "$tmp/tools.rss")
+	echo "$launch $step $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.0f", (u + s) * 1000 }') $(awk -v h="$hwm" -v l="$lm" -v t="$tm" 'BEGIN { printf "%.1f", (h + l + t) / 1024 }') $(awk -v h="$hwm" -v l="$lm" -v t="$tm" 'BEGIN { printf "%.1f+%.1f+%.1f", h / 1024, l / 1024, t / 1024 }')"
+}
+
+# median COLUMN FILE
+median() {
+	awk -v c="$1" '{ print $c }' "$2" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+echo "harness against a bare loop: one fake Anthropic server, medians of $runs runs each (alternating)"
+echo "columns: per-step ms, launch-to-first-request ms, CPU ms of the whole tree, peak RSS MB"
+for n in 20 200; do
+	: >"$tmp/bare.$n"
+	: >"$tmp/loop.$n"
+	for _ in $(seq "$runs"); do
+		bare "$n" >>"$tmp/bare.$n"
+		harness "$n" >>"$tmp/loop.$n"
+	done
+	bs=$(median 2 "$tmp/bare.$n") bl=$(median 1 "$tmp/bare.$n") bc=$(median 3 "$tmp/bare.$n") br=$(median 4 "$tmp/bare.$n")
+	ls=$(median 2 "$tmp/loop.$n") ll=$(median 1 "$tmp/loop.$n") lc=$(median 3 "$tmp/loop.$n") lr=$(median 4 "$tmp/loop.$n")
+	parts=$(sort -t' ' -k4 -g "$tmp/loop.$n" | awk '{ print $5 }' | sed -n "$(((runs + 1) / 2))p")
+	echo "$n steps, bare loop: per step $bs ms, launch $bl ms, CPU $bc ms, peak RSS $br MB"
+	echo "$n steps, pg-loop: per step $ls ms, launch $ll ms, CPU $lc ms, peak RSS $lr MB (pg-loop+pg-llm+pg-tool $parts)"
+	awk -v n="$n" -v bs="$bs" -v ls="$ls" -v bl="$bl" -v ll="$ll" -v bc="$bc" -v lc="$lc" -v lr="$lr" 'BEGIN {
+		printf "%d steps, ratios: per step %.2fx (target 1.3x), launch %.2fx (target 2x), CPU %.2fx (target 1.5x), peak RSS %.1f MB (target 40 MB)\n", n, ls / bs, ll / bl, lc / bc, lr }'
+done
