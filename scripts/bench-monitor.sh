@@ -33,11 +33,11 @@ for i in $(seq 1 256); do
 		"$i" $$ "$start" "$(hostname)" "$now" "$now" "$now" >"$dir/worker-$i.json"
 done
 for _ in 1 2 3; do
-	/usr/bin/time -f "watch --once: %e s wall, %M KB max RSS" pg-monitor watch --team bench --once --heartbeat 1h
+	/usr/bin/time -f "watch --once: %e s wall, %M KB max RSS" pg-monitor watch --team bench --once --stale 1h
 done
 
 echo "-- RSS of pg-monitor run with 16 workers (target <= 20 MB)"
-pg-monitor run --team rss --workers 16 --interval 200ms --heartbeat 10s -- \
+pg-monitor run --team rss --workers 16 --interval 200ms --stale 10s -- \
 	sh -c 'while :; do pg-monitor beat --pid $$; sleep 1; done' 2>/dev/null &
 mon=$!
 max=0

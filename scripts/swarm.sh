@@ -49,13 +49,14 @@ Everything after -- goes to every pg-loop worker, e.g.
 
 The tools are taken from PATH, else from the bin/ directory next to this
 script (make build). pg-monitor's limits come from its configuration
-(POWERGLIDE_MONITOR_HEARTBEAT, _STALL, _GRACE, _INTERVAL; see pg-monitor run
+(POWERGLIDE_MONITOR_STALE, _STALL, _GRACE, _INTERVAL; see pg-monitor run
 --help).
 
-Exit status: pg-monitor's: 0 when the queue is drained, 1 when tasks are
-left or a worker kept failing, 4 when a budget stopped the team; 2 on a
-usage error or bad tasks (nothing added); 130/143 when stopped by Ctrl-C or
-SIGTERM.
+Exit status: pg-monitor's: 0 when the queue is drained and every task of
+the run is done; 1 when a task failed (failure is not success, the rule of
+a lone pg-loop too), tasks are left or a worker was given up; 4 when a
+budget stopped the team; 2 on a usage error or bad tasks (nothing added);
+130/143 when stopped by Ctrl-C or SIGTERM.
 
 Examples:
   scripts/swarm.sh -n 3 tasks.jsonl -- --verify 'go test ./...' --commit

@@ -70,7 +70,8 @@ if [ -z "${POWERGLIDE_PG_BIN:-}" ] && ! command -v initdb >/dev/null 2>&1 &&
 	fi
 fi
 
-# pg-tool: the MCP servers its tests talk to, installed once into
+# pg-tool: the MCP servers its tests talk to and the MCP Inspector (the
+# client that drives pg-tool mcp), installed once into
 # testdata/mcp/node_modules (gitignored); a no-op when the pinned versions
 # are there.
 mcp_dir=testdata/mcp
@@ -78,8 +79,9 @@ if ! command -v npm >/dev/null 2>&1; then
 	echo "test-deps: WARNING: npm not found: pg-tool's MCP tests will FAIL (install nodejs and npm)," >&2
 	echo "test-deps: or set POWERGLIDE_TEST_NO_NPM=1 to skip them." >&2
 elif ! [ -e "$mcp_dir/node_modules/@modelcontextprotocol/server-everything/package.json" ] ||
-	! [ -e "$mcp_dir/node_modules/@modelcontextprotocol/server-filesystem/package.json" ]; then
-	echo "test-deps: npm install MCP test servers into $mcp_dir" >&2
+	! [ -e "$mcp_dir/node_modules/@modelcontextprotocol/server-filesystem/package.json" ] ||
+	! [ -e "$mcp_dir/node_modules/@modelcontextprotocol/inspector/package.json" ]; then
+	echo "test-deps: npm install MCP test servers and the MCP Inspector into $mcp_dir" >&2
 	(cd "$mcp_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 exit 0

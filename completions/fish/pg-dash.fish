@@ -14,7 +14,7 @@ complete -c pg-dash -n '__fish_seen_subcommand_from show' -l team -s t -r -F -d 
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l store -r -F -d 'Where the team'\''s state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL: the whole team, from every host; the worker logs shown are this host'\''s, and the view is polled every --refresh).'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l once -d 'Print a plain-text snapshot to stdout and exit, instead of the live view.'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l json -d 'With --once, print the snapshot as one JSON record.'
-complete -c pg-dash -n '__fish_seen_subcommand_from show' -l stale -r -F -d 'Heartbeat age at which a worker is shown as stale, in red (default: pg-monitor'\''s heartbeat limit, monitor_heartbeat, 30s unless set).'
+complete -c pg-dash -n '__fish_seen_subcommand_from show' -l stale -r -F -d 'Heartbeat age at which a worker is shown as stale, in red (default: pg-monitor'\''s --stale, config monitor_heartbeat, 30s unless set).'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l refresh -r -F -d 'Polling interval when file notifications are unavailable or --poll is given (default 1s).'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l poll -d 'Poll the team files every --refresh instead of using file notifications (e.g. on network filesystems).'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l worker -s w -r -F -d 'Worker to select first.'

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/internal/testenv"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 )
 
@@ -219,10 +220,8 @@ func TestEmptyEnvMeansDefault(t *testing.T) {
 // TestBashCompletionRuns sources the generated script in a real bash and
 // asks it for candidates, as bash does on Tab.
 func TestBashCompletionRuns(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash not installed")
-	}
+	testenv.Need(t, "the completion script is run in bash", "bash")
+	bash, _ := exec.LookPath("bash")
 	_, script, _ := runToy(t, nil, "completion", "bash")
 	file := filepath.Join(t.TempDir(), "pg-toy")
 	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -77,6 +78,9 @@ func (c *ConfigCmd) Run(rt *Runtime) error {
 			}{"config", v.Key, v.Value, string(v.Source), v.Origin}
 			if v.Secret || isDuration(v.Value) || v.Key == "store" {
 				rec.Value = v.Display()
+				if _, object := v.Value.(json.RawMessage); object {
+					rec.Value = json.RawMessage(v.Display())
+				}
 			}
 			if err := enc.Encode(rec); err != nil {
 				return err

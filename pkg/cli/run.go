@@ -22,6 +22,10 @@ import (
 // -ldflags "-X github.com/powerglide/powerglide/pkg/cli.Version=v1.2.3".
 var Version = ""
 
+// VersionString is the version the tools report: Version, else the
+// module's version from the build, else "dev".
+func VersionString() string { return version() }
+
 func version() string {
 	if Version != "" {
 		return Version
@@ -188,6 +192,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		kong.Exit(func(c int) { panic(exitSignal{c}) }),
 		kong.Vars{"version": spec.Name + " " + version()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: false}),
+		kong.Help(helpPrinter),
 		kong.Bind(rt, io),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	}

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -70,13 +71,13 @@ func Load(opts Options) (*Config, error) {
 	if c.File == "" {
 		c.File = DefaultFile(env)
 	}
-	for _, k := range Keys {
+	for _, k := range keys {
 		c.values[k.Name] = Value{Key: k.Name, Value: k.defaultValue(env), Source: SourceDefault, Secret: k.Secret}
 	}
 	if err := c.loadFile(); err != nil {
 		return nil, err
 	}
-	for _, k := range Keys {
+	for _, k := range keys {
 		for _, name := range k.Env {
 			raw, ok := env(name)
 			if !ok || raw == "" {
@@ -199,6 +200,9 @@ func (c *Config) All() []Value {
 // Display renders a value for people, hiding secrets.
 func (v Value) Display() string {
 	if v.Secret {
+		if raw, ok := v.Value.(json.RawMessage); ok {
+			return string(maskObject(raw))
+		}
 		if s, _ := v.Value.(string); s != "" {
 			return "<set>"
 		}
@@ -268,7 +272,11 @@ func (c *Config) Secrets() []secrets.Secret {
 		case json.RawMessage:
 			var obj any
 			if json.Unmarshal(val, &obj) == nil {
-				out = appendSecretFields(out, name, obj)
+				if v.Secret {
+					out = appendStrings(out, name, obj)
+				} else {
+					out = appendSecretFields(out, name, obj)
+				}
 			}
 		}
 	}
@@ -294,4 +302,59 @@ func appendSecretFields(out []secrets.Secret, path string, v any) []secrets.Secr
 		}
 	}
 	return out
+}
+
+// appendStrings collects every string of a secret object key (mcp_headers)
+// but references to variables (${NAME}), which hold no secret themselves.
+func appendStrings(out []secrets.Secret, path string, v any) []secrets.Secret {
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(x, "${") {
+			out = append(out, secrets.Secret{Name: path, Value: x})
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			out = appendStrings(out, path+"."+k, x[k])
+		}
+	case []any:
+		for i, e := range x {
+			out = appendStrings(out, fmt.Sprintf("%s.%d", path, i), e)
+		}
+	}
+	return out
+}
+
+// maskObject shows a secret object with its strings replaced by "<set>",
+// but references to variables (${NAME}), which hold no secret themselves.
+func maskObject(raw json.RawMessage) json.RawMessage {
+	var obj any
+	if len(raw) == 0 || json.Unmarshal(raw, &obj) != nil {
+		return json.RawMessage("{}")
+	}
+	var mask func(any) any
+	mask = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			if strings.Contains(x, "${") {
+				return x
+			}
+			return "<set>"
+		case map[string]any:
+			for k, e := range x {
+				x[k] = mask(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = mask(e)
+			}
+		}
+		return v
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(mask(obj)) != nil {
+		return json.RawMessage("{}")
+	}
+	return bytes.TrimSpace(b.Bytes())
 }

@@ -270,3 +270,25 @@ func TestSecrets(t *testing.T) {
 		t.Fatalf("Secrets() = %q, want %q", got, want)
 	}
 }
+
+// TestSecretObject: every literal string of mcp_headers is a secret and is
+// shown as <set>; a reference to a variable is neither.
+func TestSecretObject(t *testing.T) {
+	p := writeConfig(t, `{"mcp_headers":{"gh":{"Authorization":"Bearer ${GITHUB_TOKEN}"},"corp":{"X-Trace":"literal-value-42","Cookie":"sid=abcdef123456"}}}`)
+	c, err := Load(Options{File: p, LookupEnv: envFunc(map[string]string{"HOME": "/h"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range c.Secrets() {
+		got = append(got, s.Name+"="+s.Value)
+	}
+	want := "mcp_headers.corp.Cookie=sid=abcdef123456 mcp_headers.corp.X-Trace=literal-value-42"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("Secrets() = %q, want %q", got, want)
+	}
+	shown := c.Get("mcp_headers").Display()
+	if shown != `{"corp":{"Cookie":"<set>","X-Trace":"<set>"},"gh":{"Authorization":"Bearer ${GITHUB_TOKEN}"}}` {
+		t.Fatalf("Display() = %s", shown)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,8 +42,12 @@ type Key struct {
 	Help        string
 }
 
-// Keys is the registry of every configuration key, one place for all tools.
-var Keys = []Key{
+// keys is the registry of every configuration key, one place for all
+// tools: the shared keys here, and those of a tool that has many in a file
+// of their own, so that tools add keys without touching each other's lines.
+var keys = slices.Concat(baseKeys, monitorKeys, loopSafetyKeys)
+
+var baseKeys = []Key{
 	{Name: "home", Kind: KindString, Env: []string{"POWERGLIDE_HOME"}, Help: "data root: teams/, sessions/, pty/",
 		DefaultFunc: func(env func(string) (string, bool)) any {
 			h, _ := env("HOME")
@@ -64,6 +69,7 @@ var Keys = []Key{
 			return filepath.Join(filepath.Dir(DefaultFile(env)), "tools")
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
+	{Name: "mcp_headers", Kind: KindObject, Secret: true, Help: `pg-tool: HTTP headers of the MCP servers reached over HTTP, by server: {"gh":{"Authorization":"Bearer ${GITHUB_TOKEN}"}}; ${NAME} is read from the environment, and every value is kept out of outputs and records`},
 	{Name: "mcp_timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_MCP_TIMEOUT"}, Default: 10 * time.Minute, Help: "pg-tool: time limit of one MCP tool call; a server that does not answer in time is stopped and restarted on the next call"},
 	{Name: "tool_max_saved_output", Kind: KindInt, Env: []string{"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT"}, Default: 16 << 20, Help: "pg-tool: cap in bytes on one saved full output of a capped result; a longer one keeps its first and last halves (0: no cap)"},
 	{Name: "sandbox", Kind: KindString, Env: []string{"POWERGLIDE_SANDBOX"}, Default: "workspace-write", Help: "pg-tool: sandbox of the commands it starts: workspace-write, read-only or off"},
@@ -122,7 +128,7 @@ func checkNumber[T int | float64](v float64, raw string) (T, error) {
 
 // Lookup finds a registered key.
 func Lookup(name string) (Key, bool) {
-	for _, k := range Keys {
+	for _, k := range keys {
 		if k.Name == name {
 			return k, true
 		}

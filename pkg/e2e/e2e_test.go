@@ -5,6 +5,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -64,6 +66,7 @@ func Params(dir string) testscript.Params {
 			env.Setenv("GOTOOLCHAIN", "local")
 			return os.MkdirAll(home, 0o755)
 		},
+		Condition: condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"validate":    cmdValidate,
 			"descendants": cmdDescendants,
@@ -71,6 +74,25 @@ func Params(dir string) testscript.Params {
 			"private":     cmdPrivate,
 		},
 	}
+}
+
+// condition answers [have:PROG], which scripts use before skipping for a
+// program they need (`[!have:jq] skip 'needs jq'`): true when PROG is on
+// PATH; when it is not, false on a developer's machine, and under CI=true
+// an error that fails the script, so CI never passes a script that did
+// not run.
+func condition(cond string) (bool, error) {
+	prog, ok := strings.CutPrefix(cond, "have:")
+	if !ok {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	if err := testenv.Missing(prog, "scripts/test-deps.sh installs the programs the tests need"); err != nil {
+		if testenv.CI() {
+			return false, fmt.Errorf("%v; under CI=true a script that needs it fails instead of skipping", err)
+		}
+		return false, nil
+	}
+	return true, nil
 }
 
 // goEnv is the go command's caches and root, asked once.

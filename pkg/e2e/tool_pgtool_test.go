@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/cmd/pgtool"
@@ -13,7 +15,7 @@ import (
 func init() { tools["pg-tool"] = pgtool.Spec }
 
 // TestPgTool runs testdata/script/pg-tool. Scripts get $MCPBIN (the npm
-// MCP servers installed by scripts/test-deps.sh; the condition [mcp] says
+// MCP servers and the MCP Inspector installed by scripts/test-deps.sh; the condition [mcp] says
 // whether they are there), $REPO (the repository root) and the test's Go build cache, so the edit veto's
 // real `go build` does not rebuild the standard library.
 func TestPgTool(t *testing.T) {
@@ -21,7 +23,8 @@ func TestPgTool(t *testing.T) {
 	p := Params(scriptDir("pg-tool"))
 	mcpBin, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp", "node_modules", ".bin"))
 	_, npmErr := exec.LookPath("npm")
-	haveMCP := fileExists(filepath.Join(mcpBin, "mcp-server-everything")) && fileExists(filepath.Join(mcpBin, "mcp-server-filesystem"))
+	haveMCP := fileExists(filepath.Join(mcpBin, "mcp-server-everything")) && fileExists(filepath.Join(mcpBin, "mcp-server-filesystem")) &&
+		fileExists(filepath.Join(mcpBin, "mcp-inspector"))
 	if !haveMCP {
 		switch {
 		case os.Getenv("POWERGLIDE_TEST_NO_NPM") == "1":
@@ -36,6 +39,7 @@ func TestPgTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Cmds["freeport"] = cmdFreePort
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
@@ -50,9 +54,22 @@ func TestPgTool(t *testing.T) {
 		if cond == "mcp" {
 			return haveMCP, nil
 		}
-		return false, nil
+		return condition(cond)
 	}
 	testscript.Run(t, p)
+}
+
+// cmdFreePort: freeport VAR sets VAR to a TCP port free on 127.0.0.1 (for
+// a server the script starts; it is free when asked, which is enough here).
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ts.Check(ln.Close())
+	ts.Setenv(args[0], strconv.Itoa(port))
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -17,7 +17,7 @@ type IntervalError struct {
 }
 
 func (e *IntervalError) Error() string {
-	return fmt.Sprintf("the stale limit --heartbeat %s is shorter than twice worker %s's beat interval of %s: it would kill a healthy worker; give --heartbeat %s or more, or make the worker beat more often",
+	return fmt.Sprintf("the stale limit --stale %s is shorter than twice worker %s's beat interval of %s: it would kill a healthy worker; give --stale %s or more, or make the worker beat more often",
 		e.Limit, e.Worker, e.Interval, 2*e.Interval)
 }
 

@@ -74,7 +74,18 @@ type RunResult struct {
 	Stats    Stats
 	CostUSD  float64
 	Restarts int
+	// Failed and Done count the tasks that failed, or were done, during
+	// the run (the queue's counts at its end less those at its start).
+	Failed, Done int
+	// GaveUp says why each worker that was given up on (an exit a restart
+	// cannot heal, or its restarts used up) was.
+	GaveUp []string
 }
+
+// Succeeded reports whether a drained run is a success: no task of the
+// run failed and no worker was given up. The rule pg-loop follows for its
+// own tasks, and swarm.sh through pg-monitor's exit status.
+func (r *RunResult) Succeeded() bool { return r.Failed == 0 && len(r.GaveUp) == 0 }
 
 // Supervisor spawns and keeps a swarm of workers.
 type Supervisor struct {
@@ -139,7 +150,8 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 		return nil, err
 	}
 	// Fail before spawning anything when the queue cannot be reached.
-	if _, err := s.W.Queue.Stats(ctx); err != nil {
+	before, err := s.W.Queue.Stats(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("queue stats: %w", err)
 	}
 	s.exits = make(chan exitMsg, o.Workers)
@@ -220,6 +232,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 		}
 		res.Stats = st
 		res.CostUSD = s.teamCost(ctx)
+		res.Failed, res.Done = max(st.Failed-before.Failed, 0), max(st.Done-before.Done, 0)
 		if st.Drained() {
 			reason := fmt.Sprintf("queue drained (%d done, %d failed, %d cancelled) and every worker ended", st.Done, st.Failed, st.Cancelled)
 			if st.Stuck > 0 {
@@ -578,6 +591,7 @@ func (s *Supervisor) exited(ctx context.Context, m exitMsg, res *RunResult, mayR
 		reason := fmt.Sprintf("worker %s %s; it was restarted %d times, the limit (--max-restarts %d)", sl.name, how, sl.restarts, o.MaxRestarts)
 		s.logf("%s: giving up on it", reason)
 		_ = s.W.Emit(protocol.MonitorEvent{Action: ActGiveUp, Worker: sl.name, PID: m.pid, Reason: reason})
+		res.GaveUp = append(res.GaveUp, reason)
 		sl.retired = true
 		return
 	}
@@ -586,6 +600,7 @@ func (s *Supervisor) exited(ctx context.Context, m exitMsg, res *RunResult, mayR
 			reason := fmt.Sprintf("worker %s %s; not restarted: %s", sl.name, how, permanent)
 			s.logf("%s", reason)
 			_ = s.W.Emit(protocol.MonitorEvent{Action: ActGiveUp, Worker: sl.name, PID: m.pid, Reason: reason})
+			res.GaveUp = append(res.GaveUp, reason)
 		} else {
 			s.logf("worker %s: %s; not restarted (policy %s)", sl.name, how, o.Restart)
 		}

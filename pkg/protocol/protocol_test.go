@@ -49,6 +49,10 @@ var samples = []struct {
 		MaxAttempts: 3, Claim: &protocol.Claim{Worker: "3", Token: 17, Until: ts}, CreatedAt: ts, UpdatedAt: ts}},
 	{"task", &protocol.Task{ID: "t-2", Title: "done", Status: "done", DependsOn: []string{"t-1"}, Labels: map[string]string{},
 		Result: json.RawMessage(`{"summary":"ok"}`), CreatedAt: ts, UpdatedAt: ts}},
+	{"task-input", &protocol.TaskInput{Title: "fix"}},
+	{"task-input", &protocol.TaskInput{Prompt: "fix the flaky test"}},
+	{"task-input", &protocol.TaskInput{ID: "t-3", Title: "fix", Prompt: "p", Priority: 2, DependsOn: []string{"t-1"}, Labels: map[string]string{"a": "b"},
+		Verify: "true", MaxAttempts: 5, Status: json.RawMessage(`"done"`), Attempts: json.RawMessage(`1`)}},
 	{"worker", &protocol.Worker{Worker: "3", PID: 4242, PIDStart: "123", Host: "box", Epoch: 2, State: "executing", Task: "t-1", Step: 17,
 		HeartbeatAt: ts, ProgressAt: ts, StartedAt: ts, Velocity: 1, LastTool: "bash", LastError: errStr("boom")}},
 	{"journal-event", &protocol.TaskEvent{Type: "task", TS: ts, Op: "claim", Task: "t-1", Worker: "3", Token: 17, Status: "claimed"}},
@@ -107,6 +111,8 @@ func TestSchemasRejectWrongRecords(t *testing.T) {
 		{"model-event", `{"type":"text"}`},                              // text missing
 		{"model-event", `{"type":"nope","text":"x"}`},                   // unknown type
 		{"task", `{"id":"t","title":"x","status":"weird"}`},             // bad status, missing fields
+		{"task-input", `{"priority":1}`},                                // no title, no prompt
+		{"task-input", `{"title":"x","verfy":"true"}`},                  // a typo
 		{"tool-result", `{"type":"result","id":"1","name":"x","ok":1}`}, // ok not a boolean
 		{"request", `{"messages":[{"role":"system","content":"x"}]}`},   // bad role
 	}

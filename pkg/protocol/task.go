@@ -42,6 +42,38 @@ type Task struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
+// TaskInput is one task as pg-queue add reads it from stdin, a line of a
+// tasks file: a title or a prompt (whose first line is then the title),
+// everything else optional. The fields of a task
+// record that describe its state are accepted, so that listed tasks can
+// be added to another team, and ignored: a new task is pending. Any other
+// field is refused, as a typo.
+type TaskInput struct {
+	ID          string            `json:"id,omitempty" jsonschema:"description=default t-<ULID>"`
+	Title       string            `json:"title,omitempty" jsonschema:"description=required unless there is a prompt\\, whose first line is then the title"`
+	Prompt      string            `json:"prompt,omitempty" jsonschema:"description=what the worker should do (default: the title)"`
+	Priority    int               `json:"priority,omitempty" jsonschema:"description=higher runs first (default 0)"`
+	DependsOn   []string          `json:"depends_on,omitempty" jsonschema:"description=ids of tasks that must be done first: live\\, archived\\, or of the same input"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Verify      string            `json:"verify,omitempty" jsonschema:"description=command that must pass before the task counts as done"`
+	MaxAttempts int               `json:"max_attempts,omitempty" jsonschema:"description=claims the task gets before it fails (0 or absent: 3)"`
+
+	Status    json.RawMessage `json:"status,omitempty" jsonschema:"description=ignored: a new task is pending"`
+	Attempts  json.RawMessage `json:"attempts,omitempty" jsonschema:"description=ignored"`
+	Claim     json.RawMessage `json:"claim,omitempty" jsonschema:"description=ignored"`
+	Result    json.RawMessage `json:"result,omitempty" jsonschema:"description=ignored"`
+	Error     json.RawMessage `json:"error,omitempty" jsonschema:"description=ignored"`
+	CreatedAt json.RawMessage `json:"created_at,omitempty" jsonschema:"description=ignored"`
+	UpdatedAt json.RawMessage `json:"updated_at,omitempty" jsonschema:"description=ignored"`
+	Blocked   json.RawMessage `json:"blocked,omitempty" jsonschema:"description=ignored"`
+}
+
+// Task is the new task the input describes.
+func (in *TaskInput) Task() Task {
+	return Task{ID: in.ID, Title: in.Title, Prompt: in.Prompt, Priority: in.Priority, DependsOn: in.DependsOn,
+		Labels: in.Labels, Verify: in.Verify, MaxAttempts: in.MaxAttempts}
+}
+
 // Claim is a lease on a task with its fencing token.
 type Claim struct {
 	Worker string    `json:"worker"`

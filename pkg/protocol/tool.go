@@ -58,3 +58,21 @@ type SandboxRule struct {
 	Rule       string `json:"rule"`
 	EnforcedBy string `json:"enforced_by"`
 }
+
+// Text is what a model is shown of a result: a failure's error first,
+// then the output, and, when the output was cut, where the whole of it
+// was saved. pg-loop and pg-tool mcp show the same text.
+func (r ToolResult) Text() string {
+	out := r.Output
+	if !r.OK && r.Error != nil {
+		if out != "" {
+			out = *r.Error + "\n" + out
+		} else {
+			out = *r.Error
+		}
+	}
+	if r.Truncated && r.FullOutput != "" {
+		out += "\n[output truncated; the whole output is in " + r.FullOutput + "]"
+	}
+	return out
+}

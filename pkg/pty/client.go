@@ -3,6 +3,7 @@ package pty
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,13 +162,16 @@ func describeEnd(st *protocol.PtySession) string {
 	return st.Status
 }
 
-// callTimeout bounds a request to a holder, all but wait: a holder that is
-// stopped (SIGSTOP) or hung must not hang the caller.
-var callTimeout = 10 * time.Second
+// Default limits of Store.CallTimeout and Store.ProbeTimeout.
+const (
+	DefaultCallTimeout  = 10 * time.Second
+	DefaultProbeTimeout = 3 * time.Second
+)
 
-// call sends one request to a session's holder and reads the answer.
-func call(ctx context.Context, dir string, st *protocol.PtySession, req request) (*response, error) {
-	return callWithin(ctx, dir, st, req, callTimeout)
+// call sends one request to a session's holder and reads the answer,
+// within the store's CallTimeout (all but wait).
+func (s Store) call(ctx context.Context, dir string, st *protocol.PtySession, req request) (*response, error) {
+	return callWithin(ctx, dir, st, req, cmp.Or(s.CallTimeout, DefaultCallTimeout))
 }
 
 func callWithin(ctx context.Context, dir string, st *protocol.PtySession, req request, timeout time.Duration) (*response, error) {
@@ -209,9 +213,6 @@ func callWithin(ctx context.Context, dir string, st *protocol.PtySession, req re
 	return &resp, nil
 }
 
-// probeTimeout is how long Probe gives a holder to answer.
-var probeTimeout = 3 * time.Second
-
 // Probe asks a running session's holder whether it is alive and marks the
 // session unresponsive when it does not answer in time (stopped, hung).
 // Any answer counts, also an error from a holder that knows no "state".
@@ -222,7 +223,7 @@ func (s Store) Probe(ctx context.Context, st *protocol.PtySession) {
 	if st.Status != protocol.PtyRunning {
 		return
 	}
-	resp, err := callWithin(ctx, s.Dir(st.Name), st, request{Op: "state"}, probeTimeout)
+	resp, err := callWithin(ctx, s.Dir(st.Name), st, request{Op: "state"}, cmp.Or(s.ProbeTimeout, DefaultProbeTimeout))
 	if errors.Is(err, ErrUnresponsive) {
 		st.Status = protocol.PtyUnresponsive
 	}
@@ -250,7 +251,7 @@ func (s Store) Send(ctx context.Context, name string, text []byte, keys []string
 	if err != nil {
 		return err
 	}
-	_, err = call(ctx, s.Dir(name), st, request{Op: "send", Data: text, Keys: keys})
+	_, err = s.call(ctx, s.Dir(name), st, request{Op: "send", Data: text, Keys: keys})
 	if err != nil {
 		return s.afterCall(name, "send to", err)
 	}
@@ -274,7 +275,7 @@ func (s Store) Resize(ctx context.Context, name string, cols, rows int) (*protoc
 	if err != nil {
 		return nil, err
 	}
-	if _, err := call(ctx, s.Dir(name), st, request{Op: "resize", Cols: cols, Rows: rows}); err != nil {
+	if _, err := s.call(ctx, s.Dir(name), st, request{Op: "resize", Cols: cols, Rows: rows}); err != nil {
 		return nil, s.afterCall(name, "resize", err)
 	}
 	return s.Load(name)
@@ -290,7 +291,7 @@ func (s Store) Screen(ctx context.Context, name string) (*protocol.PtyScreen, er
 	}
 	dir := s.Dir(name)
 	if st.Status == protocol.PtyRunning {
-		resp, err := call(ctx, dir, st, request{Op: "screen"})
+		resp, err := s.call(ctx, dir, st, request{Op: "screen"})
 		if err == nil && resp.Screen != nil {
 			return resp.Screen, nil
 		}
@@ -504,7 +505,7 @@ func (s Store) Wait(ctx context.Context, name string) (*protocol.PtySession, err
 		if st.Status != protocol.PtyRunning {
 			return st, nil
 		}
-		if _, err := call(ctx, s.Dir(name), st, request{Op: "wait"}); err != nil {
+		if _, err := s.call(ctx, s.Dir(name), st, request{Op: "wait"}); err != nil {
 			if ctx.Err() != nil {
 				return st, ctx.Err()
 			}

@@ -14,7 +14,7 @@ func FuzzEmulator(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, cols, rows uint8) {
 		c, r := int(cols%160)+1, int(rows%60)+1
-		e := newEmulator(c, r, nil)
+		e := newEmulator(c, r, nil, t.Errorf)
 		// In two writes, to split sequences.
 		half := len(data) / 2
 		e.Write(data[:half])

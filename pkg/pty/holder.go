@@ -146,7 +146,7 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	// A holder may live for days next to many others: keep its heap small.
 	// What it allocates per chunk of output is garbage at once.
 	debug.SetGCPercent(25)
-	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited, h.noteError))
+	h.emu = newEmulator(sp.Cols, sp.Rows, newReplier(master, h.exited, h.noteError), h.noteError)
 	// The output file is redacted as a stream: a key the program prints
 	// never reaches it, even split across chunks. What may be the start of
 	// one is held back until the next chunk, or briefly when none comes.

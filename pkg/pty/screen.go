@@ -20,6 +20,10 @@ type emulator struct {
 	reply io.Writer
 	csi   csiClamp
 	out   []byte
+	// failed reports a panic of vt10x, after which the screen was reset:
+	// the holder records it in the session's errors (nil: not reported).
+	failed func(format string, args ...any)
+	resets int // how many times the screen was reset
 }
 
 // csiClamp caps the numeric parameters of control sequences at five
@@ -67,13 +71,14 @@ func (c *csiClamp) filter(dst, src []byte) []byte {
 
 // newEmulator makes an emulator of the given size. Replies to the
 // program's queries (cursor position, device attributes) go to reply;
-// nil discards them.
-func newEmulator(cols, rows int, reply io.Writer) *emulator {
+// nil discards them. A failure of the terminal library (a panic, after
+// which the screen is reset) is reported through failed when it is set.
+func newEmulator(cols, rows int, reply io.Writer, failed func(format string, args ...any)) *emulator {
 	opts := []vt10x.TerminalOption{vt10x.WithSize(cols, rows)}
 	if reply != nil {
 		opts = append(opts, vt10x.WithWriter(reply))
 	}
-	return &emulator{vt: vt10x.New(opts...), reply: reply}
+	return &emulator{vt: vt10x.New(opts...), reply: reply, failed: failed}
 }
 
 func (e *emulator) Write(b []byte) (int, error) {
@@ -90,10 +95,15 @@ func (e *emulator) Write(b []byte) (int, error) {
 }
 
 // feed writes to vt10x; a panic in it resets the screen rather than
-// taking the holder down.
+// taking the holder down, and is reported: the session's errors say the
+// screen was lost, and tests fail on it.
 func (e *emulator) feed(data []byte) (n int) {
 	defer func() {
-		if recover() != nil {
+		if v := recover(); v != nil {
+			e.resets++
+			if e.failed != nil {
+				e.failed("the terminal emulator failed on the program's output and the screen was reset: %v", v)
+			}
 			cols, rows := e.vt.Size()
 			opts := []vt10x.TerminalOption{vt10x.WithSize(cols, rows)}
 			if e.reply != nil {
@@ -153,9 +163,12 @@ func (e *emulator) snapshot(name string) protocol.PtyScreen {
 	return s
 }
 
-// renderScreen replays a recorded output stream through an emulator.
+// renderScreen replays a recorded output stream through an emulator. A
+// failure of the terminal library is not reported again here: the
+// holder's emulator saw the same output and recorded it in the session's
+// errors.
 func renderScreen(name string, cols, rows int, r io.Reader) (protocol.PtyScreen, error) {
-	e := newEmulator(cols, rows, nil)
+	e := newEmulator(cols, rows, nil, nil)
 	if _, err := io.Copy(e, r); err != nil {
 		return protocol.PtyScreen{}, err
 	}

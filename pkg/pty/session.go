@@ -40,7 +40,16 @@ var (
 )
 
 // Store is the directory of all sessions, $POWERGLIDE_HOME/pty.
-type Store struct{ Root string }
+type Store struct {
+	Root string
+	// CallTimeout bounds a request to a holder, all but wait: a holder
+	// that is stopped (SIGSTOP) or hung must not hang the caller. 0 means
+	// DefaultCallTimeout.
+	CallTimeout time.Duration
+	// ProbeTimeout is how long Probe gives a holder to answer; 0 means
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+}
 
 // NewStore returns the store under the data root home.
 func NewStore(home string) Store {

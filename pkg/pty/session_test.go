@@ -276,8 +276,7 @@ func TestDeadHolder(t *testing.T) {
 func TestStoppedHolder(t *testing.T) {
 	s := newStore(t)
 	st := startSession(t, s, "stopped", nil, "cat")
-	defer func(c, p time.Duration) { callTimeout, probeTimeout = c, p }(callTimeout, probeTimeout)
-	callTimeout, probeTimeout = 500*time.Millisecond, 500*time.Millisecond
+	s.CallTimeout, s.ProbeTimeout = 500*time.Millisecond, 500*time.Millisecond
 	if err := syscall.Kill(st.HolderPID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +301,7 @@ func TestStoppedHolder(t *testing.T) {
 	}
 	// Once it runs again, it answers.
 	syscall.Kill(st.HolderPID, syscall.SIGCONT)
-	callTimeout, probeTimeout = time.Minute, time.Minute
+	s.CallTimeout, s.ProbeTimeout = time.Minute, time.Minute
 	got, _ = s.Load("stopped")
 	if s.Probe(ctx, got); got.Status != protocol.PtyRunning {
 		t.Errorf("probe after SIGCONT: %s", got.Status)

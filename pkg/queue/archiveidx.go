@@ -11,9 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
-	"unsafe"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -89,31 +86,26 @@ func writeArchiveIndex(path string, st fileStamp, enc []byte, count int, refs []
 	})
 }
 
-// archiveIndex is a read index file: count entries, encoded in enc.
+// archiveIndex is a read index file: count entries, encoded in enc (and
+// the same bytes as a string in encs), in memory as readCache reads it.
 type archiveIndex struct {
 	enc   []byte
+	encs  string
 	count int
-	unmap func()
 }
 
-// readArchiveIndex maps the index when it describes exactly the archive
-// version st. Lookups walk it without decoding it into memory.
+// readArchiveIndex reads the index when it describes exactly the archive
+// version st. Lookups walk it without decoding it.
 func readArchiveIndex(path string, st fileStamp) (*archiveIndex, bool) {
-	b, unmap, err := mapFile(path)
+	b, s, err := readCache(path)
 	if err != nil {
 		return nil, false
 	}
-	ix, ok := parseArchiveIndex(b, st)
-	if !ok {
-		unmap()
-		return nil, false
-	}
-	ix.unmap = unmap
-	return ix, true
+	return parseArchiveIndex(b, s, st)
 }
 
-func parseArchiveIndex(b []byte, st fileStamp) (*archiveIndex, bool) {
-	r, ok := checkedIndex(b, archiveIdxMagic)
+func parseArchiveIndex(b []byte, s string, st fileStamp) (*archiveIndex, bool) {
+	r, ok := checkedIndex(b, s, archiveIdxMagic)
 	if !ok {
 		return nil, false
 	}
@@ -124,22 +116,14 @@ func parseArchiveIndex(b []byte, st fileStamp) (*archiveIndex, bool) {
 	if r.bad || n > uint64(len(r.b)) {
 		return nil, false
 	}
-	return &archiveIndex{enc: r.remaining(), count: int(n)}, true
-}
-
-func (ix *archiveIndex) close() {
-	if ix != nil && ix.unmap != nil {
-		ix.unmap()
-	}
+	enc, encs := r.remaining(b)
+	return &archiveIndex{enc: enc, encs: encs, count: int(n)}, true
 }
 
 // each calls fn for every entry, in archive order; false if the index is
-// malformed. The id is only valid during the call.
+// malformed.
 func (ix *archiveIndex) each(size int64, fn func(id string, off, n int64)) bool {
-	if len(ix.enc) == 0 {
-		return ix.count == 0
-	}
-	r := &indexReader{b: unsafe.String(&ix.enc[0], len(ix.enc))}
+	r := &indexReader{b: ix.encs}
 	for range ix.count {
 		id, off, n := r.str(), r.varint(), r.varint()
 		if r.bad || off < 0 || n <= 0 || off+n > size {
@@ -148,28 +132,6 @@ func (ix *archiveIndex) each(size int64, fn func(id string, off, n int64)) bool 
 		fn(id, off, n)
 	}
 	return !r.bad && len(r.b) == 0
-}
-
-// mapFile maps a file read-only (a cache file, replaced only by rename, so
-// the mapping never shrinks under us); an empty file is an empty slice.
-func mapFile(path string) ([]byte, func(), error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if fi.Size() == 0 || fi.Size() != int64(int(fi.Size())) {
-		return nil, func() {}, nil
-	}
-	b, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, func() { syscall.Munmap(b) }, nil
 }
 
 // scanArchive finds the archived tasks with the given ids (the last copy
@@ -193,14 +155,12 @@ func (q *Queue) scanArchive(want map[string]bool) (map[string]*protocol.Task, er
 	last := map[string]archRef{}
 	found := func(id string, off, n int64) {
 		if want[id] {
-			id = strings.Clone(id) // it may point into the mapped index
 			last[id] = archRef{id: id, off: off, n: n}
 		}
 	}
 	ix, ok := readArchiveIndex(q.archiveIndexPath(), st)
 	if ok {
 		ok = ix.each(st.size, found)
-		ix.close()
 	}
 	if !ok {
 		clear(last)
@@ -255,7 +215,6 @@ func (q *Queue) indexAppended(before fileStamp, existed bool, data []byte) {
 		if !ok {
 			return
 		}
-		defer ix.close()
 		enc, count = ix.enc, ix.count
 	}
 	after, ok := q.archiveStamp()

@@ -24,7 +24,6 @@ func currentArchiveIndex(t *testing.T, q *Queue) int {
 	if !ok {
 		return -1
 	}
-	defer ix.close()
 	n := 0
 	if !ix.each(st.size, func(string, int64, int64) { n++ }) {
 		return -1

@@ -7,7 +7,6 @@ import (
 	"github.com/powerglide/powerglide/pkg/teamdir"
 	"hash/crc32"
 	"os"
-	"strings"
 	"unsafe"
 )
 
@@ -22,44 +21,48 @@ import (
 // of decoding them all (lazyIndex).
 var indexMagic = []byte("PGQIDX2\n")
 
-// lazyIndex is task-queue.idx as read, kept encoded: mapped, not read
-// into memory (a fresh process pays for every page it allocates). Strings
-// of entries walked in place point into the mapping, which close unmaps:
-// they must not outlive the state (materialize copies them).
+// lazyIndex is task-queue.idx as read, kept encoded: a call that reads
+// one task or scans for a claim walks the records in place instead of
+// decoding them all. The records are in memory (readCache), so strings of
+// entries walked in place are substrings of data and live as long as they
+// are used; a file truncated or replaced under a reader cannot reach them.
 type lazyIndex struct {
-	data  []byte // the records
+	raw   []byte // the records, for copying them into the next version
+	data  string // the same bytes, for reading them
 	count int
 	base  int            // offset of the first task in task-queue.json
 	patch map[int]*entry // changed entries, by position
-	unmap func()
-}
-
-func (l *lazyIndex) close() {
-	if l != nil && l.unmap != nil {
-		l.unmap()
-		l.unmap = nil
-	}
 }
 
 // readIndex returns the index when it describes exactly the given version
 // of task-queue.json, whose first task is at base.
 func readIndex(path string, gen int64, st fileStamp, base int) (*lazyIndex, bool) {
-	b, unmap, err := mapFile(path)
+	b, s, err := readCache(path)
 	if err != nil {
 		return nil, false
 	}
-	l, ok := parseIndex(b, gen, st, base)
-	if !ok {
-		unmap()
-		return nil, false
-	}
-	l.unmap = unmap
-	return l, true
+	return parseIndex(b, s, gen, st, base)
 }
 
-// checkedIndex returns a reader over the body of an index file when it
-// starts with magic and its CRC-32C trailer matches.
-func checkedIndex(b, magic []byte) (*indexReader, bool) {
+// readCache reads a cache file (task-queue.idx, task-archive.idx) into
+// memory and returns its bytes twice: as a string for readers, whose ids
+// and worker names are then substrings instead of an allocation each, and
+// as the same bytes for checksums and copies. The string view is sound
+// because nothing writes the buffer after the read: it is made here and
+// only ever read. Being heap memory, it lives as long as any substring of
+// it does, whatever happens to the file.
+func readCache(path string) ([]byte, string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return nil, "", err
+	}
+	return b, unsafe.String(&b[0], len(b)), nil
+}
+
+// checkedIndex returns a reader over the body of an index file (b, and s
+// the same bytes as a string) when it starts with magic and its CRC-32C
+// trailer matches.
+func checkedIndex(b []byte, s string, magic []byte) (*indexReader, bool) {
 	if len(b) < len(magic)+4 || !bytes.HasPrefix(b, magic) {
 		return nil, false
 	}
@@ -67,21 +70,20 @@ func checkedIndex(b, magic []byte) (*indexReader, bool) {
 	if crc32.Checksum(body, crcTable()) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return nil, false
 	}
-	rest := body[len(magic):]
-	if len(rest) == 0 {
+	if len(body) == len(magic) {
 		return nil, false
 	}
-	return &indexReader{b: unsafe.String(&rest[0], len(rest))}, true
+	return &indexReader{b: s[len(magic) : len(s)-4], end: len(body)}, true
 }
 
-// remaining returns the unread bytes. checkedIndex made the reader over a
-// byte slice, so they are that slice's tail, not a copy.
-func (r *indexReader) remaining() []byte {
-	return unsafe.Slice(unsafe.StringData(r.b), len(r.b))
+// remaining returns the unread bytes of b, the file the reader was made
+// over by checkedIndex, as bytes and as a string.
+func (r *indexReader) remaining(b []byte) ([]byte, string) {
+	return b[r.end-len(r.b) : r.end], r.b
 }
 
-func parseIndex(b []byte, gen int64, st fileStamp, base int) (*lazyIndex, bool) {
-	r, ok := checkedIndex(b, indexMagic)
+func parseIndex(b []byte, s string, gen int64, st fileStamp, base int) (*lazyIndex, bool) {
+	r, ok := checkedIndex(b, s, indexMagic)
 	if !ok {
 		return nil, false
 	}
@@ -92,10 +94,12 @@ func parseIndex(b []byte, gen int64, st fileStamp, base int) (*lazyIndex, bool) 
 	if r.bad || n > uint64(len(r.b)) {
 		return nil, false
 	}
-	return &lazyIndex{data: r.remaining(), count: int(n), base: base}, true
+	raw, data := r.remaining(b)
+	return &lazyIndex{raw: raw, data: data, count: int(n), base: base}, true
 }
 
-// record decodes the record at r into e; strings point into the index.
+// record decodes the record at r into e; strings are substrings of the
+// index.
 // Dependencies are decoded only withDeps; it reports whether there are any.
 func record(r *indexReader, e *entry, withDeps bool) (hasDeps bool) {
 	e.id, e.status = r.str(), r.byte()
@@ -149,7 +153,7 @@ func (l *lazyIndex) each(size int64, withDeps bool, fn func(i int, e *entry, has
 	if l.count == 0 {
 		return len(l.data) == 0
 	}
-	r := &indexReader{b: unsafe.String(&l.data[0], len(l.data))}
+	r := &indexReader{b: l.data}
 	off := l.base
 	var scratch, patched entry
 	for i := range l.count {
@@ -179,14 +183,7 @@ func (l *lazyIndex) materialize(size int64) ([]*entry, bool) {
 	entries := make([]*entry, l.count)
 	ok := l.each(size, true, func(i int, e *entry, _ bool) bool {
 		backing[i] = *e
-		b := &backing[i]
-		if l.patch[i] == nil { // strings into the mapping: copied
-			b.id, b.worker = strings.Clone(b.id), strings.Clone(b.worker)
-			for j, d := range b.deps {
-				b.deps[j] = strings.Clone(d)
-			}
-		}
-		entries[i] = b
+		entries[i] = &backing[i]
 		return true
 	})
 	if !ok {
@@ -241,7 +238,7 @@ func writeIndex(path string, gen int64, st fileStamp, base int, entries []*entry
 			}
 		} else if l.count > 0 {
 			// Copy the runs of records between patched ones.
-			r := &indexReader{b: unsafe.String(&l.data[0], len(l.data))}
+			r := &indexReader{b: l.data}
 			start := 0
 			for i := range l.count {
 				at := len(l.data) - len(r.b)
@@ -249,12 +246,12 @@ func writeIndex(path string, gen int64, st fileStamp, base int, entries []*entry
 				if p := l.patch[i]; p != nil {
 					// p.n is the length of its line in the version
 					// written (save sets it).
-					w.write(l.data[start:at])
+					w.write(l.raw[start:at])
 					w.write(appendRecord(b[:0], p))
 					start = len(l.data) - len(r.b)
 				}
 			}
-			w.write(l.data[start:])
+			w.write(l.raw[start:])
 		}
 		w.w.Write(binary.LittleEndian.AppendUint32(b[:0], w.crc))
 		return w.w.Flush()

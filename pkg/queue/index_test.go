@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -29,11 +29,8 @@ func checkIndex(t *testing.T, q *Queue) {
 	}
 	var walked []entry
 	if !s.lazy.each(s.stat.size, true, func(_ int, e *entry, _ bool) bool {
-		w := *e // its strings point into the mapped index: copied
-		w.id, w.worker, w.deps = strings.Clone(e.id), strings.Clone(e.worker), nil
-		for _, d := range e.deps {
-			w.deps = append(w.deps, strings.Clone(d))
-		}
+		w := *e // e is reused by the walk: copied, with its own deps
+		w.deps = append([]string(nil), e.deps...)
 		walked = append(walked, w)
 		return true
 	}) {
@@ -116,6 +113,69 @@ func TestIndexInPlace(t *testing.T) {
 		checkIndex(t, q)
 	}
 	checkFiles(t, q)
+}
+
+// TestIndexTruncatedUnderReader: the caches are read into memory, so a
+// reader holding one survives the file being truncated in place (by hand,
+// by a full disk's repair, by another program): with the file mapped, its
+// next look at a page past the new end was a SIGBUS that killed the
+// process. A fault is turned into a panic here, to fail the test instead.
+func TestIndexTruncatedUnderReader(t *testing.T) {
+	q, _ := open(t)
+	q.KeepFinished = 1
+	var in []protocol.Task
+	for i := range 400 { // an index of several pages
+		in = append(in, protocol.Task{ID: fmt.Sprintf("task-%04d", i), Title: "x", DependsOn: []string{"task-0000"}[:min(i, 1)]})
+	}
+	add(t, q, in...)
+	for range 3 { // an archive, and its index
+		got, err := q.Claim("w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Complete(got.ID, got.Claim.Token, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := q.Dir().Path()
+	s, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if s.lazy == nil {
+		t.Fatal("no index read")
+	}
+	st, ok := q.archiveStamp()
+	if !ok {
+		t.Fatal("no archive")
+	}
+	ix, ok := readArchiveIndex(q.archiveIndexPath(), st)
+	if !ok {
+		t.Fatal("no archive index read")
+	}
+	for _, f := range []string{IndexFile, ArchiveIndexFile} {
+		if err := os.Truncate(filepath.Join(dir, f), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("reading an index truncated under the reader: %v", r)
+		}
+	}()
+	n := 0
+	if !s.lazy.each(s.stat.size, true, func(_ int, e *entry, _ bool) bool { n += len(e.id); return true }) || n == 0 {
+		t.Fatal("the index read before the truncation is no longer whole")
+	}
+	if !ix.each(st.size, func(id string, _, _ int64) { n += len(id) }) {
+		t.Fatal("the archive index read before the truncation is no longer whole")
+	}
+	if live := s.lazy.count; s.all() != nil || len(s.entries) != live || live < len(in)-3 {
+		t.Fatalf("decoded %d entries after the truncation: %v", len(s.entries), err)
+	}
 }
 
 // TestIndexMismatch: an index whose checks pass but whose lengths do not

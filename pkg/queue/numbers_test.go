@@ -191,7 +191,6 @@ func archiveIDs(t *testing.T, q *Queue) []string {
 // before archiving again, so the archive holds each task once.
 func TestArchiveStaysUnique(t *testing.T) {
 	q, clk := open(t)
-	defer func() { CrashHook = nil }()
 	var tasks []protocol.Task
 	for i := range 6 {
 		tasks = append(tasks, protocol.Task{ID: fmt.Sprint("a", i), Title: "a"})
@@ -207,16 +206,16 @@ func TestArchiveStaysUnique(t *testing.T) {
 		}
 	}
 	// Archive two tasks, then stop two archivings at "prepared".
-	CrashHook = nil
 	if n, err := q.Archive(0); err != nil || n != 6 {
 		t.Fatalf("archive: %d %v", n, err)
 	}
 	add(t, q, protocol.Task{ID: "b", Title: "b"})
 	got, _ := q.Claim("w", time.Minute)
 	q.Complete(got.ID, got.Claim.Token, nil)
-	CrashHook = func(point string) bool { return point == "prepared" }
 	for range 2 {
-		if _, err := reopen(t, q).Archive(0); !errors.Is(err, errCrashed) {
+		h := reopen(t, q)
+		h.Crash = func(point string) bool { return point == "prepared" }
+		if _, err := h.Archive(0); !errors.Is(err, errCrashed) {
 			t.Fatalf("archive: %v, want the crash", err)
 		}
 	}
@@ -224,7 +223,6 @@ func TestArchiveStaysUnique(t *testing.T) {
 	if ids := archiveIDs(t, q); len(ids) != 7 {
 		t.Fatalf("after the stopped archivings the archive holds %v", ids)
 	}
-	CrashHook = nil
 	if n, err := reopen(t, q).Archive(0); err != nil || n != 1 {
 		t.Fatalf("archive: %d %v", n, err)
 	}

@@ -72,6 +72,14 @@ type Queue struct {
 	// survive a killed process, but a power loss may lose the last ones.
 	NoSync bool
 
+	// Crash is for crash tests only; nil in production. When set, a change
+	// calls it at the points between the files it touches ("prepared": the
+	// archive is written, task-queue.json not yet replaced; "committed":
+	// replaced; "archived": the archive rewrite of a prune is in place, the
+	// journal not yet appended); true stops the change there, as a crash
+	// would. A process-level test may kill its process in it instead.
+	Crash func(point string) bool
+
 	mu    sync.Mutex
 	cache *state
 }
@@ -252,15 +260,10 @@ func (q *Queue) sweepTemps() {
 	}
 }
 
-// CrashHook is for crash tests only. When set, a change calls it at the
-// points between the files it touches ("prepared": the archive is written,
-// task-queue.json not yet replaced; "committed": replaced; "archived": the
-// archive rewrite of a prune is in place, the journal not yet appended);
-// true stops the change there, as a crash would. A process-level test may
-// kill its process in it instead.
-var CrashHook func(point string) bool
+var errCrashed = errors.New("stopped by Queue.Crash")
 
-var errCrashed = errors.New("stopped by CrashHook")
+// crashed reports whether a crash test stops the change at point.
+func (q *Queue) crashed(point string) bool { return q.Crash != nil && q.Crash(point) }
 
 // commit archives the oldest finished tasks beyond KeepFinished, replaces
 // task-queue.json (the commit point; its header carries the events, see
@@ -333,7 +336,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 			return err
 		}
 	}
-	if CrashHook != nil && CrashHook("prepared") {
+	if q.crashed("prepared") {
 		return errCrashed
 	}
 	if err := s.save(q.dir.Path(), now, !q.NoSync); err != nil {
@@ -342,7 +345,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 		}
 		return err
 	}
-	if CrashHook != nil && CrashHook("committed") {
+	if q.crashed("committed") {
 		return errCrashed
 	}
 	if c.rewrite {
@@ -351,7 +354,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 		}
 		q.indexRewritten(c.archiveData)
 	}
-	if CrashHook != nil && CrashHook("archived") {
+	if q.crashed("archived") {
 		return errCrashed
 	}
 	if err := jsonl.AppendRaw(q.dir.Events(), lines); err != nil {
@@ -1023,7 +1026,7 @@ func (q *Queue) CancelAll(ids []string, reason string) ([]protocol.Task, error) 
 type ListOptions struct {
 	Status   []string // keep tasks with one of these statuses; "blocked" selects blocked pending tasks
 	Worker   string   // keep tasks claimed by this worker
-	Archived bool     // include task-archive.jsonl (first, oldest first)
+	Archived bool     // include task-archive.jsonl (first, oldest first); read only when the filter can keep a finished task
 }
 
 // List returns the live tasks in queue order (and the archived ones with
@@ -1077,7 +1080,7 @@ func (q *Queue) list(s *state, opts ListOptions, out *[]protocol.Task) error {
 		}
 		return false
 	}
-	if opts.Archived {
+	if opts.Archived && archivable(opts) {
 		live := map[string]bool{}
 		for _, e := range s.entries {
 			live[e.id] = true
@@ -1110,6 +1113,23 @@ func (q *Queue) list(s *state, opts ListOptions, out *[]protocol.Task) error {
 		}
 	}
 	return nil
+}
+
+// archivable reports whether archived tasks, all finished and none
+// claimed, can pass the filter: when they cannot, the archive is not read.
+func archivable(opts ListOptions) bool {
+	if opts.Worker != "" {
+		return false
+	}
+	if len(opts.Status) == 0 {
+		return true
+	}
+	for _, st := range opts.Status {
+		if c, ok := statusCode(st); ok && finished(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // dedupeLast keeps the last copy of each id (the archive may hold a task

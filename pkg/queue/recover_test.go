@@ -15,13 +15,12 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
-// killing makes the next commits stop at point, as a process killed there
-// would, until the returned func is called.
-func killing(t *testing.T, point string) func() {
+// killing makes the next commits of q stop at point, as a process killed
+// there would, until the returned func is called.
+func killing(t *testing.T, q *Queue, point string) func() {
 	t.Helper()
-	CrashHook = func(p string) bool { return p == point }
-	t.Cleanup(func() { CrashHook = nil })
-	return func() { CrashHook = nil }
+	q.Crash = func(p string) bool { return p == point }
+	return func() { q.Crash = nil }
 }
 
 // ops lists the journal as "op task" strings.
@@ -38,7 +37,7 @@ func ops(t *testing.T, q *Queue) []string {
 // but before appending its events.
 func killedClaim(t *testing.T, q *Queue) {
 	t.Helper()
-	resume := killing(t, "archived")
+	resume := killing(t, q, "archived")
 	defer resume()
 	if _, err := q.Claim("w", time.Minute); !errors.Is(err, errCrashed) {
 		t.Fatalf("claim: %v", err)
@@ -153,7 +152,7 @@ func TestSettleWhenQuiet(t *testing.T) {
 func TestJournalTornAppend(t *testing.T) {
 	q, _ := open(t)
 	add(t, q, protocol.Task{ID: "a", Title: "a"})
-	resume := killing(t, "archived")
+	resume := killing(t, q, "archived")
 	if _, err := q.Add([]protocol.Task{{ID: "b", Title: "b"}, {ID: "c", Title: "c"}, {ID: "d", Title: "d"}}); !errors.Is(err, errCrashed) {
 		t.Fatalf("add: %v", err)
 	}
@@ -206,7 +205,7 @@ func TestPruneKilled(t *testing.T) {
 	before, _ := os.ReadFile(archive)
 	// Killed before its commit: nothing changed but a stray file, which
 	// a later writer removes.
-	resume := killing(t, "prepared")
+	resume := killing(t, q, "prepared")
 	if _, err := q.Prune(0); !errors.Is(err, errCrashed) {
 		t.Fatalf("prune: %v", err)
 	}
@@ -218,7 +217,7 @@ func TestPruneKilled(t *testing.T) {
 		t.Fatalf("stats after a killed prune: %+v", st)
 	}
 
-	resume = killing(t, "committed")
+	resume = killing(t, q, "committed")
 	if _, err := q.Prune(0); !errors.Is(err, errCrashed) {
 		t.Fatalf("prune: %v", err)
 	}
@@ -369,7 +368,7 @@ func TestArchiveKilled(t *testing.T) {
 		got, _ := q.Claim("w", time.Minute)
 		q.Complete(got.ID, got.Claim.Token, nil)
 	}
-	resume := killing(t, "prepared")
+	resume := killing(t, q, "prepared")
 	if _, err := q.Archive(0); !errors.Is(err, errCrashed) {
 		t.Fatalf("archive: %v", err)
 	}
@@ -407,7 +406,7 @@ func TestArchiveKilled(t *testing.T) {
 	add(t, q, protocol.Task{ID: "d", Title: "d"})
 	d, _ := q.Claim("w", time.Minute)
 	q.Complete("d", d.Claim.Token, nil)
-	resume = killing(t, "prepared")
+	resume = killing(t, q, "prepared")
 	q.Archive(0)
 	resume()
 	if n, err := reopen(t, q).Prune(0); err != nil || n != 1 {
@@ -415,5 +414,24 @@ func TestArchiveKilled(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(q.Dir().Path(), ArchiveFile)); len(b) != 0 {
 		t.Fatalf("archive: %q", b)
+	}
+}
+
+// TestCrashIsPerQueue: the crash test's hook belongs to one handle (it was
+// a package-level variable every queue of the process obeyed), so a test
+// that stops one queue's changes cannot stop another's, and a handle made
+// without it, as every production handle is, never stops.
+func TestCrashIsPerQueue(t *testing.T) {
+	q, _ := open(t)
+	killing(t, q, "prepared")
+	other, _ := open(t)
+	if _, err := other.Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
+		t.Fatalf("a queue without the hook: %v", err)
+	}
+	if _, err := q.Add([]protocol.Task{{ID: "a", Title: "a"}}); !errors.Is(err, errCrashed) {
+		t.Fatalf("the queue with the hook: %v, want the crash", err)
+	}
+	if _, err := reopen(t, q).Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
+		t.Fatalf("another handle on the same team: %v", err)
 	}
 }

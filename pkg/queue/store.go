@@ -16,7 +16,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
@@ -208,7 +207,6 @@ func (s *state) close() {
 		s.f.Close()
 		s.f = nil
 	}
-	s.lazy.close()
 }
 
 // all decodes the entries when they are not yet.
@@ -224,14 +222,12 @@ func (s *state) all() error {
 			return err
 		}
 		patch := s.lazy.patch
-		s.lazy.close()
 		s.lazy = nil
 		if !s.parseLines() || len(patch) > 0 {
 			return fmt.Errorf("task-queue.idx does not match task-queue.json (delete it)")
 		}
 		return nil
 	}
-	s.lazy.close()
 	s.entries, s.lazy, s.byID = entries, nil, nil
 	return nil
 }
@@ -724,7 +720,7 @@ func (s *state) save(dir string, now time.Time, sync bool) error {
 	for _, e := range s.entries {
 		e.raw = nil
 	}
-	s.f.Close() // (a lazy index stays mapped for writeIndex)
+	s.f.Close() // (a lazy index stays in memory for writeIndex)
 	s.data, s.base = nil, base
 	// The file written is the new version: keep it open for the next
 	// change, as load would.
@@ -756,7 +752,7 @@ func (s *state) saveLazy(w *bufio.Writer, tmp *os.File) error {
 		w.WriteString(tasksClose)
 		return w.Flush()
 	}
-	r := &indexReader{b: unsafe.String(&l.data[0], len(l.data))}
+	r := &indexReader{b: l.data}
 	off := l.base // in the old file
 	runStart, runEnd := -1, -1
 	flush := func() error {
@@ -870,6 +866,7 @@ func appendString(b []byte, s string) []byte {
 type indexReader struct {
 	b   string
 	bad bool
+	end int // where the body of the file ends (checkedIndex)
 }
 
 func (r *indexReader) uvarint() uint64 {

@@ -6,28 +6,30 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/powerglide/powerglide/pkg/proc"
 )
 
 // MCP servers: each "name=command args" spec is a server started (once, on
-// first use) as a child over stdio with the official Go SDK. Its tools
-// appear as mcp__<name>__<tool>. A server that dies is reported in the
-// failing call's result and started again on the next call.
+// first use) as a child over stdio with the official Go SDK; each
+// "name=https://..." spec (http:// on loopback) is a server reached over
+// HTTP (see mcp_http.go). Its tools appear as mcp__<name>__<tool>. A server
+// that dies, or whose connection is lost, is reported in the failing
+// call's result and started (or connected) again on the next call.
 
 const mcpStartTimeout = 30 * time.Second
 
 // DefaultMCPTimeout bounds one MCP tool call, like bash's longest timeout.
 const DefaultMCPTimeout = 10 * time.Minute
+
+// codeRejected is the SDK's error for a request its transport could not
+// deliver or whose HTTP answer was an error status (it is not exported).
+const codeRejected = -32005
 
 var mcpNameRe = lazyRegexp(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
 
@@ -38,43 +40,56 @@ type mcpManager struct {
 }
 
 type mcpServer struct {
-	name    string
+	name string
+	s    *Session
+	// Either a command run as a child over stdio, or an HTTP endpoint.
 	cmdline string
-	s       *Session
+	http    *httpEndpoint
 
 	mu    sync.Mutex
 	cs    *mcp.ClientSession
-	cmd   *exec.Cmd
-	start string        // the server's start time, read when it answered
+	cmd   *exec.Cmd     // the child of a stdio server
+	start string        // the child's start time, read when it answered
 	dead  chan struct{} // closed when the connection ends
 	tools []*Tool
 }
 
-// ParseMCP splits a "name=command args" server spec.
-func ParseMCP(spec string) (name, cmdline string, err error) {
-	name, cmdline, ok := strings.Cut(spec, "=")
-	name, cmdline = strings.TrimSpace(name), strings.TrimSpace(cmdline)
-	if !ok || name == "" || cmdline == "" {
-		return "", "", fmt.Errorf("bad MCP server %q: want name=command args", spec)
+// ParseMCP splits a server spec, "name=command args" or "name=URL".
+func ParseMCP(spec string) (name, target string, err error) {
+	name, target, ok := strings.Cut(spec, "=")
+	name, target = strings.TrimSpace(name), strings.TrimSpace(target)
+	if !ok || name == "" || target == "" {
+		return "", "", fmt.Errorf("bad MCP server %q: want name=command args or name=https://host/path", spec)
 	}
 	if !mcpNameRe().MatchString(name) {
 		return "", "", fmt.Errorf("bad MCP server name %q: letters, digits, - and single _ only (tools are named mcp__%s__tool)", name, name)
 	}
-	return name, cmdline, nil
+	return name, target, nil
 }
 
-func newMCPManager(s *Session, specs []string) (*mcpManager, error) {
+func newMCPManager(s *Session, specs []string, headers []MCPHeader) (*mcpManager, error) {
 	m := &mcpManager{s: s, servers: map[string]*mcpServer{}}
 	for _, spec := range specs {
-		name, cmdline, err := ParseMCP(spec)
+		name, target, err := ParseMCP(spec)
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := m.servers[name]; dup {
 			return nil, fmt.Errorf("MCP server %q given twice", name)
 		}
-		m.servers[name] = &mcpServer{name: name, cmdline: cmdline, s: s}
+		srv := &mcpServer{name: name, s: s}
+		if isURL(target) {
+			if srv.http, err = newHTTPEndpoint(name, target); err != nil {
+				return nil, err
+			}
+		} else {
+			srv.cmdline = target
+		}
+		m.servers[name] = srv
 		m.order = append(m.order, name)
+	}
+	if err := m.setHeaders(headers); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -148,101 +163,56 @@ func (srv *mcpServer) ensure(ctx context.Context) ([]*Tool, error) {
 	return srv.tools, nil
 }
 
+// startLocked connects (starting a stdio server first) and lists the tools.
 func (srv *mcpServer) startLocked(ctx context.Context) error {
-	argv, err := srv.s.sandboxed([]string{"bash", "-c", "exec " + srv.cmdline})
-	if err != nil {
-		return fmt.Errorf("mcp server %s (%s) did not start: %w", srv.name, srv.cmdline, err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = srv.s.rootPath
-	cmd.Env = srv.s.env()
-	cmd.Stderr = &prefixWriter{w: srv.s.opts.Log, prefix: "mcp " + srv.name + ": "}
-	// Its own process group: stopping the server kills what it started
-	// too (npx runs the real server as a child).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// A child that keeps stderr open must not hold up Wait.
-	cmd.WaitDelay = time.Second
-	client := mcp.NewClient(&mcp.Implementation{Name: "pg-tool", Version: "1"}, nil)
 	cctx, cancel := context.WithTimeout(ctx, mcpStartTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
-	if err != nil {
-		// The SDK may have reaped it already (closing the failed
-		// connection): its group is killed only while it is not, which
-		// the pidfd of the os.Process tells.
-		if cmd.Process != nil && cmd.Process.Signal(syscall.Signal(0)) == nil {
-			_, _ = proc.Adopt(cmd).SignalGroup(syscall.SIGKILL)
-			_ = cmd.Wait()
-		}
-		return fmt.Errorf("mcp server %s (%s) did not start: %w", srv.name, srv.cmdline, err)
+	var cs *mcp.ClientSession
+	var err error
+	if srv.http != nil {
+		cs, err = srv.http.connect(cctx, srv.s)
+	} else {
+		cs, err = srv.startStdio(cctx)
 	}
-	start, _ := proc.StartTime(cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
 	dead := make(chan struct{})
 	go func() { _ = cs.Wait(); close(dead) }()
 	var tools []*Tool
 	for t, err := range cs.Tools(cctx, nil) {
 		if err != nil {
 			_ = cs.Close()
+			srv.cmd = nil
 			return fmt.Errorf("mcp server %s: list tools: %w", srv.name, err)
 		}
 		tools = append(tools, srv.wrap(t))
 	}
-	srv.cs, srv.cmd, srv.start, srv.dead, srv.tools = cs, cmd, start, dead, tools
+	srv.cs, srv.dead, srv.tools = cs, dead, tools
 	return nil
 }
 
-// closeLocked shuts the server down: stdin closed, then SIGTERM and SIGKILL
-// after a grace (the SDK's transport), then whatever is left of its
-// process group is killed. With kill, the group is killed first: a server
-// that hangs gets no grace.
+// closeLocked ends the connection; kill: at once, for a server that
+// hangs or died.
 func (srv *mcpServer) closeLocked(kill bool) error {
 	if srv.cs == nil {
 		return nil
 	}
-	// The SDK reaps the server when the connection closes, which it may
-	// do by itself when the server dies: its group is signalled only
-	// through checks that cannot reach a group that reused its id (the
-	// server still alive with its start time; a member seen before the
-	// close still alive in the group).
-	lead := proc.Target{PID: srv.cmd.Process.Pid, Start: srv.start}
-	if kill {
-		_, _ = proc.Default.SignalGroup(lead, syscall.SIGKILL)
+	if srv.http == nil {
+		return srv.closeStdio(kill)
 	}
-	members := proc.GroupOf(lead)
 	err := srv.cs.Close()
-	_, _ = proc.Default.SignalLeftovers(lead.PID, members, syscall.SIGKILL)
-	srv.cs, srv.cmd, srv.tools = nil, nil, nil
-	if kill {
+	srv.cs, srv.tools = nil, nil
+	if kill || err == nil || isClosedErr(err) {
 		return nil
 	}
-	if err != nil && !isClosedErr(err) {
-		return fmt.Errorf("mcp server %s: shutdown: %w", srv.name, err)
-	}
-	return nil
-}
-
-func isClosedErr(err error) bool {
-	var ee *exec.ExitError
-	// A child that kept the server's pipes open after it exited (ErrWaitDelay,
-	// ErrProcessDone) is killed with the process group: no shutdown error.
-	return errors.As(err, &ee) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
-		errors.Is(err, exec.ErrWaitDelay) || errors.Is(err, os.ErrProcessDone)
+	return fmt.Errorf("mcp server %s: close: %w", srv.name, err)
 }
 
 func (srv *mcpServer) stop(kill bool) error {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	return srv.closeLocked(kill)
-}
-
-// PID of the running server process, 0 when none (tests kill it).
-func (srv *mcpServer) pid() int {
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if srv.cmd == nil || srv.cmd.Process == nil {
-		return 0
-	}
-	return srv.cmd.Process.Pid
 }
 
 func (srv *mcpServer) wrap(t *mcp.Tool) *Tool {
@@ -275,31 +245,7 @@ func (srv *mcpServer) call(ctx context.Context, name string, input json.RawMessa
 	defer cancel()
 	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: input})
 	if err != nil {
-		var rpcErr *jsonrpc.Error
-		if errors.As(err, &rpcErr) {
-			return "", fmt.Errorf("mcp server %s: %s: %s", srv.name, name, rpcErr.Message)
-		}
-		if ctx.Err() != nil {
-			return "", err
-		}
-		if cctx.Err() != nil {
-			// A server that does not answer may never answer: stop it
-			// (process group and all) and start afresh next time.
-			_ = srv.stop(true)
-			return "", fmt.Errorf("mcp server %s: %s timed out after %s (--mcp-timeout); the server was stopped and will be restarted on the next call", srv.name, name, limit)
-		}
-		// Give the connection watcher a moment to notice a dead server.
-		select {
-		case <-dead:
-		case <-time.After(200 * time.Millisecond):
-		}
-		select {
-		case <-dead:
-			_ = srv.stop(true)
-			return "", fmt.Errorf("mcp server %s died during the call (%v); it will be restarted on the next call", srv.name, err)
-		default:
-		}
-		return "", fmt.Errorf("mcp server %s: %s: %w", srv.name, name, err)
+		return "", srv.callError(ctx, cctx, name, dead, err)
 	}
 	out := mcpText(res)
 	if res.IsError {
@@ -310,6 +256,46 @@ func (srv *mcpServer) call(ctx context.Context, name string, input json.RawMessa
 		return "", errors.New(msg)
 	}
 	return out, nil
+}
+
+// callError words a failed call. A server that does not answer in time,
+// dies, or loses its connection is stopped (or disconnected) so that the
+// next call starts (or connects) afresh.
+func (srv *mcpServer) callError(ctx, cctx context.Context, name string, dead chan struct{}, err error) error {
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) && rpcErr.Code != codeRejected {
+		return fmt.Errorf("mcp server %s: %s: %s", srv.name, name, rpcErr.Message)
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	if cctx.Err() != nil {
+		// A server that does not answer may never answer: stop it
+		// (process group and all) and start afresh next time.
+		_ = srv.stop(true)
+		if srv.http != nil {
+			return fmt.Errorf("mcp server %s: %s timed out after %s (--mcp-timeout); the connection was closed and will be opened again on the next call", srv.name, name, srv.s.opts.MCPTimeout)
+		}
+		return fmt.Errorf("mcp server %s: %s timed out after %s (--mcp-timeout); the server was stopped and will be restarted on the next call", srv.name, name, srv.s.opts.MCPTimeout)
+	}
+	if srv.http != nil {
+		// Over HTTP every failure that is not the server's answer is the
+		// connection's: the next call connects again.
+		_ = srv.stop(true)
+		return fmt.Errorf("mcp server %s: %s: the connection was lost during the call (%v); it will be opened again on the next call", srv.name, name, err)
+	}
+	// Give the connection watcher a moment to notice a dead server.
+	select {
+	case <-dead:
+	case <-time.After(200 * time.Millisecond):
+	}
+	select {
+	case <-dead:
+		_ = srv.stop(true)
+		return fmt.Errorf("mcp server %s died during the call (%v); it will be restarted on the next call", srv.name, err)
+	default:
+	}
+	return fmt.Errorf("mcp server %s: %s: %w", srv.name, name, err)
 }
 
 // mcpText renders a tool result's content for a model: text as is, other
@@ -375,29 +361,4 @@ func sameJSON(raw []byte, text string) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
-}
-
-type prefixWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix string
-	mid    bool
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []byte
-	for _, c := range b {
-		if !p.mid {
-			out = append(out, p.prefix...)
-			p.mid = true
-		}
-		out = append(out, c)
-		if c == '\n' {
-			p.mid = false
-		}
-	}
-	_, err := p.w.Write(out)
-	return len(b), err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/internal/testenv"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -128,9 +129,7 @@ func TestMCPShutdownIsClean(t *testing.T) {
 // behind a shell that stays its parent, as npx does.
 func hangServer(t *testing.T) (spec, pidfile string) {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testenv.Need(t, "the hanging MCP server is a python script", "python3")
 	script, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp", "hang_server.py"))
 	pidfile = filepath.Join(t.TempDir(), "pids")
 	return "h=env PIDFILE=" + pidfile + " sh -c 'python3 " + script + "; echo ended'", pidfile

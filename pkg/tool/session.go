@@ -133,7 +133,7 @@ func NewSession(opts Options) (*Session, error) {
 		s.builtins[t.Name] = t
 		s.order = append(s.order, t)
 	}
-	mcp, err := newMCPManager(s, opts.MCP)
+	mcp, err := newMCPManager(s, opts.MCP, opts.MCPHeaders)
 	if err != nil {
 		root.Close()
 		return nil, err

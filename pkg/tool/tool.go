@@ -60,8 +60,11 @@ type Options struct {
 	Allow    []string // globs over tool names; when set, only matching tools exist
 	Deny     []string // globs over tool names removed after Allow
 	ToolsDir string   // external tools directory ("" for none)
-	MCP      []string // MCP servers as "name=command args"
-	Verify   string   // edit veto command, run with bash -c in the root
+	MCP      []string // MCP servers as "name=command args" or "name=URL"
+	// MCPHeaders go with every request to the MCP server they name, which
+	// must be one reached over HTTP.
+	MCPHeaders []MCPHeader
+	Verify     string // edit veto command, run with bash -c in the root
 	// MCPTimeout bounds one MCP tool call (default DefaultMCPTimeout); a
 	// server that does not answer in time is stopped and restarted later.
 	MCPTimeout time.Duration

@@ -44,7 +44,7 @@ type ShowCmd struct {
 	Store   string        `env:"POWERGLIDE_STORE" config:"store" help:"Where the team's state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL: the whole team, from every host; the worker logs shown are this host's, and the view is polled every --refresh)." placeholder:"URL"`
 	Once    bool          `help:"Print a plain-text snapshot to stdout and exit, instead of the live view."`
 	JSON    bool          `name:"json" help:"With --once, print the snapshot as one JSON record."`
-	Stale   time.Duration `env:"POWERGLIDE_DASH_STALE" config:"dash_stale" help:"Heartbeat age at which a worker is shown as stale, in red (default: pg-monitor's heartbeat limit, monitor_heartbeat, 30s unless set)."`
+	Stale   time.Duration `env:"POWERGLIDE_DASH_STALE" config:"dash_stale" help:"Heartbeat age at which a worker is shown as stale, in red (default: pg-monitor's --stale, config monitor_heartbeat, 30s unless set)."`
 	Refresh time.Duration `env:"POWERGLIDE_DASH_REFRESH" config:"dash_refresh" help:"Polling interval when file notifications are unavailable or --poll is given (default 1s)."`
 	Poll    bool          `help:"Poll the team files every --refresh instead of using file notifications (e.g. on network filesystems)."`
 	Worker  string        `short:"w" help:"Worker to select first."`

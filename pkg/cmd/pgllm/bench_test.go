@@ -45,7 +45,7 @@ func pgllmBinary(b *testing.B) string {
 		}
 	})
 	if buildErr != nil {
-		b.Skip(buildErr)
+		b.Fatal(buildErr)
 	}
 	return binPath
 }

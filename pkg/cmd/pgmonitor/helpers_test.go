@@ -17,6 +17,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/cmd/pgmonitor"
+	"github.com/powerglide/powerglide/pkg/internal/testenv"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -24,46 +25,39 @@ import (
 // Script workers run `pg-monitor beat` many times a second and tests start
 // `pg-monitor watch` processes: TestMain builds pg-monitor into a bin
 // directory on PATH (a race-built binary takes over a second to start on a
-// loaded machine, longer than the heartbeat limit). When it cannot build,
-// the test binary doubles as pg-monitor under that name.
+// loaded machine, longer than the heartbeat limit), and pg-queue for the
+// tests against the real queue. A binary that does not build fails the
+// tests: skipping them, or running something else in its place, would
+// hide it.
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "pg-monitor" {
-		os.Exit(cli.Main(pgmonitor.Spec(), os.Args[1:], cli.Std(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
-	}
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
 	bin, err := os.MkdirTemp("", "pgmonitor-bin-")
 	if err != nil {
-		panic(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		panic(err)
-	}
-	goTool := "go" // go test puts $GOROOT/bin first on PATH
-	build := exec.Command(goTool, "build", "-o", filepath.Join(bin, "pg-monitor"), "github.com/powerglide/powerglide/cmd/pg-monitor")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build pg-monitor: %v\n%s(using the test binary instead)\n", err, out)
-		if err := os.Symlink(exe, filepath.Join(bin, "pg-monitor")); err != nil {
-			panic(err)
+	defer os.RemoveAll(bin)
+	for _, tool := range []string{"pg-monitor", "pg-queue"} {
+		// go test puts $GOROOT/bin first on PATH.
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, tool), "github.com/powerglide/powerglide/cmd/"+tool)
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", tool, err, out)
+			return 1
 		}
 	}
-	// The real pg-queue, for the tests that run against it.
-	build = exec.Command(goTool, "build", "-o", filepath.Join(bin, "pg-queue"), "github.com/powerglide/powerglide/cmd/pg-queue")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build pg-queue: %v\n%s(the tests against the real queue will be skipped)\n", err, out)
-	} else {
-		realQueue = filepath.Join(bin, "pg-queue")
-	}
+	realQueue = filepath.Join(bin, "pg-queue")
 	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	code := m.Run()
-	os.RemoveAll(bin)
-	os.Exit(code)
+	return m.Run()
 }
 
 var (
 	testdata     = filepath.Join("..", "..", "..", "testdata", "monitor")
 	fakeQueue, _ = filepath.Abs(filepath.Join(testdata, "fake-pg-queue"))
 	workerSh, _  = filepath.Abs(filepath.Join(testdata, "worker.sh"))
-	realQueue    string // the built pg-queue, when it could be built
+	realQueue    string // the built pg-queue
 )
 
 // queues are the two queues the main scenarios run against: the shell
@@ -85,16 +79,9 @@ func newTeam(t *testing.T, tasks ...string) *team { return newTeamWith(t, "fake"
 // pg-queue ("pg-queue"); tasks are added with their names as ids.
 func newTeamWith(t *testing.T, queue string, tasks ...string) *team {
 	t.Helper()
-	for _, tool := range []string{"jq", "flock"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the script workers need %s (scripts/test-deps.sh installs it)", tool)
-		}
-	}
+	testenv.Need(t, "the script workers need it; scripts/test-deps.sh installs it", "jq", "flock")
 	qcmd := fakeQueue
 	if queue == "pg-queue" {
-		if realQueue == "" {
-			t.Skip("pg-queue could not be built")
-		}
 		qcmd = realQueue
 	}
 	home := t.TempDir()

@@ -32,7 +32,7 @@ type CLI struct {
 	Store    string `help:"Where the team's state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL, shared by hosts). Workers and pg-queue started by run inherit it (POWERGLIDE_STORE). Logs and the monitor's own state (monitor.json) stay in the team directory on this host." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL"`
 	QueueCmd string `name:"queue-cmd" help:"The pg-queue command used to list, release and count tasks (default: pg-queue next to pg-monitor, else on PATH)." config:"queue_cmd" env:"POWERGLIDE_QUEUE_CMD" placeholder:"CMD"`
 
-	Run    RunCmd    `cmd:"" help:"Spawn N workers and supervise them until the queue is drained."`
+	Run    RunCmd    `cmd:"" help:"Spawn N workers and supervise them until the queue is drained; exit 0 only when no task of the run failed."`
 	Watch  WatchCmd  `cmd:"" help:"Watch workers started elsewhere (cron, by hand): stop stale ones, release dead ones' tasks."`
 	Beat   BeatCmd   `cmd:"" help:"Write a heartbeat to worker-<n>.json (for shell-script workers)."`
 	Status StatusCmd `cmd:"" help:"List the team's workers with their liveness, heartbeat age, task and usage, then the team budget's spent and reserved (team_budget)."`
@@ -45,7 +45,7 @@ func Spec() *cli.Spec {
 		Description: `Spawn, supervise and watch a team of workers.
 pg-monitor keeps a swarm honest. Each worker keeps worker-<n>.json in the team directory with a
 heartbeat (heartbeat_at), the time of its last progress (progress_at), its pid and the pid's start
-time. A worker is alive, stale (heartbeat older than --heartbeat), stuck (heartbeat fresh but no
+time. A worker is alive, stale (heartbeat older than --stale), stuck (heartbeat fresh but no
 progress for --stall), dead (its process is gone, or its pid was reused) or done (it ended).
 Stale and stuck workers get SIGTERM, then SIGKILL of their process group after --grace; a pid is
 signalled only while its start time still matches the record, so a reused pid is never killed.
@@ -58,7 +58,13 @@ Several watchers may run at once (a run supervisor, cron, a person): a pass hold
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each
 action is taken once. A signal is recorded before it is sent and again after: a SIGKILL left
 meant but not sent by a watcher killed in between is sent by a later pass, once, 2s (or --grace,
-if longer) after it was meant; a SIGKILL that was sent is never repeated.`,
+if longer) after it was meant; a SIGKILL that was sent is never repeated.
+
+Failure is not success: run prints <POWERGLIDE_DONE> when the queue is drained (every task
+ended), but exits 0 only when none of the tasks the run ended failed and no worker was given up;
+otherwise 1, as a lone pg-loop does when one of its tasks failed. Exit codes: 0 every task of the
+run done, 1 a task failed, tasks were left or a worker was given up, 2 usage error, 4 the team
+budget stopped the workers with work left, 130/143 a signal.`,
 		CLI:     &CLI{},
 		Schemas: []string{"worker-status", "worker", "journal-event", "team-budget"},
 	}
@@ -66,10 +72,10 @@ if longer) after it was meant; a SIGKILL that was sent is never repeated.`,
 
 // Limits are the liveness limits shared by run, watch and status.
 type Limits struct {
-	Heartbeat string `help:"A heartbeat older than this is stale (default 30s)." config:"monitor_heartbeat" env:"POWERGLIDE_MONITOR_HEARTBEAT" placeholder:"D"`
-	Stall     string `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables)." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
-	Grace     string `help:"Time between SIGTERM and SIGKILL of a worker's process group (default 10s)." config:"monitor_grace" env:"POWERGLIDE_MONITOR_GRACE" placeholder:"D"`
-	Interval  string `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
+	Stale    string `name:"stale" aliases:"heartbeat" help:"A worker whose heartbeat is older than this is stale, and stopped (default 30s; pg-dash's --stale shows it). --heartbeat is its old name." config:"monitor_heartbeat" env:"POWERGLIDE_MONITOR_STALE,POWERGLIDE_MONITOR_HEARTBEAT" placeholder:"D"`
+	Stall    string `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables)." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
+	Grace    string `help:"Time between SIGTERM and SIGKILL of a worker's process group (default 10s)." config:"monitor_grace" env:"POWERGLIDE_MONITOR_GRACE" placeholder:"D"`
+	Interval string `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
 }
 
 // setup resolves the team, its store, the limits and the queue command.
@@ -97,7 +103,7 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 	}
 	interval := cfg.Duration("monitor_interval")
 	if o.Heartbeat <= 0 {
-		return nil, 0, cli.Usagef("--heartbeat must be positive, got %s", o.Heartbeat)
+		return nil, 0, cli.Usagef("--stale must be positive, got %s", o.Heartbeat)
 	}
 	if o.Grace < 0 || o.Stall < 0 {
 		return nil, 0, cli.Usagef("--grace and --stall cannot be negative")
@@ -233,7 +239,15 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 	}
 	switch res.Outcome {
 	case monitor.OutcomeDone:
+		// Drained: every task ended. Success only if none of the run's
+		// failed and no worker was given up (the rule pg-loop follows).
 		fmt.Fprintln(rt.IO.Out, monitor.MarkerDone)
+		switch {
+		case res.Failed > 0:
+			return cli.Failf("task", "queue drained, but %d of the %d tasks this run ended failed", res.Failed, res.Failed+res.Done)
+		case len(res.GaveUp) > 0:
+			return cli.Failf("worker", "queue drained, but %d worker(s) were given up: %s", len(res.GaveUp), res.GaveUp[0])
+		}
 		return nil
 	case monitor.OutcomeBudget:
 		fmt.Fprintln(rt.IO.Out, monitor.MarkerError)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -40,7 +41,7 @@ Bad input changes nothing and creates nothing: the team directory appears with t
 
 Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
 		CLI:     &CLI{},
-		Schemas: []string{"task", "journal-event", "queue-stats", "queue-count", "queue-init", "error"},
+		Schemas: []string{"task", "task-input", "journal-event", "queue-stats", "queue-count", "queue-init", "error"},
 	}
 }
 
@@ -53,19 +54,31 @@ type CLI struct {
 	JSON  bool   `help:"Print JSON Lines even on a terminal."`
 
 	Init     InitCmd     `cmd:"" help:"Prepare the store for the team: create its directory, or apply the PostgreSQL schema's migrations."`
-	Add      AddCmd      `cmd:"" help:"Add a task from arguments, or many as JSON Lines on stdin (add -); all or nothing."`
+	Add      AddCmd      `cmd:"" help:"Add a task from arguments, or many as JSON Lines on stdin (add -, or add with no title when stdin is not a terminal); all or nothing."`
 	Claim    ClaimCmd    `cmd:"" help:"Lease the highest-priority, then oldest, claimable task; exit 3 when there is none."`
 	Renew    RenewCmd    `cmd:"" help:"Extend the lease of a claimed task."`
 	Complete CompleteCmd `cmd:"" help:"Mark a claimed task done, with an optional JSON result."`
 	Fail     FailCmd     `cmd:"" help:"Mark a claimed task failed, or pending again with --retry."`
 	Release  ReleaseCmd  `cmd:"" help:"Hand a claimed task back to the queue (the attempt still counts)."`
 	Cancel   CancelCmd   `cmd:"" help:"Cancel pending or claimed tasks."`
-	List     ListCmd     `cmd:"" help:"List tasks."`
+	List     ListCmd     `cmd:"" help:"List tasks, live and archived (--live: only task-queue.json)."`
 	Show     ShowCmd     `cmd:"" help:"Print tasks by id, live or archived."`
 	Stats    StatsCmd    `cmd:"" help:"Print counts by status, blocked tasks, the oldest pending age and recent throughput."`
 	Watch    WatchCmd    `cmd:"" help:"Follow the team journal, events.jsonl."`
 	Archive  ArchiveCmd  `cmd:"" help:"Move finished tasks out of task-queue.json into task-archive.jsonl."`
 	Prune    PruneCmd    `cmd:"" help:"Delete finished tasks from task-queue.json and task-archive.jsonl."`
+}
+
+// teamExists is checked by the commands that only read a team (list,
+// stats): a read creates nothing, and an empty answer for a mistyped team
+// would look like an idle one, so a missing team is a failure that says
+// so (exit 1).
+func teamExists(rt *cli.Runtime, t store.Team) error {
+	err := t.Exists(rt.Ctx)
+	if errors.Is(err, fs.ErrNotExist) {
+		return cli.Failf("not_found", "%v", err)
+	}
+	return err
 }
 
 // open resolves the team and opens it in the configured store.
@@ -90,7 +103,7 @@ func (c *CLI) open(rt *cli.Runtime) (store.Team, error) {
 		return nil, cli.Usagef("queue_keep_finished must be at least 1, got %d", n)
 	}
 	var warned sync.Once
-	st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{OnSettleError: func(err error) {
+	st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{Crash: crashHook(), OnSettleError: func(err error) {
 		warned.Do(func() { fmt.Fprintf(rt.IO.Err, "pg-queue: warning: cannot settle the queue: %v\n", err) })
 	}})
 	if err != nil {
@@ -282,8 +295,9 @@ func (c *InitCmd) Run(rt *cli.Runtime, root *CLI) error {
 // $ pg-queue add 'fix the flaky test' --priority 5 --verify 'go test ./...'
 // $ pg-queue add 'deploy' --depends-on t-01JD...,t-01JE... --label area=ops
 // $ jq -c '.[]' tasks.json | pg-queue add -
+// $ pg-queue add < tasks.jsonl
 type AddCmd struct {
-	Title       string            `arg:"" help:"Title of the task, or - to read tasks as JSON Lines (the task record of pg-queue schema task) on stdin."`
+	Title       *string           `arg:"" optional:"" help:"Title of the task, or - to read tasks as JSON Lines on stdin, one task-input record a line (pg-queue schema task-input: a title, the other fields optional). With no title, tasks are read from stdin when it is not a terminal."`
 	Prompt      string            `help:"What the worker should do (default: the title)."`
 	Priority    int               `help:"Higher runs first." default:"0"`
 	DependsOn   []string          `help:"Ids of tasks that must be done first (comma-separated or repeated)." placeholder:"ID"`
@@ -298,28 +312,31 @@ func (c *AddCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
 	var tasks []protocol.Task
 	var lines []int
-	if c.Title == "-" {
+	if c.Title == nil && rt.IO.InTTY {
+		return cli.Usagef(`expected "<title>", or tasks as JSON Lines on stdin (pg-queue add - < tasks.jsonl)`)
+	}
+	if c.Title == nil || *c.Title == "-" {
 		if c.Prompt != "" || c.Priority != 0 || len(c.DependsOn) > 0 || len(c.Label) > 0 || c.Verify != "" || c.MaxAttempts != nil || c.ID != "" {
-			return cli.Usagef("add -: the task fields come from stdin; flags are for a task given by its title")
+			return cli.Usagef("add: with tasks on stdin the task fields come from there; flags are for a task given by its title")
 		}
 		dec := jsonl.NewDecoder(rt.IO.In, "stdin").Strict()
 		for {
-			var t protocol.Task
-			err := dec.Decode(&t)
+			var in protocol.TaskInput
+			err := dec.Decode(&in)
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
 				return err
 			}
-			tasks = append(tasks, t)
+			tasks = append(tasks, in.Task())
 			lines = append(lines, dec.Line())
 		}
 		if len(tasks) == 0 {
-			return cli.Usagef("add -: no tasks on stdin")
+			return cli.Usagef("add: no title, and no tasks on stdin")
 		}
 	} else {
-		t := protocol.Task{ID: c.ID, Title: c.Title, Prompt: c.Prompt, Priority: c.Priority,
+		t := protocol.Task{ID: c.ID, Title: *c.Title, Prompt: c.Prompt, Priority: c.Priority,
 			DependsOn: splitIDs(c.DependsOn), Labels: c.Label, Verify: c.Verify}
 		if c.MaxAttempts != nil {
 			// Given, 0 is a mistake, not "the default".
@@ -561,14 +578,18 @@ func (c *CancelCmd) Run(rt *cli.Runtime, root *CLI) error {
 	return printTasks(rt, ts...)
 }
 
-// ListCmd lists tasks.
+// ListCmd lists tasks: the finished ones of task-archive.jsonl first
+// (oldest first), then those of task-queue.json in queue order, so that
+// `list --status done` counts every done task, however many were archived.
 //
 // $ pg-queue list --status pending,blocked
-// $ pg-queue list --jq 'select(.priority > 0) | .id' -r
+// $ pg-queue list --status done --jq .id -r | wc -l
+// $ pg-queue list --live --jq 'select(.priority > 0) | .id' -r
 type ListCmd struct {
 	Status   []string `help:"Only these statuses: pending, claimed, done, failed, cancelled, blocked." placeholder:"S"`
 	Worker   string   `help:"Only tasks claimed by this worker." placeholder:"W"`
-	Archived bool     `help:"Include finished tasks from task-archive.jsonl (listed first)."`
+	Live     bool     `help:"Only the live tasks of task-queue.json, not the finished ones archived in task-archive.jsonl."`
+	Archived bool     `hidden:"" help:"Include archived tasks (the default now; kept for old scripts)."`
 	JQ       string   `name:"jq" help:"jq filter applied to each task (in-process)." placeholder:"EXPR"`
 	Raw      bool     `short:"r" help:"With --jq, print strings without quotes."`
 }
@@ -576,17 +597,24 @@ type ListCmd struct {
 // Run prints the tasks.
 func (c *ListCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = c.JQ != "" || rt.IO.JSON(root.JSON)
-	q, err := root.tasks(rt)
-	if err != nil {
-		return err
+	if c.Live && c.Archived {
+		return cli.Usagef("--live and --archived contradict each other")
 	}
 	p, err := newPrinter(rt, c.JQ, c.Raw)
 	if err != nil {
 		return err
 	}
-	ts, err := q.List(queue.ListOptions{Status: splitIDs(c.Status), Worker: c.Worker, Archived: c.Archived})
+	t, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	// Bad input (an unknown status) is reported before a missing team.
+	ts, err := t.Tasks().List(queue.ListOptions{Status: splitIDs(c.Status), Worker: c.Worker, Archived: !c.Live})
 	if err != nil {
 		return fail(err)
+	}
+	if err := teamExists(rt, t); err != nil {
+		return err
 	}
 	if !rt.JSON {
 		return table(rt.IO.Out, ts)
@@ -659,15 +687,18 @@ type StatsCmd struct {
 // Run prints one stats record.
 func (c *StatsCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
-	q, err := root.tasks(rt)
-	if err != nil {
-		return err
-	}
 	p, err := newPrinter(rt, c.JQ, c.Raw)
 	if err != nil {
 		return err
 	}
-	st, err := q.Stats()
+	t, err := root.open(rt)
+	if err != nil {
+		return err
+	}
+	if err := teamExists(rt, t); err != nil {
+		return err
+	}
+	st, err := t.Tasks().Stats()
 	if err != nil {
 		return err
 	}

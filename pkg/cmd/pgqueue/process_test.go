@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/protocol/validate"
 	"github.com/powerglide/powerglide/pkg/queue"
@@ -28,35 +27,38 @@ import (
 // The tests below run pg-queue as real processes. TestMain builds the
 // binary once, as `make build` would but without the race detector (a
 // race-instrumented process per call would make thousands of calls slow)
-// and with the crash hook of crashhook.go; when that is not possible it
-// falls back to running this test binary, which runs the command line when
-// PGQUEUE_TEST_EXEC is set (and has no crash hook).
+// and with the crash hook of crashhook.go. A binary that does not build
+// fails every test: running something else in its place would hide it.
 var pgQueueBin string
 
 func TestMain(m *testing.M) {
-	if os.Getenv("PGQUEUE_TEST_EXEC") == "1" {
-		os.Exit(cli.Main(Spec(), os.Args[1:], cli.Std(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
-	}
 	os.Exit(runTests(m))
 }
 
 func runTests(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "pgqueue-bin-")
-	if err == nil {
-		defer os.RemoveAll(dir)
-		bin := filepath.Join(dir, "pg-queue")
-		build := exec.Command("go", "build", "-trimpath", "-tags", "pgqueue_crashtest", "-o", bin, "github.com/powerglide/powerglide/cmd/pg-queue")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err == nil {
-			pgQueueBin = bin
-		} else {
-			fmt.Fprintf(os.Stderr, "building pg-queue failed, running the test binary instead: %v\n%s", err, out)
-		}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build pg-queue: %v\n", err)
+		return 1
 	}
-	if pgQueueBin == "" {
-		pgQueueBin = os.Args[0]
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "pg-queue")
+	if err := buildPgQueue(bin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	pgQueueBin = bin
 	return m.Run()
+}
+
+// buildPgQueue builds the binary the process tests run, with the crash hook.
+func buildPgQueue(bin string) error {
+	build := exec.Command("go", "build", "-trimpath", "-tags", "pgqueue_crashtest", "-o", bin, "github.com/powerglide/powerglide/cmd/pg-queue")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build pg-queue: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // team is a private data root with one team, and a way to run pg-queue in it.
@@ -75,7 +77,7 @@ func newTeam(t *testing.T, name string) *team {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "PGQUEUE_TEST_EXEC=1", "HOME="+home, "POWERGLIDE_HOME="+home,
+	env = append(env, "HOME="+home, "POWERGLIDE_HOME="+home,
 		"XDG_CONFIG_HOME="+filepath.Join(home, "config"), "POWERGLIDE_TEAM="+name)
 	return &team{t: t, home: home, name: name, env: env}
 }
@@ -624,9 +626,6 @@ func TestCrashProcesses(t *testing.T) {
 // task-archive.jsonl: its line count is its count of unique ids, so jq
 // over the file counts right.
 func TestCrashArchiveUnique(t *testing.T) {
-	if pgQueueBin == os.Args[0] {
-		t.Fatal("pg-queue with the crash hook could not be built")
-	}
 	rounds := 40
 	if testing.Short() {
 		rounds = 15

@@ -8,14 +8,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/powerglide/powerglide/pkg/proc"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/skills"
 	"github.com/powerglide/powerglide/pkg/termtext"
@@ -31,7 +34,7 @@ pg-tool list prints tool definitions ready for a model request; pg-tool call run
 
 Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_send, term_read, term_screen and term_kill (pseudo-terminal sessions through pg-pty). File tools are confined to --root: a path that leaves it through "..", an absolute path or a symlink is refused; read, write and edit work on regular files only (a FIFO, socket or device is refused, never opened for long). Outputs longer than --max-output characters keep their head and tail; the full text (up to --max-saved-output bytes) is saved, private to the user, in a file the result names, which read may open: read opens nothing else in that directory (no symlinks, no files pg-tool did not name that way). Every call ends when pg-tool is asked to stop (SIGTERM, SIGINT): it exits promptly with 128+n (a call that does not stop is left after 2 seconds).
 
-External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL.
+External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL: a command is run as a child over stdio; an https:// URL (http:// on loopback) is reached over streamable HTTP, or legacy SSE when the server offers only that, with the headers of --mcp-header or the config key mcp_headers. pg-tool mcp serves all these tools to an MCP client.
 
 Agent Skills (folders with a SKILL.md) found in .powerglide/skills and .claude/skills from --root up to the repository root, then in $XDG_CONFIG_HOME/powerglide/skills and ~/.claude/skills, add the skill tool, which returns a skill's instructions and the paths of its files; read opens the files of a skill's folder even outside --root, and nothing else outside it. pg-tool skills lists them; --no-skills turns them off.
 
@@ -52,7 +55,8 @@ type CLI struct {
 	Allow         []string      `help:"Only offer tools whose name matches one of these globs, e.g. 'read,grep,mcp__fs__*'." placeholder:"GLOB"`
 	Deny          []string      `help:"Never offer tools whose name matches one of these globs, e.g. 'bash,term_*'." placeholder:"GLOB"`
 	ToolsDir      string        `help:"Directory of external tools: every executable there that prints its definition for --schema (default ~/.config/powerglide/tools)." config:"tools_dir" env:"POWERGLIDE_TOOLS_DIR" placeholder:"DIR"`
-	MCP           []string      `name:"mcp" help:"MCP server as 'name=command args' (repeatable); its tools are named mcp__name__tool. Default: the config key mcp." sep:"none" placeholder:"NAME=CMD"`
+	MCP           []string      `name:"mcp" help:"MCP server as 'name=command args', or 'name=https://host/path' for one reached over HTTP (streamable HTTP, else legacy SSE; http:// on loopback only) (repeatable); its tools are named mcp__name__tool. Default: the config key mcp." sep:"none" placeholder:"NAME=CMD|URL"`
+	MCPHeader     []string      `name:"mcp-header" help:"HTTP header for the MCP server NAME, as 'NAME:Key=Value' (repeatable); $${VAR} in the value is read from the environment, which keeps the secret off the command line. Values never appear in results, logs or records. Adds to (and per key overrides) the config key mcp_headers." sep:"none" placeholder:"NAME:KEY=VALUE"`
 	MCPTimeout    time.Duration `name:"mcp-timeout" help:"Time limit of one MCP tool call; a server that does not answer in time is stopped (with its process group) and restarted on the next call (default 10m)." config:"mcp_timeout" env:"POWERGLIDE_MCP_TIMEOUT" placeholder:"DURATION"`
 	Verify        string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output. When CMD already failed, only a change that adds failure lines (compared without line numbers and timings) is rolled back." placeholder:"CMD"`
 	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
@@ -69,6 +73,7 @@ type CLI struct {
 	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
 	Call        CallCmd        `cmd:"" help:"Run one tool call and print its result."`
 	Serve       ServeCmd       `cmd:"" help:"Run calls read as JSON lines from stdin; write one result line each."`
+	MCPServe    MCPCmd         `cmd:"" name:"mcp" help:"Serve the tools to an MCP client (Claude Code, codex, editors) over stdio."`
 	Skills      SkillsCmd      `cmd:"" help:"List the Agent Skills found for the workspace (JSON Lines: name, description, path, source)."`
 	SandboxInfo SandboxCmd     `cmd:"" name:"sandbox" help:"Print the sandbox mode in force and what enforces each rule on this machine, as JSON."`
 	SandboxExec SandboxExecCmd `cmd:"" name:"sandbox-exec" hidden:"" help:"Run a command under a sandbox policy (used by pg-tool itself)."`
@@ -90,6 +95,10 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 	if outDir == "" {
 		outDir = filepath.Join(cfg.String("home"), "tool-output")
 	}
+	headers, err := c.mcpHeaders(cfg, mcp)
+	if err != nil {
+		return nil, err
+	}
 	sb, err := c.sandbox(rt, cfg)
 	if err != nil {
 		return nil, err
@@ -101,6 +110,7 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		Deny:          c.Deny,
 		ToolsDir:      cfg.String("tools_dir"),
 		MCP:           mcp,
+		MCPHeaders:    headers,
 		MCPTimeout:    cfg.Duration("mcp_timeout"),
 		Verify:        c.Verify,
 		VerifyTimeout: c.VerifyTimeout,
@@ -120,6 +130,42 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		return nil, cli.Usagef("%v", err)
 	}
 	return s, nil
+}
+
+// mcpHeaders are the headers of the MCP servers in use: the config key
+// mcp_headers (for the servers given), then --mcp-header, which overrides
+// a config header of the same server and name.
+func (c *CLI) mcpHeaders(cfg *config.Config, specs []string) ([]tool.MCPHeader, error) {
+	var fromConfig map[string]map[string]string
+	if err := cfg.Decode("mcp_headers", &fromConfig); err != nil {
+		return nil, err
+	}
+	inUse := map[string]bool{}
+	for _, spec := range specs {
+		if name, _, err := tool.ParseMCP(spec); err == nil {
+			inUse[name] = true
+		}
+	}
+	var out []tool.MCPHeader
+	for _, server := range slices.Sorted(maps.Keys(fromConfig)) {
+		if !inUse[server] {
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(fromConfig[server])) {
+			out = append(out, tool.MCPHeader{Server: server, Key: key, Value: fromConfig[server][key]})
+		}
+	}
+	for _, spec := range c.MCPHeader {
+		h, err := tool.ParseMCPHeader(spec)
+		if err != nil {
+			return nil, cli.Usagef("--mcp-header: %v", err)
+		}
+		out = slices.DeleteFunc(out, func(o tool.MCPHeader) bool {
+			return o.Server == h.Server && strings.EqualFold(o.Key, h.Key)
+		})
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // ListCmd prints the tool definitions.
@@ -258,7 +304,8 @@ func (ListCmd) Help() string {
 	return `Prints a JSON array of {name, description, input_schema}, ready for the tools of a pg-llm request. MCP servers are started to list their tools.
 
   $ pg-tool list | jq -r '.[].name'
-  $ pg-tool --preset readonly --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem .' list`
+  $ pg-tool --preset readonly --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem .' list
+  $ pg-tool --mcp 'gh=https://mcp.example.com/mcp' --mcp-header 'gh:Authorization=Bearer ${GITHUB_TOKEN}' list`
 }
 
 // Help is the detailed help of the command (--help and the man page).

@@ -201,9 +201,10 @@ func TestFollowSettles(t *testing.T) {
 	if _, err := tm.Tasks().Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	queue.CrashHook = func(p string) bool { return p == "archived" }
-	_, err := tm.Tasks().Claim("w", time.Minute)
-	queue.CrashHook = nil
+	q := tm.Tasks().(*queue.Queue)
+	q.Crash = func(p string) bool { return p == "archived" }
+	_, err := q.Claim("w", time.Minute)
+	q.Crash = nil
 	if err == nil {
 		t.Fatal("the killed claim returned no error")
 	}

@@ -25,7 +25,7 @@ const held = `t.team = $1 AND t.id = $2 AND t.archived_at IS NULL AND t.status =
 // fenced runs sql, which changes the row of a held task and returns now()
 // and taskCols (after the first of more), and returns the task; when no row
 // matched, the error why, and the task as it is (nil when there is none).
-func (q *tasks) fenced(ctx context.Context, tx pgx.Tx, id string, token int64, sql string, args []any, more ...any) (time.Time, *protocol.Task, error) {
+func (q *tasks) fenced(ctx context.Context, tx *txn, id string, token int64, sql string, args []any, more ...any) (time.Time, *protocol.Task, error) {
 	var r taskRow
 	var now time.Time
 	err := tx.QueryRow(ctx, sql, append([]any{q.team, id, token}, args...)...).Scan(append(append(more, &now), r.dest()...)...)
@@ -72,7 +72,7 @@ func (q *tasks) Renew(id string, token int64, lease time.Duration) (*protocol.Ta
 		return nil, err
 	}
 	var out *protocol.Task
-	err = q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err = q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		now, t, err := q.fenced(ctx, tx, id, token, `UPDATE tasks t
 			SET lease_until = now() + $4 * interval '1 microsecond', updated_at = now()
 			WHERE `+held+` RETURNING now(), `+taskCols, []any{lease.Microseconds()})
@@ -98,7 +98,7 @@ func (q *tasks) Complete(id string, token int64, result json.RawMessage) (*proto
 		res = &s
 	}
 	var out *protocol.Task
-	err := q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		now, t, err := q.fenced(ctx, tx, id, token, `UPDATE tasks t
 			SET status = 'done', updated_at = now(), error = NULL, result = $4::json
 			WHERE `+held+` RETURNING now(), `+taskCols, []any{res})
@@ -127,7 +127,7 @@ func (q *tasks) Complete(id string, token int64, result json.RawMessage) (*proto
 // pending when it has attempts left; otherwise it fails.
 func (q *tasks) Fail(id string, token int64, msg string, retry bool) (*protocol.Task, error) {
 	var out *protocol.Task
-	err := q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		var worker string
 		now, t, err := q.fenced(ctx, tx, id, token, `WITH o AS (
 				SELECT t.team, t.id, t.worker, ($5::bool AND t.attempts < t.max_attempts) AS again
@@ -164,7 +164,7 @@ func (q *tasks) Unclaim(id string, token int64, reason string) (*protocol.Task, 
 
 func (q *tasks) release(id string, token int64, refund bool, reason string) (*protocol.Task, error) {
 	var out *protocol.Task
-	err := q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		var worker string
 		now, t, err := q.fenced(ctx, tx, id, token, `WITH o AS (
 				SELECT t.team, t.id, t.worker FROM tasks t WHERE `+held+` FOR UPDATE)
@@ -187,7 +187,7 @@ func (q *tasks) release(id string, token int64, refund bool, reason string) (*pr
 // only claims whose token is below it.
 func (q *tasks) ReleaseWorker(worker, reason string, before int64) ([]protocol.Task, error) {
 	var out []protocol.Task
-	err := q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		out = nil
 		rows, _ := tx.Query(ctx, `WITH o AS (
 				SELECT t.team, t.id, t.token FROM tasks t
@@ -239,7 +239,7 @@ func (q *tasks) Cancel(id, reason string) (*protocol.Task, error) {
 // success. It returns the tasks in the order of ids.
 func (q *tasks) CancelAll(ids []string, reason string) ([]protocol.Task, error) {
 	var out []protocol.Task
-	err := q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		out = nil
 		rows, _ := tx.Query(ctx, `SELECT `+taskCols+`, t.archived_at IS NOT NULL FROM tasks t
 			WHERE t.team = $1 AND t.id = ANY($2) ORDER BY t.seq FOR UPDATE`, q.team, ids)

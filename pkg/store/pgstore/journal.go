@@ -42,17 +42,18 @@ const appendSQL = `WITH c AS (
 		RETURNING seq)
 	SELECT pg_notify($4, (SELECT max(seq) FROM ins)::text)`
 
-// appendRecords appends records in the transaction tx. Call it last in
-// the transaction: the team's row stays locked until the commit.
-func appendRecords(ctx context.Context, tx pgx.Tx, team string, recs []record) error {
+func appendArgs(team string, recs []record) []any {
 	data, ops := make([]string, len(recs)), make([]string, len(recs))
 	for i, r := range recs {
 		data[i], ops[i] = string(r.data), r.op
 	}
-	if _, err := tx.Exec(ctx, appendSQL, team, data, ops, channel(team)); err != nil {
-		return fmt.Errorf("append to the journal of team %s: %w", team, err)
-	}
-	return nil
+	return []any{team, data, ops, channel(team)}
+}
+
+// queueAppend queues the append of records to a batch that commits right
+// after it: the team's row stays locked until the commit.
+func queueAppend(b *pgx.Batch, team string, recs []record) {
+	b.Queue(appendSQL, appendArgs(team, recs)...)
 }
 
 // Append adds records (each marshalled to one JSON object) in order.
@@ -76,7 +77,10 @@ func (j *journal) Append(ctx context.Context, records ...any) error {
 		json.Unmarshal(b, &head)
 		recs[i] = record{data: secrets.Redact(b), op: head.Op}
 	}
-	return j.s.inTx(ctx, func(tx pgx.Tx) error { return appendRecords(ctx, tx, j.team, recs) })
+	if _, err := j.s.pool.Exec(ctx, appendSQL, appendArgs(j.team, recs)...); err != nil {
+		return fmt.Errorf("append to the journal of team %s: %w", j.team, err)
+	}
+	return nil
 }
 
 // Follow returns the records appended after the call (all of them with

@@ -96,7 +96,7 @@ func (q *tasks) Show(id string) (*protocol.Task, error) {
 // ago out of the live queue. It returns how many moved.
 func (q *tasks) Archive(olderThan time.Duration) (int, error) {
 	n := 0
-	err := q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		rows, _ := tx.Query(ctx, `WITH moved AS (
 				UPDATE tasks t SET archived_at = now()
 				WHERE t.team = $1 AND t.archived_at IS NULL AND t.status IN ('done', 'failed', 'cancelled')
@@ -122,7 +122,7 @@ func (q *tasks) Archive(olderThan time.Duration) (int, error) {
 // final status (in pruned). It returns how many went.
 func (q *tasks) Prune(olderThan time.Duration) (int, error) {
 	n := 0
-	err := q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		// Archived ones first, as the file store reports them.
 		rows, _ := tx.Query(ctx, `WITH gone AS (
 				DELETE FROM tasks t WHERE t.team = $1 AND t.status IN ('done', 'failed', 'cancelled')
@@ -180,7 +180,7 @@ func goneEvents(rows pgx.Rows, op string) ([]protocol.TaskEvent, error) {
 
 // forgetPruned drops the statuses of pruned tasks no live task depends on
 // any more.
-func forgetPruned(ctx context.Context, tx pgx.Tx, team string) error {
+func forgetPruned(ctx context.Context, tx *txn, team string) error {
 	_, err := tx.Exec(ctx, `DELETE FROM pruned p WHERE p.team = $1
 		AND p.id NOT IN (SELECT unnest(t.depends_on) FROM tasks t WHERE t.team = $1 AND t.archived_at IS NULL)`, team)
 	return err

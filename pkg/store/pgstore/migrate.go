@@ -86,7 +86,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 		return 0, err
 	}
 	latest := ms[len(ms)-1].version
-	if v, err := currentVersion(ctx, pool); err == nil && v >= latest {
+	v, err := currentVersion(ctx, pool)
+	if err == nil && v > latest {
+		return 0, newerErr(v, latest)
+	}
+	if err == nil && v == latest {
 		return 0, nil // the common case: no lock
 	}
 	conn, err := pool.Acquire(ctx)
@@ -119,7 +123,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 		top = max(top, int(v))
 	}
 	if top > latest {
-		return 0, fmt.Errorf("the database's schema is version %d, newer than this program knows (%d): upgrade powerglide", top, latest)
+		return 0, newerErr(top, latest)
 	}
 	n := 0
 	for _, m := range ms {
@@ -157,4 +161,8 @@ func currentVersion(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 		return 0, nil
 	}
 	return int(*v), nil
+}
+
+func newerErr(have, latest int) error {
+	return fmt.Errorf("the database's schema is version %d, newer than this program knows (%d): upgrade powerglide", have, latest)
 }

@@ -101,27 +101,27 @@ func (c *change) event(now time.Time, op string, t *protocol.Task, reason string
 
 // mutate runs fn in a transaction that also appends fn's events to the
 // journal; an error from fn changes nothing.
-func (q *tasks) mutate(fn func(ctx context.Context, tx pgx.Tx, c *change) error) error {
+func (q *tasks) mutate(fn func(ctx context.Context, tx *txn, c *change) error) error {
 	ctx, cancel := opContext()
 	defer cancel()
-	return q.s.inTx(ctx, func(tx pgx.Tx) error {
-		var c change
-		if err := fn(ctx, tx, &c); err != nil {
+	tx, err := q.s.beginTxn(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.end()
+	var c change
+	if err := fn(ctx, tx, &c); err != nil {
+		return err
+	}
+	recs := make([]record, len(c.events))
+	for i := range c.events {
+		b, err := json.Marshal(&c.events[i])
+		if err != nil {
 			return err
 		}
-		if len(c.events) == 0 {
-			return nil
-		}
-		recs := make([]record, len(c.events))
-		for i := range c.events {
-			b, err := json.Marshal(&c.events[i])
-			if err != nil {
-				return err
-			}
-			recs[i] = record{data: secrets.Redact(b), op: c.events[i].Op}
-		}
-		return appendRecords(ctx, tx, q.team, recs)
-	})
+		recs[i] = record{data: secrets.Redact(b), op: c.events[i].Op}
+	}
+	return tx.commit(ctx, q.team, recs)
 }
 
 // Add appends tasks, all or none (see queue.Queue.Add).
@@ -137,7 +137,7 @@ func (q *tasks) Add(in []protocol.Task) ([]protocol.Task, error) {
 		}
 		ts[i] = t
 	}
-	err := q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		return q.add(ctx, tx, ts, c)
 	})
 	if err != nil {
@@ -146,7 +146,7 @@ func (q *tasks) Add(in []protocol.Task) ([]protocol.Task, error) {
 	return ts, nil
 }
 
-func (q *tasks) add(ctx context.Context, tx pgx.Tx, in []protocol.Task, c *change) error {
+func (q *tasks) add(ctx context.Context, tx *txn, in []protocol.Task, c *change) error {
 	// What the database knows of the given ids and the dependencies.
 	var look []string
 	for i := range in {
@@ -280,7 +280,7 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 		return nil, err
 	}
 	var out *protocol.Task
-	err = q.mutate(func(ctx context.Context, tx pgx.Tx, c *change) error {
+	err = q.mutate(func(ctx context.Context, tx *txn, c *change) error {
 		out = nil
 		b := &pgx.Batch{}
 		b.Queue(spentSQL, q.team)
@@ -345,7 +345,7 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 }
 
 // exhaust fails tasks that used all their attempts (ts as they were).
-func (q *tasks) exhaust(ctx context.Context, tx pgx.Tx, now time.Time, ts []*protocol.Task, c *change) error {
+func (q *tasks) exhaust(ctx context.Context, tx *txn, now time.Time, ts []*protocol.Task, c *change) error {
 	ids, msgs := make([]string, len(ts)), make([]string, len(ts))
 	for i, t := range ts {
 		ids[i], msgs[i] = t.ID, queue.ExhaustMessage(t)

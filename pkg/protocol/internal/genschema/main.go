@@ -40,6 +40,7 @@ func write(dir string) error {
 		"tool-sandbox":  reflectType(reflect.TypeFor[protocol.SandboxReport]()),
 		"tool-skill":    reflectType(reflect.TypeFor[protocol.SkillRecord]()),
 		"task":          reflectType(reflect.TypeFor[protocol.Task]()),
+		"task-input":    reflectType(reflect.TypeFor[protocol.TaskInput]()),
 		"worker":        reflectType(reflect.TypeFor[protocol.Worker]()),
 		"worker-status": reflectType(reflect.TypeFor[protocol.WorkerStatus]()),
 		"team-budget":   reflectType(reflect.TypeFor[protocol.TeamBudget]()),
@@ -49,6 +50,12 @@ func write(dir string) error {
 		"queue-stats":   reflectType(reflect.TypeFor[protocol.QueueStats]()),
 		"queue-count":   reflectType(reflect.TypeFor[protocol.QueueCount]()),
 		"queue-init":    reflectType(reflect.TypeFor[protocol.StoreInit]()),
+	}
+	// A task to add needs a title, or a prompt to take it from.
+	schemas["task-input"].Description = "one task for pg-queue add (a line of a tasks file): a title or a prompt, the rest optional; the state fields of a task record are accepted and ignored"
+	schemas["task-input"].AnyOf = []*jsonschema.Schema{
+		{Required: []string{"title"}},
+		{Required: []string{"prompt"}},
 	}
 	// A task may carry fields this version does not know (DESIGN.md §3:
 	// fields may be added); the queue keeps them.

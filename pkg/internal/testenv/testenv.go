@@ -1,0 +1,38 @@
+// Package testenv says what a test may do when a program it needs is not
+// installed: skip on a developer's machine, where the test names what to
+// install, and fail under CI=true, where a skipped test would be a test
+// that silently did not run.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// CI reports whether the tests run under CI=true.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Missing returns nil when the program is on PATH, else an error naming it
+// and where it comes from (hint, e.g. "scripts/test-deps.sh installs it").
+func Missing(program, hint string) error {
+	if _, err := exec.LookPath(program); err != nil {
+		return fmt.Errorf("%s is not installed (%s)", program, hint)
+	}
+	return nil
+}
+
+// Need skips the test when one of the programs is not on PATH, or fails it
+// under CI=true.
+func Need(t testing.TB, hint string, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
+		if err := Missing(p, hint); err != nil {
+			if CI() {
+				t.Fatalf("%v; under CI=true a test that needs it fails instead of skipping", err)
+			}
+			t.Skip(err)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store/pgstore"
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
+)
+
+// BenchmarkClaimComplete32: 32 workers in one process share one store
+// (one pool of 32 connections) and claim and complete as fast as they
+// can, on a server with fsync on. It reports claim+complete cycles per
+// second (cycles/s), with the server's default synchronous commit
+// (commit=sync) and with synchronous_commit off for the database
+// (commit=async: a crash of the server may lose the last moments of
+// changes, never their order), which docs/postgres.md describes.
+//
+//	go test ./pkg/store/pgstore -run '^$' -bench ClaimComplete32 -benchtime 3000x
+func BenchmarkClaimComplete32(b *testing.B) {
+	srv := pgtest.Start(b, pgtest.Options{Durable: true})
+	for _, commit := range []string{"sync", "async"} {
+		b.Run("commit="+commit, func(b *testing.B) {
+			u := srv.DB(b)
+			if commit == "async" {
+				setAsync(b, u)
+			}
+			benchCycles(b, u, 32)
+		})
+	}
+}
+
+func setAsync(b *testing.B, dbURL string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	pu, _ := url.Parse(dbURL)
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+strings.TrimPrefix(pu.Path, "/")+" SET synchronous_commit = off"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchCycles(b *testing.B, dbURL string, workers int) {
+	ctx := context.Background()
+	s, err := pgstore.OpenStore(ctx, dbURL+fmt.Sprintf("&pool_max_conns=%d", workers))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tm, _ := s.Team("bench")
+	q := tm.Tasks()
+	in := make([]protocol.Task, b.N)
+	for i := range in {
+		in[i] = protocol.Task{ID: fmt.Sprintf("b%07d", i), Title: "bench task", Prompt: "do it"}
+	}
+	for len(in) > 0 {
+		n := min(len(in), 10000)
+		if _, err := q.Add(in[:n]); err != nil {
+			b.Fatal(err)
+		}
+		in = in[n:]
+	}
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			name := fmt.Sprintf("w%d", w)
+			for {
+				t, err := q.Claim(name, time.Minute)
+				if errors.Is(err, queue.ErrNothing) {
+					return
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := q.Complete(t.ID, t.Claim.Token, nil); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	if int(done.Load()) != b.N {
+		b.Fatalf("%d cycles, want %d", done.Load(), b.N)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "cycles/s")
+}
