@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/powerglide/powerglide/pkg/tool"
@@ -186,5 +188,51 @@ func TestDefinitionSchema(t *testing.T) {
 		if got := string(def.InputSchema.(json.RawMessage)); got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestServeStdio: Serve speaks newline-delimited JSON-RPC on its streams,
+// ends without error when the client closes its end, and warns about an
+// MCP server that cannot start while serving the other tools.
+func TestServeStdio(t *testing.T) {
+	s, err := tool.NewSession(tool.Options{Root: t.TempDir(), MCP: []string{"dud=/nonexistent/server"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var log strings.Builder
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), s, inR, outW, "test", &log) }()
+	answers := bufio.NewReader(outR)
+	exchange := func(line, want string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if want == "" {
+			return
+		}
+		got, err := answers.ReadString('\n')
+		if err != nil || !strings.Contains(got, want) {
+			t.Fatalf("sent %s\ngot %s (%v), want %s", line, got, err, want)
+		}
+	}
+	exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`"serverInfo":{"name":"pg-tool","version":"test"}`)
+	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "")
+	exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo hi"}}}`, `"text":"hi\n[exit code: 0]\n"`)
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not end at the end of its input")
+	}
+	if !strings.Contains(log.String(), "pg-tool: warning: mcp server dud (/nonexistent/server) did not start") {
+		t.Errorf("log: %q", log.String())
 	}
 }
