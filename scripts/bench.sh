@@ -221,7 +221,7 @@ pg-tool|cold `pg-tool call read` ≤ 10 ms|sh|bench-tool.sh|^cold pg-tool call r
 pg-tool|serve overhead per read call ≤ 0.5 ms|sh|bench-tool.sh|^serve: read calls
 pg-tool|serve read call, in-process (Go)|go|BenchmarkServeRead|ns/op
 pg-tool|grep over a large tree vs ripgrep: report the ratio|sh|bench-tool.sh|ratio
-pg-tool|`pg-tool mcp` per read call within 1.5× of `pg-tool serve` (Go, round trips over pipes)|ratio|BenchmarkCallRead/mcp-BenchmarkCallRead/serve|ns/op
+pg-tool|`pg-tool mcp` per read call within 1.5× of `pg-tool serve` (Go, round trips over pipes, CPU time of both ends)|ratio|BenchmarkCallRead/mcp-BenchmarkCallRead/serve|cpu-ns/op
 pg-pty|`run -- cat` 100 MB vs `script -qc`: ratio ≥ 1.0|sh|bench-pty.sh|^throughput ratio
 pg-pty|start latency ≤ 10 ms|sh|bench-pty.sh|^start latency
 pg-pty|holder RSS ≤ 15 MB|sh|bench-pty.sh|^holder RSS
