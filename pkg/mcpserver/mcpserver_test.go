@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/powerglide/powerglide/pkg/tool"
 )
@@ -234,5 +236,61 @@ func TestServeStdio(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "pg-tool: warning: mcp server dud (/nonexistent/server) did not start") {
 		t.Errorf("log: %q", log.String())
+	}
+}
+
+// TestServeBadInput: a line that is no JSON-RPC message ends the session
+// with an error naming the line.
+func TestServeBadInput(t *testing.T) {
+	s, err := tool.NewSession(tool.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := strings.NewReader("\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\nnot json\n")
+	err = Serve(context.Background(), s, in, io.Discard, "test", io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), "mcp: line 3: ") {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// TestLineTransport: batches and long lines are read; a result is written
+// as the SDK encoded it, other messages through the SDK's encoder.
+func TestLineTransport(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	in := strings.NewReader(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"b","method":"ping"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + long + `"}}`)
+	var out strings.Builder
+	conn, err := (&lineTransport{in: in, out: &out}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var got []string
+	for {
+		m, err := conn.Read(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := m.(*jsonrpc.Request)
+		got = append(got, fmt.Sprintf("%v %s %d", r.ID.Raw(), r.Method, len(r.Params)))
+	}
+	if want := fmt.Sprintf("1 ping 0|b ping 0|2 tools/call %d", len(long)+11); strings.Join(got, "|") != want {
+		t.Errorf("read %q, want %q", got, want)
+	}
+	id, _ := jsonrpc.MakeID("b")
+	if err := conn.Write(ctx, &jsonrpc.Response{ID: id, Result: json.RawMessage(`{"content":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	id2, _ := jsonrpc.MakeID(float64(7))
+	if err := conn.Write(ctx, &jsonrpc.Response{ID: id2, Error: &jsonrpc.Error{Code: -32601, Message: "no"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"jsonrpc":"2.0","id":"b","result":{"content":[]}}` + "\n" + `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}` + "\n"
+	if out.String() != want {
+		t.Errorf("wrote %q, want %q", out.String(), want)
 	}
 }
