@@ -20,9 +20,9 @@ const MaxLine = 64 << 20
 // lineTransport is MCP's stdio transport, newline-delimited JSON-RPC. It
 // does what the SDK's IOTransport does at less cost per message: lines
 // are read with a line reader (the SDK runs a streaming JSON decoder over
-// the input), and a result, which the SDK hands over as encoded JSON, is
-// written as it is (the SDK encodes the response around it again, one
-// more pass over the whole output).
+// the input) and requests decoded in one pass, and a result, which the
+// SDK hands over as encoded JSON, is written as it is (the SDK encodes
+// the response around it again, one more pass over the whole output).
 type lineTransport struct {
 	in  io.Reader
 	out io.Writer
@@ -106,7 +106,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 func decode(line []byte) ([]jsonrpc.Message, error) {
 	line = bytes.TrimSpace(line)
 	if line[0] != '[' {
-		m, err := jsonrpc.DecodeMessage(line)
+		m, err := decodeMessage(line)
 		if err != nil {
 			return nil, err
 		}
@@ -121,13 +121,36 @@ func decode(line []byte) ([]jsonrpc.Message, error) {
 	}
 	msgs := make([]jsonrpc.Message, 0, len(batch))
 	for _, raw := range batch {
-		m, err := jsonrpc.DecodeMessage(raw)
+		m, err := decodeMessage(raw)
 		if err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
+}
+
+// decodeMessage reads a request or notification itself, in one pass (the
+// SDK's decoder takes two, each with a 32 kB buffer), and leaves the rest
+// (responses to the server's own requests) to the SDK.
+func decodeMessage(raw []byte) (jsonrpc.Message, error) {
+	var w struct {
+		Version string          `json:"jsonrpc"`
+		ID      any             `json:"id"`
+		Method  *string         `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil || w.Method == nil {
+		return jsonrpc.DecodeMessage(raw)
+	}
+	if w.Version != "2.0" {
+		return nil, fmt.Errorf("invalid message version tag %q; expected \"2.0\"", w.Version)
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonrpc.Request{ID: id, Method: *w.Method, Params: w.Params}, nil
 }
 
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
