@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,6 +37,10 @@ func BenchmarkCallRead(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// One P: with two, the scheduler spins while one end of a pipe waits
+	// for the other, CPU time that is no work and that the machine's load
+	// makes vary; MCP's extra goroutine hops would be charged most.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 
 	b.Run("serve", func(b *testing.B) {
 		s := session(b)
