@@ -34,10 +34,12 @@ trap cleanup EXIT
 T=/usr/bin/time
 [ -x "$T" ] || { echo "bench-overhead: GNU time (/usr/bin/time) is needed for CPU and peak RSS" >&2; exit 1; }
 
-go build -o "$tmp/pg-loop" ./cmd/pg-loop
-go build -o "$tmp/pg-llm" ./cmd/pg-llm
-go build -o "$tmp/pg-tool" ./cmd/pg-tool
-(cd pkg && go build -o "$tmp/fakemodel" ./llm/llmtest/fakemodel && go build -o "$tmp/bareloop" ./loop/internal/bareloop)
+# Built as `make build` builds the tools: static, stripped.
+build() { CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$@"; }
+build "$tmp/pg-loop" ./cmd/pg-loop
+build "$tmp/pg-llm" ./cmd/pg-llm
+build "$tmp/pg-tool" ./cmd/pg-tool
+(cd pkg && build "$tmp/fakemodel" ./llm/llmtest/fakemodel && build "$tmp/bareloop" ./loop/internal/bareloop)
 
 export POWERGLIDE_HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/config"
 export ANTHROPIC_API_KEY=sk-ant-bench
@@ -92,8 +94,8 @@ harness() {
 	: >"$log"
 	start=$(date +%s%N)
 	(cd "$tmp/work" && exec "$T" -f '%U %S' -o "$tmp/loop.time" "$tmp/pg-loop" --json --no-session --task "bench $n steps: run $n bash commands" --max-steps $((n + 50)) \
-		--llm-serve "$T -f %M -o $tmp/llm.rss $tmp/pg-llm serve --model anthropic/claude-sonnet-4-5" \
-		--tools-serve "$T -f %M -o $tmp/tools.rss $tmp/pg-tool serve" >"$tmp/events.jsonl" 2>"$tmp/err") &
+		--llm-serve "$T -f '%M %U %S' -o $tmp/llm.rss $tmp/pg-llm serve --model anthropic/claude-sonnet-4-5" \
+		--tools-serve "$T -f '%M %U %S' -o $tmp/tools.rss $tmp/pg-tool serve" >"$tmp/events.jsonl" 2>"$tmp/err") &
 	pid=$!
 	# pg-loop's own peak (VmHWM), sampled until it exits; its pid is the
 	# child of the time process.
@@ -112,10 +114,12 @@ harness() {
 	read -r launch step reqs < <(figures "$start")
 	[ "$reqs" = $((n + 1)) ] || { echo "bench-overhead: pg-loop made $reqs requests for $n steps" >&2; exit 1; }
 	read -r u s <"$tmp/loop.time"
-	local lm tm
-	lm=$(tail -n1 "$tmp/llm.rss")
-	tm=$(tail -n1 "$tmp/tools.rss")
-	echo "$launch $step $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.0f", (u + s) * 1000 }') $(awk -v h="$hwm" -v l="$lm" -v t="$tm" 'BEGIN { printf "%.1f", (h + l + t) / 1024 }') $(awk -v h="$hwm" -v l="$lm" -v t="$tm" 'BEGIN { printf "%.1f+%.1f+%.1f", h / 1024, l / 1024, t / 1024 }')"
+	local lm lu ls tm tu ts
+	read -r lm lu ls < <(tail -n1 "$tmp/llm.rss")
+	read -r tm tu ts < <(tail -n1 "$tmp/tools.rss")
+	awk -v launch="$launch" -v step="$step" -v u="$u" -v s="$s" -v h="$hwm" -v lm="$lm" -v lu="$lu" -v ls="$ls" -v tm="$tm" -v tu="$tu" -v ts="$ts" 'BEGIN {
+		cpu = (u + s) * 1000; llm = (lu + ls) * 1000; tools = (tu + ts) * 1000
+		printf "%s %s %.0f %.1f %.1f+%.1f+%.1f %.0f+%.0f+%.0f\n", launch, step, cpu, (h + lm + tm) / 1024, h / 1024, lm / 1024, tm / 1024, cpu - llm - tools, llm, tools }'
 }
 
 # median COLUMN FILE
@@ -123,8 +127,7 @@ median() {
 	awk -v c="$1" '{ print $c }' "$2" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-echo "harness against a bare loop: one fake Anthropic server, medians of $runs runs each (alternating)"
-echo "columns: per-step ms, launch-to-first-request ms, CPU ms of the whole tree, peak RSS MB"
+echo "harness against a bare loop: one fake Anthropic server, medians of $runs runs each (alternating); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in 20 200; do
 	: >"$tmp/bare.$n"
 	: >"$tmp/loop.$n"
@@ -134,9 +137,13 @@ for n in 20 200; do
 	done
 	bs=$(median 2 "$tmp/bare.$n") bl=$(median 1 "$tmp/bare.$n") bc=$(median 3 "$tmp/bare.$n") br=$(median 4 "$tmp/bare.$n")
 	ls=$(median 2 "$tmp/loop.$n") ll=$(median 1 "$tmp/loop.$n") lc=$(median 3 "$tmp/loop.$n") lr=$(median 4 "$tmp/loop.$n")
-	parts=$(sort -t' ' -k4 -g "$tmp/loop.$n" | awk '{ print $5 }' | sed -n "$(((runs + 1) / 2))p")
+	# the split of the median run's RSS and CPU
+	mid=$(sort -t' ' -k3 -g "$tmp/loop.$n" | sed -n "$(((runs + 1) / 2))p")
 	echo "$n steps, bare loop: per step $bs ms, launch $bl ms, CPU $bc ms, peak RSS $br MB"
-	echo "$n steps, pg-loop: per step $ls ms, launch $ll ms, CPU $lc ms, peak RSS $lr MB (pg-loop+pg-llm+pg-tool $parts)"
+	echo "$n steps, pg-loop: per step $ls ms, launch $ll ms, CPU $lc ms (pg-loop+pg-llm+pg-tool with its children $(cut -d' ' -f6 <<<"$mid")), peak RSS $lr MB (pg-loop+pg-llm+pg-tool $(cut -d' ' -f5 <<<"$mid"))"
 	awk -v n="$n" -v bs="$bs" -v ls="$ls" -v bl="$bl" -v ll="$ll" -v bc="$bc" -v lc="$lc" -v lr="$lr" 'BEGIN {
-		printf "%d steps, ratios: per step %.2fx (target 1.3x), launch %.2fx (target 2x), CPU %.2fx (target 1.5x), peak RSS %.1f MB (target 40 MB)\n", n, ls / bs, ll / bl, lc / bc, lr }'
+		printf "per step, %d steps: %.2fx the bare loop (target 1.3x)\n", n, ls / bs
+		printf "launch, %d steps: %.2fx the bare loop (target 2x)\n", n, ll / bl
+		printf "CPU, %d steps: %.2fx the bare loop (target 1.5x)\n", n, lc / bc
+		printf "peak RSS, %d steps: %.1f MB together (target 40 MB)\n", n, lr }'
 done

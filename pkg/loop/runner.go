@@ -280,12 +280,10 @@ func (r *Runner) Run(ctx context.Context) Result {
 			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
 		}
 	}
-	// Coprocesses start now, while the tasks load, not at their first use.
-	for _, c := range []any{r.o.LLM, r.o.Tools} {
-		if s, ok := c.(interface{ Start() }); ok {
-			s.Start()
-		}
-	}
+	// The model coprocess starts now, while the tasks load, not at the
+	// first request (the tools coprocess once the tool list is read: the
+	// list and the model are what the first request waits for).
+	start(r.o.LLM)
 	r.fire(Start, "")
 	for !r.state.Terminal() {
 		if ctx.Err() != nil {
@@ -477,11 +475,20 @@ func (r *Runner) handle(ctx context.Context) (Input, string) {
 	return r.fatal(fmt.Errorf("loop: no handler for state %s", r.state))
 }
 
+// start starts a coprocess component in the background, ahead of its
+// first use.
+func start(component any) {
+	if s, ok := component.(interface{ Start() }); ok {
+		s.Start()
+	}
+}
+
 func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	defs, err := r.o.Tools.List(ctx)
 	if err != nil {
 		return r.fatal(err)
 	}
+	start(r.o.Tools)
 	r.tools = defs
 	r.sys = r.o.System
 	if r.sys == "" {
