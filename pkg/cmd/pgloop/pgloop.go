@@ -39,6 +39,8 @@ The context window: no request is sent that the loop's estimate puts over the mo
 
 Agent Skills (SKILL.md folders in .powerglide/skills and .claude/skills from the workdir up to the repository root, $XDG_CONFIG_HOME/powerglide/skills and ~/.claude/skills) are named with their descriptions in the system prompt when the tools offer the skill tool (the default pg-tool does); the model loads one with the skill tool and reads its files with read. A malformed SKILL.md is a warning log event naming its file and line, and is skipped. --no-skills leaves them out.
 
+pg-loop serve runs one session as a coprocess for editors and scripts: JSON Lines commands on stdin (prompt, follow_up, steer, abort, approve, deny, state, shutdown), each answered by a reply record with its id, and the same events on stdout (pg-loop serve --help). --ask PATTERN (a tool-name glob, optionally ':' and a wildcard over the call's string arguments, e.g. 'bash:git push*') makes matching tool calls wait for approval: serve emits an approval event and waits for approve or deny; a team worker shows the call in its worker record, where pg-dash (y, n) or pg-loop approve --team T WORKER CALL answers it; any other run denies it with a tool result the model reads.
+
 Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
 Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
@@ -61,6 +63,8 @@ Examples:
 type CLI struct {
 	cli.Common `embed:""`
 	Run        RunCmd      `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
+	Serve      ServeCmd    `cmd:"" help:"Run one session as a coprocess: JSON Lines commands on stdin (prompt, follow_up, steer, abort, approve, deny, state, shutdown), events on stdout."`
+	Approve    ApproveCmd  `cmd:"" help:"Answer a team worker's pending approval (pg-loop --ask): approve the call, or --deny it."`
 	Sessions   SessionsCmd `cmd:"" help:"List the sessions (JSON Lines: id, parent, status, created, updated, tasks by status, tokens, cost, cwd), or show one with its transcript."`
 }
 
@@ -70,7 +74,7 @@ func Spec() *cli.Spec {
 		Name:        "pg-loop",
 		Description: description,
 		CLI:         &CLI{},
-		Schemas:     []string{"loop-event", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
+		Schemas:     []string{"loop-event", "serve-command", "approval-answer", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
 	}
 }
 
@@ -147,6 +151,9 @@ type RunCmd struct {
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
 
+	Ask []string `help:"Tool calls matching PATTERN wait for approval (repeatable): a glob on the tool name, optionally ':' and a wildcard matched against each string argument, e.g. 'bash:git push*', 'write:*.env', 'mcp__*'. pg-loop serve emits an approval event and waits for approve or deny; a team worker shows it in its worker record for pg-dash or pg-loop approve; any other run denies it with a tool result the model reads." placeholder:"PATTERN" sep:"none" group:"Safety"`
+
+	serving          bool `kong:"-"` // pg-loop serve: tasks come from commands on stdin
 	maxVerifySet     bool `kong:"-"` // --max-verify was given (now or in the resumed run)
 	contextWindowSet bool `kong:"-"` // the window was configured: else the model's
 }
@@ -158,10 +165,80 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		return err
 	}
 	home := cfg.String("home")
-	text := !rt.IO.JSON(c.JSON)
+	text := !rt.IO.JSON(c.JSON) && !c.serving
 	rt.JSON = !text
-	if err := c.checkMonitorTeam(rt.IO.Getenv); err != nil {
+	workdir, given, err := c.settle(rt, cfg, kctx)
+	if err != nil {
 		return err
+	}
+	// A resumed session brings back its run's options, for the flags not
+	// given again.
+	if err := c.checkSession(home); err != nil {
+		return err
+	}
+	base, replay, err := c.resumed(home, workdir, given)
+	if err != nil {
+		return err
+	}
+	if base != nil && c.Fork != "" {
+		defer base.Close()
+	}
+	o, err := c.options(rt, workdir)
+	if err != nil {
+		return err
+	}
+	o.Resume = replay
+	src, err := c.source(rt, &o, home, workdir, base, replay)
+	if err != nil {
+		return err
+	}
+	// pg-loop serve: tasks, approvals and steering come from commands.
+	var ctl *loop.Control
+	if c.serving {
+		ctl = c.control(replay)
+		src, o.Approver, o.Control = ctl, ctl, ctl
+	}
+	o.Source = src
+	if o.Ask, err = loop.ParseAsk(c.Ask); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	c.model(rt, cfg, &o, workdir)
+	sess, err := c.session(rt, home, workdir, base, src, time.Now())
+	if err != nil {
+		return err
+	}
+	o.Session = sess
+	if sess != nil {
+		defer sess.Close()
+	}
+	work, err := c.workDir(sess, &o)
+	if err != nil {
+		return err
+	}
+	if sess == nil {
+		defer os.RemoveAll(work)
+	}
+	llm, tools := c.components(rt, workdir, filepath.Join(work, "outputs"), o.VelocityFile)
+	defer llm.Close()
+	defer tools.Close()
+	o.LLM, o.Tools = llm, tools
+	o.Events = loop.NewEmitter(rt.IO.Out, text)
+	r, err := loop.NewRunner(o)
+	if err != nil {
+		return err
+	}
+	if ctl != nil {
+		c.serveCommands(rt, ctl, r, o.Events)
+	}
+	return c.outcome(rt, o.Events, r.Run(rt.Ctx))
+}
+
+// settle reads what the environment and the configuration add to the
+// flags: the monitor's team and worker, the absolute working directory,
+// and which flags the command line gave.
+func (c *RunCmd) settle(rt *cli.Runtime, cfg *config.Config, kctx *kong.Context) (workdir string, given func(string) bool, err error) {
+	if err := c.checkMonitorTeam(rt.IO.Getenv); err != nil {
+		return "", nil, err
 	}
 	if c.Team == "" {
 		c.Team = rt.IO.Getenv("POWERGLIDE_TEAM")
@@ -169,26 +246,25 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if c.Worker == "" {
 		c.Worker = rt.IO.Getenv("POWERGLIDE_WORKER")
 	}
-	workdir, err := filepath.Abs(c.Workdir)
-	if err != nil {
-		return err
+	if workdir, err = filepath.Abs(c.Workdir); err != nil {
+		return "", nil, err
 	}
-	given := flagsGiven(kctx, cfg)
+	given = flagsGiven(kctx, cfg)
 	c.resolve(cfg)
 	c.maxVerifySet = given("max-verify")
-	// A resumed session brings back its run's options, for the flags not
-	// given again.
-	if err := c.checkSession(home); err != nil {
-		return err
-	}
-	// base is the session a run goes on from: the resumed one, or the
-	// parent of a fork (whose copy is made once the flags are checked).
-	var sess, base *loop.Session
-	var replay *loop.Replay
+	return workdir, given, nil
+}
+
+// resumed opens the session a run goes on from, base: the resumed one
+// (--resume, or the latest with --continue) or the parent of a fork
+// (whose copy is made once the flags are checked), with what it had in
+// progress; its saved options fill the flags not given again. No flag:
+// nil, nil.
+func (c *RunCmd) resumed(home, workdir string, given func(string) bool) (base *loop.Session, replay *loop.Replay, err error) {
 	if c.Continue {
 		id, err := loop.LatestSession(home, workdir)
 		if err != nil {
-			return cli.Nothingf("--continue: %v", err)
+			return nil, nil, cli.Nothingf("--continue: %v", err)
 		}
 		c.Resume = id
 	}
@@ -196,30 +272,31 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if c.Fork != "" {
 		id, flag = c.Fork, "--fork"
 	}
-	if id != "" {
-		if base, err = loop.OpenSession(home, id); err != nil {
-			return cli.Usagef("%s: %v", flag, err)
-		}
-		if c.Fork != "" {
-			defer base.Close()
-		}
-		if replay, err = base.LoadReplay(); err != nil {
-			base.Close()
-			return cli.Failf("session", "%s %s: %v", flag, id, err)
-		}
-		if c.Fork != "" && base.Info.Team != "" {
-			return cli.Usagef("--fork: session %s is a team worker's: its tasks belong to team %s's queue", id, base.Info.Team)
-		}
-		if len(base.Info.Options) > 0 {
-			var saved savedOptions
-			if err := json.Unmarshal(base.Info.Options, &saved); err == nil {
-				c.restore(saved, given)
-			}
-		}
-		if c.Resume != "" {
-			sess = base
+	if id == "" {
+		return nil, nil, nil
+	}
+	if base, err = loop.OpenSession(home, id); err != nil {
+		return nil, nil, cli.Usagef("%s: %v", flag, err)
+	}
+	if replay, err = base.LoadReplay(); err != nil {
+		base.Close()
+		return nil, nil, cli.Failf("session", "%s %s: %v", flag, id, err)
+	}
+	if c.Fork != "" && base.Info.Team != "" {
+		base.Close()
+		return nil, nil, cli.Usagef("--fork: session %s is a team worker's: its tasks belong to team %s's queue", id, base.Info.Team)
+	}
+	if len(base.Info.Options) > 0 {
+		var saved savedOptions
+		if err := json.Unmarshal(base.Info.Options, &saved); err == nil {
+			c.restore(saved, given)
 		}
 	}
+	return base, replay, nil
+}
+
+// options are the runner's options from the flags, checked.
+func (c *RunCmd) options(rt *cli.Runtime, workdir string) (loop.Options, error) {
 	o := loop.Options{
 		Workdir:         workdir,
 		Model:           c.Model,
@@ -251,17 +328,17 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		Stderr:          rt.IO.Err,
 	}
 	if err := c.check(&o); err != nil {
-		return err
+		return o, err
 	}
 	mode, err := guard.ParseMode(c.Guard)
 	if err != nil {
-		return cli.Usagef("--guard: %v", err)
+		return o, cli.Usagef("--guard: %v", err)
 	}
 	o.Guard = guard.New(mode)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
 		if err != nil || v < 0 {
-			return cli.Usagef("--velocity: expected a number ≥ 0, got %q", c.Velocity)
+			return o, cli.Usagef("--velocity: expected a number ≥ 0, got %q", c.Velocity)
 		}
 		o.Velocity, o.VelocitySet = v, true
 	}
@@ -270,84 +347,75 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		if strings.HasPrefix(c.System, "@") {
 			b, err := os.ReadFile(c.System[1:])
 			if err != nil {
-				return cli.Usagef("--system: %v", err)
+				return o, cli.Usagef("--system: %v", err)
 			}
 			o.System = string(b)
 		}
 	}
+	return o, nil
+}
 
-	now := time.Now()
-	if replay != nil {
-		o.Resume = replay
+// session is the run's session, which it records in as it goes (nil with
+// --no-session): the resumed one, a fork of base or a new one, holding
+// what a later --resume needs (tasks, team, options).
+func (c *RunCmd) session(rt *cli.Runtime, home, workdir string, base *loop.Session, src loop.Source, now time.Time) (*loop.Session, error) {
+	if c.NoSession {
+		return nil, nil
 	}
-
-	// Task source.
-	src, err := c.source(rt, &o, home, workdir, base, replay)
+	sess, err := c.openSession(home, workdir, base, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c.model(rt, cfg, &o, workdir)
-	if !c.NoSession {
-		if sess, err = c.openSession(home, workdir, base, now); err != nil {
-			return err
-		}
-		defer sess.Close()
-		if ls, ok := src.(*loop.ListSource); ok {
-			sess.Info.Tasks = ls.Snapshot()
-		}
-		sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
-		if b, err := json.Marshal(c.saved()); err == nil {
-			sess.Info.Options = b
-		}
-		o.Session = sess
-		msg := "session " + sess.Info.ID
-		if sess.Info.Parent != "" {
-			msg += ", forked from " + sess.Info.Parent
-		}
-		fmt.Fprintf(rt.IO.Err, "pg-loop: %s\n", msg)
+	if ls, ok := src.(*loop.ListSource); ok {
+		sess.Info.Tasks = ls.Snapshot()
 	}
-	o.Source = src
-	// work holds the run's velocity file and the whole text of cut tool
-	// outputs: the session's directory, or with --no-session a temporary
-	// one removed at the end.
+	sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
+	if b, err := json.Marshal(c.saved()); err == nil {
+		sess.Info.Options = b
+	}
+	msg := "session " + sess.Info.ID
+	if sess.Info.Parent != "" {
+		msg += ", forked from " + sess.Info.Parent
+	}
+	fmt.Fprintf(rt.IO.Err, "pg-loop: %s\n", msg)
+	return sess, nil
+}
+
+// workDir holds the run's velocity file and the whole text of cut tool
+// outputs: the session's directory, or with --no-session a temporary one
+// that the caller removes at the end. The velocity file is made there
+// unless --velocity-file names one: the tools (and the model's bash) find
+// it in their environment, and it exists, so that the sandbox can let
+// them write it to slow the run down.
+func (c *RunCmd) workDir(sess *loop.Session, o *loop.Options) (string, error) {
 	work := ""
 	if sess != nil {
 		work = sess.Dir
 	} else {
+		var err error
 		if work, err = os.MkdirTemp("", "pg-loop-"); err != nil {
-			return cli.Failf("session", "%v", err)
+			return "", cli.Failf("session", "%v", err)
 		}
-		defer os.RemoveAll(work)
 	}
 	if o.VelocityFile == "" {
-		// The model may slow itself down by writing it.
 		o.VelocityFile = filepath.Join(work, "velocity")
 	}
-
-	// Components.
-	// The tools (and the model's bash) find the velocity file in their
-	// environment; it exists, so that the sandbox can let them write it.
 	if f, err := os.OpenFile(o.VelocityFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 		f.Close()
 	}
-	llm, tools := c.components(rt, workdir, filepath.Join(work, "outputs"), o.VelocityFile)
-	defer llm.Close()
-	defer tools.Close()
-	o.LLM, o.Tools = llm, tools
-	o.Events = loop.NewEmitter(rt.IO.Out, text)
+	return work, nil
+}
 
-	r, err := loop.NewRunner(o)
-	if err != nil {
-		return err
-	}
-	res := r.Run(rt.Ctx)
+// outcome maps the run's result to the command's exit: a signal, lost
+// output, a failure, a limit, failed tasks, or nothing to claim.
+func (c *RunCmd) outcome(rt *cli.Runtime, events *loop.Emitter, res loop.Result) error {
 	if res.Signal {
 		if rt.Ctx.Err() != nil {
 			return rt.Ctx.Err()
 		}
 		return res.Err
 	}
-	if err := o.Events.Err(); err != nil {
+	if err := events.Err(); err != nil {
 		return cli.Failf("output", "write events: %v", err)
 	}
 	// The events already tell what went wrong (in JSON mode the runner wrote
@@ -451,6 +519,7 @@ type savedOptions struct {
 	ToolOutputMax   *int              `json:"tool_output_max,omitempty"`
 	NoContextFiles  *bool             `json:"no_context_files,omitempty"`
 	NoSkills        *bool             `json:"no_skills,omitempty"`
+	Ask             []string          `json:"ask,omitempty"`
 	Veto            string            `json:"veto,omitempty"`
 	ToolParallel    *int              `json:"tool_parallel,omitempty"`
 	Var             map[string]string `json:"var,omitempty"`
@@ -464,7 +533,7 @@ func (c *RunCmd) saved() savedOptions {
 		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
 		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
 		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var,
-		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, NoSkills: &c.NoSkills, Veto: c.Veto}
+		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, NoSkills: &c.NoSkills, Ask: c.Ask, Veto: c.Veto}
 	if c.contextWindowSet {
 		s.ContextWindow = &c.ContextWindow
 	}
@@ -526,6 +595,9 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	pick(&c.ToolOutputMax, given("tool-output-max"), s.ToolOutputMax)
 	pick(&c.NoContextFiles, given("no-context-files"), s.NoContextFiles)
 	pick(&c.NoSkills, given("no-skills"), s.NoSkills)
+	if !given("ask") && len(s.Ask) > 0 {
+		c.Ask = s.Ask
+	}
 	str(&c.Veto, "veto", s.Veto)
 	pick(&c.ToolParallel, given("tool-parallel"), s.ToolParallel)
 	if !given("context-window") && s.ContextWindow != nil {
@@ -578,7 +650,10 @@ func (c *RunCmd) check(o *loop.Options) error {
 	if n > 1 {
 		return cli.Usagef("give one task source: --task, --tasks, --team or --pipeline")
 	}
-	if n == 0 && c.Resume == "" && !c.Continue && c.Fork == "" {
+	if c.serving && n > 0 {
+		return cli.Usagef("pg-loop serve takes its tasks from prompt and follow_up commands on stdin, not from --task, --tasks, --team or --pipeline")
+	}
+	if n == 0 && c.Resume == "" && !c.Continue && c.Fork == "" && !c.serving {
 		return cli.Usagef("no tasks: give --task TEXT, --tasks FILE, --team T --worker N or --pipeline FILE")
 	}
 	if c.LLM != "" && c.LLMServe != "" {
@@ -668,7 +743,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if q == "" {
 			q = loop.SiblingCommand("pg-queue", "")
 		}
-		o.Team, o.Worker, o.Lease, o.IdleWait = tm, c.Worker, lease, c.IdleWait
+		o.Team, o.TeamDir, o.Worker, o.Lease, o.IdleWait = tm, d, c.Worker, lease, c.IdleWait
 		if c.TeamBudgetUSD != nil {
 			tb, err := ledger.SetBudget(rt.Ctx, tm, *c.TeamBudgetUSD, time.Now())
 			if err != nil {
