@@ -59,8 +59,8 @@ func isURL(target string) bool {
 type httpEndpoint struct {
 	name    string
 	url     string
-	shown   string      // the URL without its query, for messages
-	scheme  string      // where the headers may go
+	shown   string // the URL without its query, for messages
+	scheme  string // where the headers may go
 	host    string
 	headers http.Header // values expanded
 	unset   error       // a header names a variable that is not set
