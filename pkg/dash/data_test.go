@@ -321,6 +321,7 @@ func TestLoadFixture(t *testing.T) {
 	os.WriteFile(d.Queue(), []byte("{"), 0o644)
 	os.WriteFile(d.Worker("9"), []byte("nope"), 0o644)
 	os.WriteFile(d.Velocity("1"), []byte("fast"), 0o644)
+	os.WriteFile(d.Velocity("2"), []byte("\n"), 0o644) // empty: no setting, as pg-loop leaves it
 	r = Loader{Dir: d}.Load(r.Journal.Pos, fixtureNow)
 	var probs []string
 	for _, p := range r.Snap.Problems {
@@ -334,6 +335,9 @@ func TestLoadFixture(t *testing.T) {
 	}
 	if len(r.Snap.Workers) != 6 {
 		t.Errorf("good workers lost: %d", len(r.Snap.Workers))
+	}
+	if strings.Contains(got, "worker-2.velocity") || r.Snap.Workers[1].VelocityFile != nil {
+		t.Errorf("an empty velocity file is a problem or a setting:\n%s", got)
 	}
 	// The team removed.
 	os.RemoveAll(d.Path())

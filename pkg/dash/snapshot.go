@@ -2,6 +2,7 @@ package dash
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,8 +180,10 @@ func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
 	}
 	for _, w := range workers {
 		wi := WorkerInfo{Worker: *w}
+		// An empty file is no setting, as pg-loop reads it (pg-loop
+		// creates it empty, so that the sandbox lets the model write it).
 		vb, err := os.ReadFile(l.Dir.Velocity(w.Worker))
-		if err == nil {
+		if err == nil && len(bytes.TrimSpace(vb)) > 0 {
 			v, err := ParseVelocity(vb)
 			if err != nil {
 				s.Problems = append(s.Problems, Problem{filepath.Base(l.Dir.Velocity(w.Worker)), err.Error()})

@@ -65,25 +65,61 @@ func (q *tasks) read(ctx context.Context, db querier, id string) (*protocol.Task
 	return t, archived, err
 }
 
+// oneShot runs sql, a change of a held task with its journal append in
+// one statement that returns now() and taskCols of the changed row, and
+// returns the task; when no row matched, the error why and the task as it
+// is (nil when there is none), as fenced.
+func (q *tasks) oneShot(id string, token int64, sql string, args ...any) (*protocol.Task, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	var r taskRow
+	var now time.Time
+	err := q.s.pool.QueryRow(ctx, sql, append([]any{q.team, id, token}, args...)...).Scan(append([]any{&now}, r.dest()...)...)
+	if err == nil {
+		return r.task()
+	}
+	if !isNoRows(err) {
+		return nil, err
+	}
+	t, archived, err := q.read(ctx, q.s.pool, id)
+	if err != nil {
+		return t, err
+	}
+	if t == nil || archived {
+		return t, queue.NotFound(id)
+	}
+	return t, queue.LeaseLost(t, token)
+}
+
+// fencedEvent is the end of a one-statement change whose CTE ch returns
+// taskCols: its event (op, with the row's claim) and the row.
+func fencedEvent(op string) string {
+	return `,
+	events AS (SELECT 0 AS ord, '` + op + `' AS op, task_event(now(), '` + op + `', c.id, c.worker, c.token, c.status, NULL) AS rec FROM ch c)` +
+		appendEvents + `
+	SELECT now(), ` + colsOf("c") + ` FROM ch c`
+}
+
+var (
+	renewSQL = `WITH ch AS (
+		UPDATE tasks t SET lease_until = now() + $4 * interval '1 microsecond', updated_at = now()
+		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("renew")
+	completeSQL = `WITH ch AS (
+		UPDATE tasks t SET status = 'done', updated_at = now(), error = NULL, result = $4::json
+		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("complete")
+)
+
 // Renew extends the lease of a held task to now+lease.
 func (q *tasks) Renew(id string, token int64, lease time.Duration) (*protocol.Task, error) {
 	lease, err := queue.CheckLease(lease)
 	if err != nil {
 		return nil, err
 	}
-	var out *protocol.Task
-	err = q.mutate(func(ctx context.Context, tx *txn, c *change) error {
-		now, t, err := q.fenced(ctx, tx, id, token, `UPDATE tasks t
-			SET lease_until = now() + $4 * interval '1 microsecond', updated_at = now()
-			WHERE `+held+` RETURNING now(), `+taskCols, []any{lease.Microseconds()})
-		if err != nil {
-			return err
-		}
-		c.event(now, "renew", t, "")
-		out = t
-		return nil
-	})
-	return out, err
+	t, err := q.oneShot(id, token, renewSQL, lease.Microseconds())
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // Complete marks a held task done with its result. Completing again with
@@ -97,30 +133,18 @@ func (q *tasks) Complete(id string, token int64, result json.RawMessage) (*proto
 		s := string(secrets.Redact(r))
 		res = &s
 	}
-	var out *protocol.Task
-	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
-		now, t, err := q.fenced(ctx, tx, id, token, `UPDATE tasks t
-			SET status = 'done', updated_at = now(), error = NULL, result = $4::json
-			WHERE `+held+` RETURNING now(), `+taskCols, []any{res})
-		if errors.Is(err, queue.ErrNotFound) && t != nil { // finished and archived since
-			err = queue.LeaseLost(t, token)
-		}
-		if err != nil {
-			if t != nil && t.Status == protocol.StatusDone && t.Claim != nil && t.Claim.Token == token {
-				t.Blocked = false
-				out = t
-				return nil
-			}
-			return err
-		}
-		c.event(now, "complete", t, "")
-		out = t
-		return nil
-	})
+	t, err := q.oneShot(id, token, completeSQL, res)
+	if errors.Is(err, queue.ErrNotFound) && t != nil { // finished and archived since
+		err = queue.LeaseLost(t, token)
+	}
 	if err != nil {
+		if t != nil && t.Status == protocol.StatusDone && t.Claim != nil && t.Claim.Token == token {
+			t.Blocked = false
+			return t, nil
+		}
 		return nil, err
 	}
-	return out, nil
+	return t, nil
 }
 
 // Fail records msg as the task's error. With retry, the task goes back to

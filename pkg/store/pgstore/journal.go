@@ -29,25 +29,35 @@ type record struct {
 }
 
 // appendSQL numbers the records from the team's counter row (its lock
-// orders the commits of the team's changes as their numbers), inserts
-// them, and notifies the team's channel with the last number.
+// orders the commits of the team's changes as their numbers) and inserts
+// them; the journal's trigger notifies the team's channel.
 const appendSQL = `WITH c AS (
 		INSERT INTO teams AS tm (team, next_seq) VALUES ($1, 1 + cardinality($2::text[]))
 		ON CONFLICT (team) DO UPDATE SET next_seq = tm.next_seq + cardinality($2::text[])
-		RETURNING tm.next_seq - cardinality($2::text[]) AS first),
-	ins AS (
+		RETURNING tm.next_seq - cardinality($2::text[]) AS first)
+	INSERT INTO journal (team, seq, op, record)
+	SELECT $1, c.first + o.n - 1, nullif(o.op, ''), o.rec::json
+	FROM c, unnest($2::text[], $3::text[]) WITH ORDINALITY AS o(rec, op, n)`
+
+// appendEvents is the end of a statement that appends the rows of a CTE
+// events(ord, op, rec) to the journal of team $1, in ord order.
+const appendEvents = `,
+	ev AS (SELECT op, rec, row_number() OVER (ORDER BY ord) AS n, count(*) OVER () AS total FROM events),
+	ctr AS (
+		INSERT INTO teams AS tm (team, next_seq) SELECT $1, 1 + count(*) FROM events HAVING count(*) > 0
+		ON CONFLICT (team) DO UPDATE SET next_seq = tm.next_seq + excluded.next_seq - 1
+		RETURNING tm.next_seq AS after),
+	jr AS (
 		INSERT INTO journal (team, seq, op, record)
-		SELECT $1, c.first + o.n - 1, nullif(o.op, ''), o.rec::json
-		FROM c, unnest($2::text[], $3::text[]) WITH ORDINALITY AS o(rec, op, n)
-		RETURNING seq)
-	SELECT pg_notify($4, (SELECT max(seq) FROM ins)::text)`
+		SELECT $1, ctr.after - ev.total + ev.n - 1, ev.op, ev.rec::json FROM ctr, ev
+		RETURNING seq)`
 
 func appendArgs(team string, recs []record) []any {
 	data, ops := make([]string, len(recs)), make([]string, len(recs))
 	for i, r := range recs {
 		data[i], ops[i] = string(r.data), r.op
 	}
-	return []any{team, data, ops, channel(team)}
+	return []any{team, data, ops}
 }
 
 // queueAppend queues the append of records to a batch that commits right

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -250,27 +251,49 @@ func (q *tasks) add(ctx context.Context, tx *txn, in []protocol.Task, c *change)
 	return err
 }
 
-// spentSQL finds claimable tasks out of attempts: they fail on the way.
-const spentSQL = `SELECT now(), ` + taskCols + ` FROM tasks t
-	WHERE ` + claimable + ` AND t.attempts >= t.max_attempts
-	ORDER BY t.seq
-	FOR UPDATE SKIP LOCKED`
+// colsOf is taskCols for a table or CTE aliased a.
+func colsOf(a string) string { return strings.ReplaceAll(taskCols, "t.", a+".") }
 
-// claimSQL claims the best claimable task no other claim holds: highest
-// priority, then oldest. It returns the row's claim before and after.
-const claimSQL = `WITH c AS (
+// claimSQL is a claim, in one statement: it fails the claimable tasks out
+// of attempts (as queue.ExhaustMessage words it), claims the best
+// claimable task no other claim holds (highest priority, then oldest),
+// and appends the events. A claim that finds nothing takes no lock.
+var claimSQL = `WITH spent AS (
+		SELECT t.team, t.id, t.status AS old_status, t.worker, t.token, t.lease_until, t.attempts, t.max_attempts, t.seq
+		FROM tasks t WHERE ` + claimable + ` AND t.attempts >= t.max_attempts
+		FOR UPDATE SKIP LOCKED),
+	failed AS (
+		UPDATE tasks t SET status = 'failed', updated_at = now(),
+			error = CASE WHEN s.old_status = 'claimed'
+				THEN format('lease of worker %s expired at %s after attempt %s of %s', s.worker, rfc3339s(s.lease_until), s.attempts, s.max_attempts)
+				ELSE format('no attempts left: %s of %s used', s.attempts, s.max_attempts) END
+		FROM spent s WHERE t.team = s.team AND t.id = s.id
+		RETURNING s.seq, t.id, t.worker, t.token, t.error),
+	pick AS (
 		SELECT t.team, t.id, t.status AS old_status, t.worker AS old_worker, t.token AS old_token, t.lease_until AS old_until
-		FROM tasks t
-		WHERE ` + claimable + ` AND t.attempts < t.max_attempts
+		FROM tasks t WHERE ` + claimable + ` AND t.attempts < t.max_attempts
 		ORDER BY t.priority DESC, t.seq
 		LIMIT 1
-		FOR UPDATE SKIP LOCKED)
-	UPDATE tasks t SET status = 'claimed', attempts = t.attempts + 1, worker = $2,
-		token = nextval('task_token'), lease_until = now() + $3 * interval '1 microsecond', updated_at = now()
-	FROM c WHERE t.team = c.team AND t.id = c.id
-	RETURNING c.old_status, c.old_worker, c.old_token, c.old_until, now(), ` + taskCols
+		FOR UPDATE SKIP LOCKED),
+	claimed AS (
+		UPDATE tasks t SET status = 'claimed', attempts = t.attempts + 1, worker = $2,
+			token = nextval('task_token'), lease_until = now() + $3 * interval '1 microsecond', updated_at = now()
+		FROM pick p WHERE t.team = p.team AND t.id = p.id
+		RETURNING p.old_status, p.old_worker, p.old_token, p.old_until, ` + taskCols + `),
+	events AS (
+		SELECT f.seq AS ord, 'expire' AS op, task_event(now(), 'expire', f.id, f.worker, f.token, 'failed', to_json(f.error)) AS rec
+		FROM failed f
+		UNION ALL
+		SELECT 9223372036854775806, 'expire', task_event(now(), 'expire', c.id, c.old_worker, c.old_token, 'pending',
+			to_json('lease expired at ' || rfc3339s(c.old_until)))
+		FROM claimed c WHERE c.old_status = 'claimed'
+		UNION ALL
+		SELECT 9223372036854775807, 'claim', task_event(now(), 'claim', c.id, c.worker, c.token, 'claimed', NULL)
+		FROM claimed c)` + appendEvents + `
+	SELECT now(), ` + colsOf("c") + ` FROM claimed c`
 
-// Claim leases the best claimable task to worker (see queue.Queue.Claim).
+// Claim leases the best claimable task to worker (see queue.Queue.Claim),
+// in one statement.
 func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
 	if err := teamdir.ValidName("worker", worker); err != nil {
 		return nil, &queue.InputError{Index: -1, Msg: err.Error()}
@@ -279,85 +302,16 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	if err != nil {
 		return nil, err
 	}
-	var out *protocol.Task
-	err = q.mutate(func(ctx context.Context, tx *txn, c *change) error {
-		out = nil
-		b := &pgx.Batch{}
-		b.Queue(spentSQL, q.team)
-		b.Queue(claimSQL, q.team, worker, lease.Microseconds())
-		br := tx.SendBatch(ctx, b)
-		var spent []*protocol.Task
-		rows, _ := br.Query()
-		var r taskRow
-		var now time.Time
-		_, err := pgx.ForEachRow(rows, append([]any{&now}, r.dest()...), func() error {
-			t, err := r.task()
-			spent = append(spent, t)
-			return err
-		})
-		if err != nil {
-			br.Close()
-			return err
-		}
-		var oldStatus string
-		var oldWorker *string
-		var oldToken *int64
-		var oldUntil *time.Time
-		err = br.QueryRow().Scan(append([]any{&oldStatus, &oldWorker, &oldToken, &oldUntil, &now}, r.dest()...)...)
-		got := err == nil
-		if err != nil && !isNoRows(err) {
-			br.Close()
-			return err
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		if len(spent) > 0 {
-			if err := q.exhaust(ctx, tx, now, spent, c); err != nil {
-				return err
-			}
-		}
-		if !got {
-			return nil
-		}
-		t, err := r.task()
-		if err != nil {
-			return err
-		}
-		if oldStatus == protocol.StatusClaimed && oldWorker != nil && oldUntil != nil {
-			ev := c.event(now, "expire", &protocol.Task{ID: t.ID, Status: protocol.StatusPending}, "lease expired at "+oldUntil.UTC().Format(time.RFC3339))
-			ev.Worker = *oldWorker
-			if oldToken != nil {
-				ev.Token = *oldToken
-			}
-		}
-		c.event(now, "claim", t, "")
-		out = t
-		return nil
-	})
+	ctx, cancel := opContext()
+	defer cancel()
+	var r taskRow
+	var now time.Time
+	err = q.s.pool.QueryRow(ctx, claimSQL, q.team, worker, lease.Microseconds()).Scan(append([]any{&now}, r.dest()...)...)
+	if isNoRows(err) {
+		return nil, queue.ErrNothing
+	}
 	if err != nil {
 		return nil, err
 	}
-	if out == nil {
-		return nil, queue.ErrNothing
-	}
-	return out, nil
-}
-
-// exhaust fails tasks that used all their attempts (ts as they were).
-func (q *tasks) exhaust(ctx context.Context, tx *txn, now time.Time, ts []*protocol.Task, c *change) error {
-	ids, msgs := make([]string, len(ts)), make([]string, len(ts))
-	for i, t := range ts {
-		ids[i], msgs[i] = t.ID, queue.ExhaustMessage(t)
-	}
-	_, err := tx.Exec(ctx, `UPDATE tasks t SET status = 'failed', error = u.msg, updated_at = now()
-		FROM unnest($2::text[], $3::text[]) AS u(id, msg) WHERE t.team = $1 AND t.id = u.id`, q.team, ids, msgs)
-	if err != nil {
-		return err
-	}
-	for i, t := range ts {
-		t.Status, t.Error, t.UpdatedAt = protocol.StatusFailed, &msgs[i], now.UTC()
-		c.event(now, "expire", t, msgs[i])
-	}
-	return nil
+	return r.task()
 }
