@@ -110,7 +110,10 @@ type Model struct {
 	// Velocities written but maybe not yet seen by a load: a load started
 	// before the write landed must not undo them on screen.
 	velPending map[string]velPending
-	loadSeq    int
+	// answered holds, by worker, the call a key answered: its prompt goes
+	// away before the worker's record says so.
+	answered map[string]string
+	loadSeq  int
 
 	frame   string // the last frame drawn, reused while frameOK
 	frameOK bool
@@ -160,6 +163,7 @@ func New(opt Options) *Model {
 		lineWarn:     map[string]*lineWarning{},
 		lastVelocity: map[string]float64{},
 		velPending:   map[string]velPending{},
+		answered:     map[string]string{},
 		width:        80,
 		height:       24,
 		selID:        opt.Worker,
@@ -684,6 +688,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			m.setStatus("not stopped", "dim")
 			return nil
 		}
+	}
+	if cmd, ok := m.approvalKeys(msg); ok && !m.filtering && m.view != ViewTasks {
+		return cmd
 	}
 	if m.filtering {
 		switch msg.String() {

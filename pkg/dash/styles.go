@@ -85,7 +85,7 @@ func stateStyle(state string) ink {
 		return stOK
 	case "failed", "dead":
 		return stBadB
-	case "paused", "stale":
+	case "paused", "stale", "approval?":
 		return stWarn
 	}
 	return stDim

@@ -188,6 +188,8 @@ func (m *Model) bottomLines(w int) []string {
 		status = stBadB.Render(fit(fmt.Sprintf("Stop worker %s (SIGTERM to process group %d)? y/N", m.confirm.worker, m.confirm.target.PID), w))
 	case m.filtering:
 		status = fit(m.filter.View(), w)
+	case m.view != ViewTasks && m.pendingApproval() != nil:
+		status = m.approvalLine(w)
 	case m.status != "":
 		status = toneStyle(m.statusT).Render(fit(m.status, w))
 	}
@@ -216,6 +218,9 @@ func (m *Model) bindings() []key.Binding {
 	ctl := []key.Binding{k.Pause, k.Faster, k.Stop}
 	if m.opt.Stream != nil {
 		ctl = nil
+	}
+	if m.view != ViewTasks && m.pendingApproval() != nil {
+		ctl = append([]key.Binding{approveKey, denyKey}, ctl...)
 	}
 	switch m.view {
 	case ViewWorker:
@@ -347,6 +352,8 @@ func (t WorkersTable) row(w WorkerInfo, cols []column, sel bool, width int) stri
 	switch {
 	case w.Alive == AliveNo && !w.Finished():
 		state = "dead"
+	case waitsForApproval(w):
+		state = "approval?"
 	case w.IsPaused() && !w.Finished():
 		state = "paused"
 	}
@@ -443,6 +450,8 @@ func (m *Model) workerHeader(width int, now time.Time) []string {
 	state := w.State
 	if w.Alive == AliveNo && !w.Finished() {
 		state = "dead"
+	} else if waitsForApproval(*w) {
+		state = "approval?"
 	} else if w.IsPaused() && !w.Finished() {
 		state = "paused"
 	}

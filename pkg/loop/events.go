@@ -21,10 +21,19 @@ const (
 // Emitter writes loop events: JSON Lines, or a readable line each on a
 // terminal.
 type Emitter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	text bool
-	err  error
+	mu      sync.Mutex
+	w       io.Writer
+	text    bool
+	err     error
+	observe func(any)
+}
+
+// Observe has f see every event emitted from now on (before it is
+// written, outside the emitter's lock).
+func (e *Emitter) Observe(f func(any)) {
+	e.mu.Lock()
+	e.observe = f
+	e.mu.Unlock()
 }
 
 // NewEmitter writes to w; text selects the readable form.
@@ -33,6 +42,12 @@ func NewEmitter(w io.Writer, text bool) *Emitter { return &Emitter{w: w, text: t
 // Emit writes one event, secrets redacted (a worker's stdout is its log
 // file). Write errors are kept and returned by Err.
 func (e *Emitter) Emit(ev any) {
+	e.mu.Lock()
+	observe := e.observe
+	e.mu.Unlock()
+	if observe != nil {
+		observe(ev)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var b []byte

@@ -90,6 +90,14 @@ type Options struct {
 	SkillsCap int
 	Getenv    func(string) string
 
+	// Ask are the --ask patterns: a matching tool call waits for the
+	// Approver (pg-loop serve), or in team mode for an answer through the
+	// worker record; any other run denies it. Control is pg-loop serve's
+	// handle on the run (steer messages).
+	Ask      []AskPattern
+	Approver Approver
+	Control  *Control
+
 	Team      *teamdir.Dir // team mode: the worker record is kept here
 	Worker    string
 	Heartbeat time.Duration
@@ -800,6 +808,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	if r.o.MaxSteps > 0 && tr.steps >= r.o.MaxSteps {
 		return r.limit(&LimitError{Limit: LimitSteps, Reason: fmt.Sprintf("%d steps taken, the limit is %d", tr.steps, r.o.MaxSteps)}, false)
 	}
+	r.steer(tr)
 	if err := r.window(tr.ctx); err != nil {
 		return r.windowFailure(err)
 	}
@@ -955,6 +964,15 @@ func (r *Runner) toolCall() (Input, string) {
 			r.guardEvents(fs, &c)
 			if r.o.Guard.Refuses() {
 				tr.results[i] = failedResult(c, guard.Refusal(fs))
+			}
+		}
+		if tr.results[i].Type == "" {
+			res, run, err := r.approval(tr, c)
+			if err != nil {
+				return r.taskCtxErr()
+			}
+			if !run {
+				tr.results[i] = res
 			}
 		}
 	}
@@ -1265,7 +1283,9 @@ func (r *Runner) endTask(status, reason string, retry bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cause := context.Cause(tr.ctx)
-	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit)
+	// A task taken back (its lease lost, or aborted by pg-loop serve's
+	// controller) is cancelled, not failed.
+	lost := errors.Is(cause, errLeaseLost) || errors.Is(cause, errLeaseLostBeforeCommit) || errors.Is(cause, ErrAborted) || errors.Is(cause, ErrShutdown)
 	var err error
 	switch {
 	case lost:

@@ -116,6 +116,8 @@ var (
 		LoopLog:        func() any { return &LoopLogEvent{} },
 		LoopSummary:    func() any { return &LoopSummaryEvent{} },
 		LoopGuard:      func() any { return &LoopGuardEvent{} },
+		LoopApproval:   func() any { return &LoopApprovalEvent{} },
+		LoopReply:      func() any { return &ServeReply{} },
 		EventError:     func() any { return &ErrorEvent{} },
 	})
 	JournalEvents = family("journal-event", map[string]func() any{

@@ -107,6 +107,8 @@ type Worker struct {
 	LastTool            string    `json:"last_tool,omitempty"`
 	LastError           *string   `json:"last_error"`
 	LastResult          string    `json:"last_result,omitempty"`
+	// Approval is the tool call the worker waits on (pg-loop --ask).
+	Approval *PendingApproval `json:"approval,omitempty" jsonschema:"description=a tool call waiting for approval: pg-dash's key or pg-loop approve answers it"`
 }
 
 // MaxClockSkew is how far in the future a worker's heartbeat may lie

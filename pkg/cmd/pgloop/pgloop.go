@@ -37,6 +37,8 @@ The context window: no request is sent that the loop's estimate puts over the mo
 
 Agent Skills (SKILL.md folders in .powerglide/skills and .claude/skills from the workdir up to the repository root, $XDG_CONFIG_HOME/powerglide/skills and ~/.claude/skills) are named with their descriptions in the system prompt when the tools offer the skill tool (the default pg-tool does); the model loads one with the skill tool and reads its files with read. A malformed SKILL.md is a warning log event naming its file and line, and is skipped. --no-skills leaves them out.
 
+pg-loop serve runs one session as a coprocess for editors and scripts: JSON Lines commands on stdin (prompt, follow_up, steer, abort, approve, deny, state, shutdown), each answered by a reply record with its id, and the same events on stdout (pg-loop serve --help). --ask PATTERN (a tool-name glob, optionally ':' and a wildcard over the call's string arguments, e.g. 'bash:git push*') makes matching tool calls wait for approval: serve emits an approval event and waits for approve or deny; a team worker shows the call in its worker record, where pg-dash (y, n) or pg-loop approve --team T WORKER CALL answers it; any other run denies it with a tool result the model reads.
+
 Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
 Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
@@ -59,6 +61,8 @@ Examples:
 type CLI struct {
 	cli.Common `embed:""`
 	Run        RunCmd      `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
+	Serve      ServeCmd    `cmd:"" help:"Run one session as a coprocess: JSON Lines commands on stdin (prompt, follow_up, steer, abort, approve, deny, state, shutdown), events on stdout."`
+	Approve    ApproveCmd  `cmd:"" help:"Answer a team worker's pending approval (pg-loop --ask): approve the call, or --deny it."`
 	Sessions   SessionsCmd `cmd:"" help:"List the sessions (JSON Lines: id, parent, status, created, updated, tasks by status, tokens, cost, cwd), or show one with its transcript."`
 }
 
@@ -68,7 +72,7 @@ func Spec() *cli.Spec {
 		Name:        "pg-loop",
 		Description: description,
 		CLI:         &CLI{},
-		Schemas:     []string{"loop-event", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
+		Schemas:     []string{"loop-event", "serve-command", "approval-answer", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
 	}
 }
 
@@ -144,6 +148,9 @@ type RunCmd struct {
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
 
+	Ask []string `help:"Tool calls matching PATTERN wait for approval (repeatable): a glob on the tool name, optionally ':' and a wildcard matched against each string argument, e.g. 'bash:git push*', 'write:*.env', 'mcp__*'. pg-loop serve emits an approval event and waits for approve or deny; a team worker shows it in its worker record for pg-dash or pg-loop approve; any other run denies it with a tool result the model reads." placeholder:"PATTERN" sep:"none" group:"Safety"`
+
+	serving          bool `kong:"-"` // pg-loop serve: tasks come from commands on stdin
 	maxVerifySet     bool `kong:"-"` // --max-verify was given (now or in the resumed run)
 	contextWindowSet bool `kong:"-"` // the window was configured: else the model's
 }
@@ -155,7 +162,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		return err
 	}
 	home := cfg.String("home")
-	text := !rt.IO.JSON(c.JSON)
+	text := !rt.IO.JSON(c.JSON) && !c.serving
 	rt.JSON = !text
 	if err := c.checkMonitorTeam(rt.IO.Getenv); err != nil {
 		return err
@@ -283,6 +290,14 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err != nil {
 		return err
 	}
+	var ctl *loop.Control
+	if c.serving {
+		ctl = c.control(replay)
+		src, o.Approver, o.Control = ctl, ctl, ctl
+	}
+	if o.Ask, err = loop.ParseAsk(c.Ask); err != nil {
+		return cli.Usagef("%v", err)
+	}
 	c.model(rt, cfg, &o, workdir)
 	if !c.NoSession {
 		if sess, err = c.openSession(home, workdir, base, now); err != nil {
@@ -336,6 +351,9 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	r, err := loop.NewRunner(o)
 	if err != nil {
 		return err
+	}
+	if ctl != nil {
+		c.serveCommands(rt, ctl, r, o.Events)
 	}
 	res := r.Run(rt.Ctx)
 	if res.Signal {
@@ -448,6 +466,7 @@ type savedOptions struct {
 	ToolOutputMax   *int              `json:"tool_output_max,omitempty"`
 	NoContextFiles  *bool             `json:"no_context_files,omitempty"`
 	NoSkills        *bool             `json:"no_skills,omitempty"`
+	Ask             []string          `json:"ask,omitempty"`
 	Veto            string            `json:"veto,omitempty"`
 	ToolParallel    *int              `json:"tool_parallel,omitempty"`
 	Var             map[string]string `json:"var,omitempty"`
@@ -461,7 +480,7 @@ func (c *RunCmd) saved() savedOptions {
 		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
 		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
 		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var,
-		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, NoSkills: &c.NoSkills, Veto: c.Veto}
+		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, NoSkills: &c.NoSkills, Ask: c.Ask, Veto: c.Veto}
 	if c.contextWindowSet {
 		s.ContextWindow = &c.ContextWindow
 	}
@@ -523,6 +542,9 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 	pick(&c.ToolOutputMax, given("tool-output-max"), s.ToolOutputMax)
 	pick(&c.NoContextFiles, given("no-context-files"), s.NoContextFiles)
 	pick(&c.NoSkills, given("no-skills"), s.NoSkills)
+	if !given("ask") && len(s.Ask) > 0 {
+		c.Ask = s.Ask
+	}
 	str(&c.Veto, "veto", s.Veto)
 	pick(&c.ToolParallel, given("tool-parallel"), s.ToolParallel)
 	if !given("context-window") && s.ContextWindow != nil {
@@ -575,7 +597,10 @@ func (c *RunCmd) check(o *loop.Options) error {
 	if n > 1 {
 		return cli.Usagef("give one task source: --task, --tasks, --team or --pipeline")
 	}
-	if n == 0 && c.Resume == "" && !c.Continue && c.Fork == "" {
+	if c.serving && n > 0 {
+		return cli.Usagef("pg-loop serve takes its tasks from prompt and follow_up commands on stdin, not from --task, --tasks, --team or --pipeline")
+	}
+	if n == 0 && c.Resume == "" && !c.Continue && c.Fork == "" && !c.serving {
 		return cli.Usagef("no tasks: give --task TEXT, --tasks FILE, --team T --worker N or --pipeline FILE")
 	}
 	if c.LLM != "" && c.LLMServe != "" {

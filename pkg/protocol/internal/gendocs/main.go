@@ -85,9 +85,13 @@ var intro = map[string]string{
 	"worker-status": "`pg-monitor status`: each worker with its liveness (alive, stale, stuck, dead, done), heartbeat age, task and usage.",
 	"journal-event": "`events.jsonl`: the team's journal of task changes, worker state changes and monitor actions.",
 	"loop-event": "`pg-loop`'s stdout and `logs/worker-<n>.jsonl`. " +
+		"An `approval` event is a tool call that matched an `--ask` pattern: `status: pending` while it waits (answer it by `call.id`), then `approved` or `denied` (with the `reason` the model reads); a `reply` answers a command of `pg-loop serve` (see serve-command). " +
 		"A `guard` event is a finding of the exfiltration guard (`--guard warn`, the default, or `strict`): a tool call whose arguments carry a URL on a host that first appeared in untrusted tool output (not in the system prompt, the task or the user's messages), or a key-shaped string from such output, or a Markdown image from such a host in the final answer. " +
 		"In strict mode the call is refused with a tool error the model reads (`action: refused`) and the image is removed from the task's result (`action: removed`).",
-	"error": "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
+	"serve-command": "One line of `pg-loop serve`'s stdin: `prompt` and `follow_up` (`message`, optional `verify`) make a task, `steer` (`message`) adds a message before the current task's next model call, `abort` cancels the current task, `approve` and `deny` (`call`, `reason`) answer an `approval` event, `state` asks for the state, `shutdown` ends the session. " +
+		"Each command is answered by a `reply` loop event with its `id` (`ok`, `error`, the `task` made or concerned, `state`), written before the events the command causes.",
+	"approval-answer": "`worker-<n>.approval` in the team directory: the answer to the call a team worker waits on (its worker record's `approval`), written by `pg-loop approve` or pg-dash's y and n keys, read and removed by the worker.",
+	"error":           "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
 }
 
 func render(w io.Writer) error {
