@@ -125,6 +125,10 @@ func (q *tasks) mutate(fn func(ctx context.Context, tx *txn, c *change) error) e
 	return tx.commit(ctx, q.team, recs)
 }
 
+// analyzeAfter is the size of an Add after which the tasks table is
+// analyzed.
+const analyzeAfter = 1000
+
 // Add appends tasks, all or none (see queue.Queue.Add).
 func (q *tasks) Add(in []protocol.Task) ([]protocol.Task, error) {
 	if len(in) == 0 {
@@ -143,6 +147,15 @@ func (q *tasks) Add(in []protocol.Task) ([]protocol.Task, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(ts) >= analyzeAfter {
+		// Fresh statistics after a bulk load, or the planner may read
+		// a changed task through an index of the whole queue until
+		// autovacuum comes by (a claim+complete at 100k live tasks
+		// took 140 ms instead of 2). Best effort: the tasks are added.
+		ctx, cancel := opContext()
+		defer cancel()
+		q.s.pool.Exec(ctx, "ANALYZE tasks")
 	}
 	return ts, nil
 }
