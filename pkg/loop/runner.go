@@ -492,6 +492,7 @@ func start(component any) {
 }
 
 func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
+	skillsPrompt := r.discoverSkills() // meanwhile: the list takes a process
 	defs, err := r.o.Tools.List(ctx)
 	if err != nil {
 		return r.fatal(err)
@@ -510,7 +511,7 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	} else if pc := ProjectContext(r.o.Workdir); pc != "" {
 		r.sys += "\n\n# Project context\n" + pc
 	}
-	r.sys += r.skillsPrompt(defs)
+	r.sys += skillsPrompt(defs)
 	r.o.Guard.Trust(r.sys)
 	if m := r.o.ModelInfo; m != nil {
 		prices := "prices unknown"
