@@ -161,7 +161,9 @@ shline() {
 
 # nth TEXT N: the Nth number in TEXT (1.5, 200, 13400; "200-line" counts).
 nth() {
-	grep -oE '[0-9]+(\.[0-9]+)?' <<<"$1" | sed -n "${2}p"
+	# no number at all is an empty answer, not a failure that would end
+	# the report under set -e
+	{ grep -oE '[0-9]+(\.[0-9]+)?' <<<"$1" || true; } | sed -n "${2}p"
 }
 
 # verdict VALUE CHECK UNIT: "met" or "**missed**" for VALUE against CHECK,
@@ -263,6 +265,9 @@ pg-llm|SSE parsing ≥ 50 MB/s (Anthropic stream)|go|BenchmarkSSEDecode/anthropi
 pg-llm|SSE parsing ≥ 50 MB/s (OpenAI stream)|go|BenchmarkSSEDecode/openai|MB/s|>=50
 pg-llm|peak RSS ≤ 30 MB (one-shot process)|go|BenchmarkProcessFirstEvent|peak-RSS-MB|<=30
 pg-llm|peak RSS ≤ 30 MB (serve)|go|BenchmarkServeRequest|peak-RSS-MB|<=30
+pg-llm|serve CPU per request, 10 messages, continuing a held conversation (issue 21)|go|BenchmarkServeConversation/msgs=10/after|cpu-ms/req|-
+pg-llm|serve CPU per request, 1,000 messages, continuing a held conversation: grows only with the bytes sent (issue 21)|go|BenchmarkServeConversation/msgs=1000/after|cpu-ms/req|-
+pg-llm|serve CPU per request, 1,000 messages, whole request (issue 21)|go|BenchmarkServeConversation/msgs=1000/full|cpu-ms/req|-
 pg-tool|cold `pg-tool call read` ≤ 10 ms (CPU)|sh|bench-tool.sh|^cold pg-tool call read|#2|<=10
 pg-tool|serve overhead per read call ≤ 0.5 ms|sh|bench-tool.sh|^serve: read calls|#1|<=0.5
 pg-tool|serve read call, in-process (Go)|go|BenchmarkServeRead|ns/op|-
@@ -293,6 +298,11 @@ pg-loop|harness overhead per step at 100 messages: report (issue 16)|go|Benchmar
 pg-loop|harness overhead per step at 1,000 messages: report (issue 16)|go|BenchmarkStepOverhead/msgs=1000/bytes|ns/op|-
 pg-loop|compacting a 1,000-message session ≤ 50 ms of harness time (issue 16)|go|BenchmarkCompact1000/bytes|ms/compaction|<=50
 pg-loop|Agent Skills discovery over 200 skills ≤ 20 ms added to launch (discovery and the prompt section; pg-tool list pays it once more)|go|BenchmarkDiscover200|ns/op|<=20ms
+pg-loop|per-step harness cost within 1.3× of a bare loop, 20 steps (issue 21)|sh|bench-overhead.sh|^per step, 20 steps|#2|<=1.3
+pg-loop|per-step harness cost within 1.3× of a bare loop, 200 steps (issue 21)|sh|bench-overhead.sh|^per step, 200 steps|#2|<=1.3
+pg-loop|launch to the first model request within 2× of a bare loop (issue 21)|sh|bench-overhead.sh|^launch, 20 steps|#2|<=2
+pg-loop|CPU of pg-loop + coprocesses over 200 steps within 1.5× of a bare loop (issue 21)|sh|bench-overhead.sh|^CPU, 200 steps|#2|<=1.5
+pg-loop|peak RSS of pg-loop + coprocesses at 200 steps ≤ 40 MB (issue 21)|sh|bench-overhead.sh|^peak RSS, 200 steps|#2|<=40
 pg-monitor|one watch pass over 256 worker records ≤ 50 ms|go|BenchmarkPass|ns/op|<=50ms
 pg-monitor|monitor RSS with 16 workers ≤ 20 MB (20,480 KB)|sh|bench-monitor.sh|^pg-monitor run|#3|<=20480
 pg-dash|CPU when idle ≤ 1 %|sh|bench-dash.sh|^pg-dash cpu idle|#1|<=1

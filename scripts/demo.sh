@@ -117,11 +117,13 @@ echo
 pg-dash --team "$team" --once || true
 echo
 
-if [ "$status" -ne 0 ] || ! grep -qx '<POWERGLIDE_DONE>' "$work/monitor.out"; then
+if ! grep -qx '<POWERGLIDE_DONE>' "$work/monitor.out"; then
 	echo "demo: pg-monitor exited $status without <POWERGLIDE_DONE>; the team files are in $POWERGLIDE_HOME/teams/$team" >&2
 	tail -n 20 "$work/monitor.out" >&2 || true
 	exit 1
 fi
+# Drained. pg-monitor exits 1 when a task failed (failure is not success):
+# say which, and why when the recording is stale.
 if ! failed=$(pg-queue --team "$team" list --status failed --json) || [ -n "$failed" ]; then
 	echo "demo: some tasks failed:" >&2
 	echo "$failed" >&2
@@ -129,6 +131,10 @@ if ! failed=$(pg-queue --team "$team" list --status failed --json) || [ -n "$fai
 		echo "demo: the recording no longer matches what the workers send (a changed system prompt, AGENTS.md, task or tool list);" >&2
 		echo "demo: re-record it with 'make demo-record' and commit testdata/demo/session.jsonl" >&2
 	fi
+	exit 1
+fi
+if [ "$status" -ne 0 ]; then
+	echo "demo: pg-monitor exited $status; the team files are in $POWERGLIDE_HOME/teams/$team" >&2
 	exit 1
 fi
 

@@ -93,3 +93,25 @@ func TestNoApprovalNoKeys(t *testing.T) {
 		t.Errorf("an answer was written without a pending approval: %v", err)
 	}
 }
+
+// TestOnceShowsApproval: the plain and JSON snapshots show the call a
+// worker waits on.
+func TestOnceShowsApproval(t *testing.T) {
+	d := fixtureDir(t)
+	withApproval(t, d)
+	r := Loader{Dir: d}.Load(TailPos{}, fixtureNow)
+	rec := Record(&r.Snap, fixtureNow, 30*time.Second, nil)
+	var text, js strings.Builder
+	if err := WriteText(&text, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, rec); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "approval?") {
+		t.Errorf("text snapshot does not show the approval:\n%s", text.String())
+	}
+	if !strings.Contains(js.String(), `"approval":{"call":"call_7_1","tool":"bash"`) {
+		t.Errorf("JSON snapshot does not show the approval:\n%s", js.String())
+	}
+}

@@ -52,6 +52,8 @@ type WorkerRecord struct {
 	Host          string          `json:"host,omitempty"`
 	LastTool      string          `json:"last_tool,omitempty"`
 	LastError     *string         `json:"last_error,omitempty"`
+	// Approval is the tool call the worker waits on (pg-loop --ask).
+	Approval *protocol.PendingApproval `json:"approval,omitempty"`
 }
 
 // TaskRecord is one task in a snapshot.
@@ -101,7 +103,7 @@ func Record(s *Snapshot, now time.Time, stale time.Duration, warnings []string) 
 		wr := WorkerRecord{
 			Worker: w.Worker.Worker, State: w.State, Task: w.Task, Step: w.Step,
 			Tokens: usageTokens(w.Total()), CostUSD: w.Total().CostUSD, Usage: w.Usage, Spent: w.Spent,
-			Velocity: w.Velocity(), Paused: w.IsPaused(), PID: w.PID, Host: w.Host,
+			Velocity: w.Velocity(), Paused: w.IsPaused(), PID: w.PID, Host: w.Host, Approval: w.Approval,
 			LastTool: w.LastTool, LastError: w.LastError,
 		}
 		if k := s.Task(w.Task); k != nil {
@@ -181,6 +183,8 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 			switch {
 			case wr.Alive != nil && !*wr.Alive && !finishedState(wr.State):
 				state = "dead"
+			case wr.Approval != nil && !finishedState(wr.State):
+				state = "approval?"
 			case wr.Paused && !finishedState(wr.State):
 				state = "paused"
 			}

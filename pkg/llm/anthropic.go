@@ -345,35 +345,8 @@ type anthropicUsage struct {
 // fragments). A stream that ends before message_stop is cut off; an error
 // event is a failure even after HTTP 200.
 func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
-	var (
-		blocks []*anthropicBlock
-		end    = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
-		sse    = newSSEReader(body, em.limit())
-	)
-	applyDelta := func(b *anthropicBlock, d *anthropicDeltaField) error {
-		if err := em.hold(len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature)); err != nil {
-			return err
-		}
-		switch d.Type {
-		case "text_delta":
-			b.text.WriteString(d.Text)
-			em.Text(d.Text)
-		case "input_json_delta":
-			b.text.WriteString(d.PartialJSON)
-		case "thinking_delta":
-			b.text.WriteString(d.Thinking)
-			em.Thinking(d.Thinking)
-		case "signature_delta":
-			b.b.Signature += d.Signature
-		}
-		return nil
-	}
-	at := func(i int) (*anthropicBlock, error) {
-		if i < 0 || i >= len(blocks) {
-			return nil, badStream("anthropic stream: event for unknown content block %d", i)
-		}
-		return blocks[i], nil
-	}
+	d := &anthropicStream{em: em, end: &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}}
+	sse := newSSEReader(body, em.limit())
 	for {
 		name, data, err := sse.Next()
 		if err != nil {
@@ -386,14 +359,7 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 			continue
 		}
 		if string(name) == "content_block_delta" && gjson.ValidBytes(data) {
-			// The hot path: most events are deltas. gjson reads their few
-			// fields without encoding/json's per-call allocations.
-			f := gjson.GetManyBytes(data, "index", "delta.type", "delta.text", "delta.partial_json", "delta.thinking", "delta.signature")
-			b, err := at(int(f[0].Int()))
-			if err != nil {
-				return nil, err
-			}
-			if err := applyDelta(b, &anthropicDeltaField{Type: f[1].Str, Text: f[2].Str, PartialJSON: f[3].Str, Thinking: f[4].Str, Signature: f[5].Str}); err != nil {
+			if err := d.fastDelta(data); err != nil {
 				return nil, err
 			}
 			continue
@@ -405,123 +371,206 @@ func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 		if string(name) == "error" || ev.Type == "error" {
 			return nil, streamError("anthropic", ev.errorType(), string(data))
 		}
-		switch ev.Type {
-		case "message_start":
-			if ev.Message != nil {
-				u := ev.Message.Usage
-				end.Usage = protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-					CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
-			}
-		case "content_block_start":
-			cb := ev.ContentBlock
-			if cb == nil {
-				return nil, badStream("anthropic stream: content_block_start without a content_block")
-			}
-			if ev.Index != len(blocks) {
-				return nil, badStream("anthropic stream: content block %d started out of order", ev.Index)
-			}
-			if err := em.hold(len(cb.Text) + len(cb.Thinking) + len(cb.Signature) + len(cb.Data) + len(cb.ID) + len(cb.Name)); err != nil {
-				return nil, err
-			}
-			b := &anthropicBlock{}
-			switch cb.Type {
-			case "text":
-				b.b = protocol.Block{Type: protocol.BlockText}
-				b.text.WriteString(cb.Text)
-				em.Text(cb.Text)
-			case "thinking":
-				b.b = protocol.Block{Type: protocol.BlockThinking, Signature: cb.Signature}
-				b.text.WriteString(cb.Thinking)
-				em.Thinking(cb.Thinking)
-			case "redacted_thinking":
-				b.b = protocol.Block{Type: protocol.BlockRedactedThinking, Data: cb.Data}
-			case "tool_use":
-				// Without both the call could not be answered: the tool
-				// result must name the id, and a caller runs tools by name.
-				if cb.ID == "" || cb.Name == "" {
-					return nil, badStream("anthropic stream: tool_use block %d without an id or a name", ev.Index)
-				}
-				b.b = protocol.Block{Type: protocol.BlockToolCall, ID: cb.ID, Name: cb.Name}
-			default: // server tool blocks and future types are not ours to replay
-				b.b = protocol.Block{Type: cb.Type}
-			}
-			blocks = append(blocks, b)
-		case "content_block_delta":
-			b, err := at(ev.Index)
-			if err != nil {
-				return nil, err
-			}
-			if ev.Delta != nil {
-				if err := applyDelta(b, ev.Delta); err != nil {
-					return nil, err
-				}
-			}
-		case "content_block_stop":
-			b, err := at(ev.Index)
-			if err != nil {
-				return nil, err
-			}
-			if b.b.Type == protocol.BlockToolCall && b.b.Input == nil && b.bad == nil {
-				in, err := parseInput(b.text.String())
-				if err != nil {
-					// An error only if the message does not stop for
-					// max_tokens, which cuts the input where it was.
-					b.bad = badStream("anthropic stream: tool call %s: %v", b.b.Name, err)
-					continue
-				}
-				b.b.Input = in
-				em.ToolCall(protocol.ToolCall{ID: b.b.ID, Name: b.b.Name, Input: in})
-			}
-		case "message_delta":
-			if ev.Delta != nil {
-				end.StopReason = ev.Delta.StopReason
-			}
-			if u := ev.Usage; u != nil {
-				end.Usage.OutputTokens = u.OutputTokens
-				// Newer streams repeat the cumulative input counts here.
-				if u.InputTokens > 0 {
-					end.Usage.InputTokens = u.InputTokens
-				}
-				if u.CacheReadInputTokens > 0 {
-					end.Usage.CacheReadTokens = u.CacheReadInputTokens
-				}
-				if u.CacheCreationInputTokens > 0 {
-					end.Usage.CacheWriteTokens = u.CacheCreationInputTokens
-				}
-			}
-		case "message_stop":
-			for _, b := range blocks {
-				switch b.b.Type {
-				case protocol.BlockText:
-					b.b.Text = b.text.String()
-				case protocol.BlockThinking:
-					b.b.Thinking = b.text.String()
-				case protocol.BlockToolCall:
-					if b.b.Input != nil {
-						break
-					}
-					// max_tokens cut the call while its input was being
-					// written: reported, never offered for execution.
-					if end.StopReason == protocol.StopMaxTokens {
-						end.Incomplete = append(end.Incomplete, protocol.IncompleteToolCall{ID: b.b.ID, Name: b.b.Name, PartialInput: b.text.String()})
-						continue
-					}
-					if b.bad != nil {
-						return nil, b.bad
-					}
-					return nil, badStream("anthropic stream: tool call %s never stopped", b.b.Name)
-				case protocol.BlockRedactedThinking:
-				default:
-					continue
-				}
-				end.Message.Content = append(end.Message.Content, b.b)
-			}
-			if end.StopReason == "" {
-				end.StopReason = "end_turn"
-			}
-			return end, nil
+		if end, err := d.event(&ev); end != nil || err != nil {
+			return end, err
 		}
 	}
+}
+
+// anthropicStream is the message a Messages stream is assembling: its
+// content blocks by index and its end (usage, stop reason).
+type anthropicStream struct {
+	em     *Emitter
+	blocks []*anthropicBlock
+	end    *protocol.EndEvent
+}
+
+// event applies one decoded event; at message_stop it returns the end.
+func (d *anthropicStream) event(ev *anthropicEvent) (*protocol.EndEvent, error) {
+	switch ev.Type {
+	case "message_start":
+		d.start(ev)
+	case "content_block_start":
+		return nil, d.startBlock(ev)
+	case "content_block_delta":
+		b, err := d.at(ev.Index)
+		if err != nil || ev.Delta == nil {
+			return nil, err
+		}
+		return nil, d.delta(b, ev.Delta)
+	case "content_block_stop":
+		return nil, d.stopBlock(ev.Index)
+	case "message_delta":
+		d.messageDelta(ev)
+	case "message_stop":
+		return d.finish()
+	}
+	return nil, nil
+}
+
+// fastDelta applies a content_block_delta, the hot path: most events are
+// deltas, and gjson reads their few fields without encoding/json's
+// per-call allocations.
+func (d *anthropicStream) fastDelta(data []byte) error {
+	f := gjson.GetManyBytes(data, "index", "delta.type", "delta.text", "delta.partial_json", "delta.thinking", "delta.signature")
+	b, err := d.at(int(f[0].Int()))
+	if err != nil {
+		return err
+	}
+	return d.delta(b, &anthropicDeltaField{Type: f[1].Str, Text: f[2].Str, PartialJSON: f[3].Str, Thinking: f[4].Str, Signature: f[5].Str})
+}
+
+// at is the content block of an event's index.
+func (d *anthropicStream) at(i int) (*anthropicBlock, error) {
+	if i < 0 || i >= len(d.blocks) {
+		return nil, badStream("anthropic stream: event for unknown content block %d", i)
+	}
+	return d.blocks[i], nil
+}
+
+// start takes the usage message_start reports (the input counted so far).
+func (d *anthropicStream) start(ev *anthropicEvent) {
+	if ev.Message != nil {
+		u := ev.Message.Usage
+		d.end.Usage = protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+	}
+}
+
+// startBlock opens the next content block, in order; text and thinking it
+// starts with are emitted at once.
+func (d *anthropicStream) startBlock(ev *anthropicEvent) error {
+	cb := ev.ContentBlock
+	if cb == nil {
+		return badStream("anthropic stream: content_block_start without a content_block")
+	}
+	if ev.Index != len(d.blocks) {
+		return badStream("anthropic stream: content block %d started out of order", ev.Index)
+	}
+	if err := d.em.hold(len(cb.Text) + len(cb.Thinking) + len(cb.Signature) + len(cb.Data) + len(cb.ID) + len(cb.Name)); err != nil {
+		return err
+	}
+	b := &anthropicBlock{}
+	switch cb.Type {
+	case "text":
+		b.b = protocol.Block{Type: protocol.BlockText}
+		b.text.WriteString(cb.Text)
+		d.em.Text(cb.Text)
+	case "thinking":
+		b.b = protocol.Block{Type: protocol.BlockThinking, Signature: cb.Signature}
+		b.text.WriteString(cb.Thinking)
+		d.em.Thinking(cb.Thinking)
+	case "redacted_thinking":
+		b.b = protocol.Block{Type: protocol.BlockRedactedThinking, Data: cb.Data}
+	case "tool_use":
+		// Without both the call could not be answered: the tool
+		// result must name the id, and a caller runs tools by name.
+		if cb.ID == "" || cb.Name == "" {
+			return badStream("anthropic stream: tool_use block %d without an id or a name", ev.Index)
+		}
+		b.b = protocol.Block{Type: protocol.BlockToolCall, ID: cb.ID, Name: cb.Name}
+	default: // server tool blocks and future types are not ours to replay
+		b.b = protocol.Block{Type: cb.Type}
+	}
+	d.blocks = append(d.blocks, b)
+	return nil
+}
+
+// delta adds a fragment to its block; text and thinking are emitted as
+// they come, a tool call's input waits for the block to stop.
+func (d *anthropicStream) delta(b *anthropicBlock, f *anthropicDeltaField) error {
+	if err := d.em.hold(len(f.Text) + len(f.PartialJSON) + len(f.Thinking) + len(f.Signature)); err != nil {
+		return err
+	}
+	switch f.Type {
+	case "text_delta":
+		b.text.WriteString(f.Text)
+		d.em.Text(f.Text)
+	case "input_json_delta":
+		b.text.WriteString(f.PartialJSON)
+	case "thinking_delta":
+		b.text.WriteString(f.Thinking)
+		d.em.Thinking(f.Thinking)
+	case "signature_delta":
+		b.b.Signature += f.Signature
+	}
+	return nil
+}
+
+// stopBlock closes a block: a tool call's input is parsed and the call
+// emitted. Input that does not parse is an error only if the message does
+// not stop for max_tokens, which cuts the input where it was (see finish).
+func (d *anthropicStream) stopBlock(i int) error {
+	b, err := d.at(i)
+	if err != nil {
+		return err
+	}
+	if b.b.Type != protocol.BlockToolCall || b.b.Input != nil || b.bad != nil {
+		return nil
+	}
+	in, err := parseInput(b.text.String())
+	if err != nil {
+		b.bad = badStream("anthropic stream: tool call %s: %v", b.b.Name, err)
+		return nil
+	}
+	b.b.Input = in
+	d.em.ToolCall(protocol.ToolCall{ID: b.b.ID, Name: b.b.Name, Input: in})
+	return nil
+}
+
+// messageDelta takes the stop reason and the usage message_delta reports.
+func (d *anthropicStream) messageDelta(ev *anthropicEvent) {
+	if ev.Delta != nil {
+		d.end.StopReason = ev.Delta.StopReason
+	}
+	if u := ev.Usage; u != nil {
+		d.end.Usage.OutputTokens = u.OutputTokens
+		// Newer streams repeat the cumulative input counts here.
+		if u.InputTokens > 0 {
+			d.end.Usage.InputTokens = u.InputTokens
+		}
+		if u.CacheReadInputTokens > 0 {
+			d.end.Usage.CacheReadTokens = u.CacheReadInputTokens
+		}
+		if u.CacheCreationInputTokens > 0 {
+			d.end.Usage.CacheWriteTokens = u.CacheCreationInputTokens
+		}
+	}
+}
+
+// finish assembles the message at message_stop. A tool call that never
+// stopped, or whose input does not parse, is reported as incomplete when
+// max_tokens cut it (never offered for execution), an error otherwise.
+func (d *anthropicStream) finish() (*protocol.EndEvent, error) {
+	end := d.end
+	for _, b := range d.blocks {
+		switch b.b.Type {
+		case protocol.BlockText:
+			b.b.Text = b.text.String()
+		case protocol.BlockThinking:
+			b.b.Thinking = b.text.String()
+		case protocol.BlockToolCall:
+			if b.b.Input != nil {
+				break
+			}
+			if end.StopReason == protocol.StopMaxTokens {
+				end.Incomplete = append(end.Incomplete, protocol.IncompleteToolCall{ID: b.b.ID, Name: b.b.Name, PartialInput: b.text.String()})
+				continue
+			}
+			if b.bad != nil {
+				return nil, b.bad
+			}
+			return nil, badStream("anthropic stream: tool call %s never stopped", b.b.Name)
+		case protocol.BlockRedactedThinking:
+		default:
+			continue
+		}
+		end.Message.Content = append(end.Message.Content, b.b)
+	}
+	if end.StopReason == "" {
+		end.StopReason = "end_turn"
+	}
+	return end, nil
 }
 
 // anthropicBlock is a content block being assembled.

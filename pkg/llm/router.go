@@ -174,6 +174,11 @@ func NewHTTPClient() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// A request carries the whole conversation, hundreds of KB late in
+		// a session: written through the default 4 KB buffer, that is a
+		// system call per 4 KB.
+		WriteBufferSize: 64 << 10,
+		ReadBufferSize:  64 << 10,
 	}
 	return &http.Client{Transport: t}
 }

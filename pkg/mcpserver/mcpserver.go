@@ -41,6 +41,7 @@ func New(ctx context.Context, s *tool.Session, version string, log io.Writer) *m
 	if err != nil {
 		fmt.Fprintf(log, "pg-tool: warning: %s\n", secrets.RedactString(err.Error()))
 	}
+	srv.AddReceivingMiddleware(plainResults)
 	var seq atomic.Int64
 	for _, t := range tools {
 		srv.AddTool(definition(t), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -56,7 +57,7 @@ func New(ctx context.Context, s *tool.Session, version string, log io.Writer) *m
 // JSON-RPC on in and out, until the client closes in or ctx ends.
 func Serve(ctx context.Context, s *tool.Session, in io.Reader, out io.Writer, version string, log io.Writer) error {
 	srv := New(ctx, s, version, log)
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	err := srv.Run(ctx, &lineTransport{in: in, out: out})
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -111,6 +112,37 @@ func Result(r protocol.ToolResult) *mcp.CallToolResult {
 	return res
 }
 
-type nopWriteCloser struct{ io.Writer }
+// plainResult is a tools/call result of one text content, as MCP writes
+// it. The SDK encodes its CallToolResult through nested JSON marshalers,
+// whose output encoding/json scans again at every level: for a large
+// output those passes cost more than the call. This plain struct is
+// encoded in one pass, and lineTransport writes it as it is.
+type plainResult struct {
+	mcp.ResultBase
+	Content []plainText `json:"content"`
+	IsError bool        `json:"isError,omitempty"`
+}
 
-func (nopWriteCloser) Close() error { return nil }
+type plainText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// plainResults turns each tools/call result of one text content into a
+// plainResult: the same JSON on the wire.
+func plainResults(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		r, ok := res.(*mcp.CallToolResult)
+		if err != nil || !ok || len(r.Content) != 1 || r.StructuredContent != nil {
+			return res, err
+		}
+		text, ok := r.Content[0].(*mcp.TextContent)
+		if !ok || text.Meta != nil || text.Annotations != nil {
+			return res, err
+		}
+		p := &plainResult{Content: []plainText{{Type: "text", Text: text.Text}}, IsError: r.IsError}
+		p.Meta = r.Meta
+		return p, nil
+	}
+}

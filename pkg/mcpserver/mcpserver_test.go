@@ -1,15 +1,19 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/powerglide/powerglide/pkg/tool"
 )
@@ -186,5 +190,107 @@ func TestDefinitionSchema(t *testing.T) {
 		if got := string(def.InputSchema.(json.RawMessage)); got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestServeStdio: Serve speaks newline-delimited JSON-RPC on its streams,
+// ends without error when the client closes its end, and warns about an
+// MCP server that cannot start while serving the other tools.
+func TestServeStdio(t *testing.T) {
+	s, err := tool.NewSession(tool.Options{Root: t.TempDir(), MCP: []string{"dud=/nonexistent/server"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var log strings.Builder
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), s, inR, outW, "test", &log) }()
+	answers := bufio.NewReader(outR)
+	exchange := func(line, want string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if want == "" {
+			return
+		}
+		got, err := answers.ReadString('\n')
+		if err != nil || !strings.Contains(got, want) {
+			t.Fatalf("sent %s\ngot %s (%v), want %s", line, got, err, want)
+		}
+	}
+	exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`"serverInfo":{"name":"pg-tool","version":"test"}`)
+	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "")
+	exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo hi"}}}`, `"text":"hi\n[exit code: 0]\n"`)
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not end at the end of its input")
+	}
+	if !strings.Contains(log.String(), "pg-tool: warning: mcp server dud (/nonexistent/server) did not start") {
+		t.Errorf("log: %q", log.String())
+	}
+}
+
+// TestServeBadInput: a line that is no JSON-RPC message ends the session
+// with an error naming the line.
+func TestServeBadInput(t *testing.T) {
+	s, err := tool.NewSession(tool.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := strings.NewReader("\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\nnot json\n")
+	err = Serve(context.Background(), s, in, io.Discard, "test", io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), "mcp: line 3: ") {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// TestLineTransport: batches and long lines are read; a result is written
+// as the SDK encoded it, other messages through the SDK's encoder.
+func TestLineTransport(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	in := strings.NewReader(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"b","method":"ping"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + long + `"}}`)
+	var out strings.Builder
+	conn, err := (&lineTransport{in: in, out: &out}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var got []string
+	for {
+		m, err := conn.Read(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := m.(*jsonrpc.Request)
+		got = append(got, fmt.Sprintf("%v %s %d", r.ID.Raw(), r.Method, len(r.Params)))
+	}
+	if want := fmt.Sprintf("1 ping 0|b ping 0|2 tools/call %d", len(long)+11); strings.Join(got, "|") != want {
+		t.Errorf("read %q, want %q", got, want)
+	}
+	id, _ := jsonrpc.MakeID("b")
+	if err := conn.Write(ctx, &jsonrpc.Response{ID: id, Result: json.RawMessage(`{"content":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	id2, _ := jsonrpc.MakeID(float64(7))
+	if err := conn.Write(ctx, &jsonrpc.Response{ID: id2, Error: &jsonrpc.Error{Code: -32601, Message: "no"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"jsonrpc":"2.0","id":"b","result":{"content":[]}}` + "\n" + `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}` + "\n"
+	if out.String() != want {
+		t.Errorf("wrote %q, want %q", out.String(), want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // MCP servers over HTTP: "name=https://host/path" (http:// only on
@@ -59,7 +60,9 @@ func isURL(target string) bool {
 type httpEndpoint struct {
 	name    string
 	url     string
-	shown   string      // the URL without its query, for messages
+	shown   string // the URL without its query, for messages
+	scheme  string // where the headers may go
+	host    string
 	headers http.Header // values expanded
 	unset   error       // a header names a variable that is not set
 	status  atomic.Int32
@@ -92,7 +95,7 @@ func newHTTPEndpoint(name, raw string) (*httpEndpoint, error) {
 			}
 		}
 	}
-	e := &httpEndpoint{name: name, url: raw, shown: shown, headers: http.Header{}}
+	e := &httpEndpoint{name: name, url: raw, shown: shown, scheme: u.Scheme, host: u.Host, headers: http.Header{}}
 	e.client = &http.Client{Transport: e}
 	return e, nil
 }
@@ -172,9 +175,11 @@ func validHeaderName(k string) bool {
 
 // RoundTrip sends a request with the server's headers (protocol headers
 // the SDK set stay as they are) and notes the status of each POST, which
-// decides the fallback to SSE.
+// decides the fallback to SSE. The headers go to the server's own scheme
+// and host only, never to another one a redirect or an SSE endpoint event
+// points to.
 func (e *httpEndpoint) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(e.headers) > 0 {
+	if len(e.headers) > 0 && strings.EqualFold(req.URL.Scheme, e.scheme) && strings.EqualFold(req.URL.Host, e.host) {
 		req = req.Clone(req.Context())
 		for k, v := range e.headers {
 			if req.Header.Get(k) == "" {
@@ -211,16 +216,11 @@ func (e *httpEndpoint) connect(ctx context.Context, s *Session) (*mcp.ClientSess
 		if sseErr == nil {
 			return cs, nil
 		}
-		return nil, fmt.Errorf("mcp server %s (%s) not connected: streamable HTTP: %s (HTTP %d); legacy SSE: %s", e.name, e.shown, oneLine(err), st, oneLine(sseErr))
+		return nil, fmt.Errorf("mcp server %s (%s) not connected: streamable HTTP: %s (HTTP %d); legacy SSE: %s", e.name, e.shown, termtext.FirstLine(err.Error()), st, termtext.FirstLine(sseErr.Error()))
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		return nil, fmt.Errorf("mcp server %s (%s) not connected: HTTP %d %s: check its headers (--mcp-header %s:Authorization=..., config mcp_headers)", e.name, e.shown, st, http.StatusText(int(st)), e.name)
 	}
-	return nil, fmt.Errorf("mcp server %s (%s) not connected: %s", e.name, e.shown, oneLine(err))
-}
-
-func oneLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
+	return nil, fmt.Errorf("mcp server %s (%s) not connected: %s", e.name, e.shown, termtext.FirstLine(err.Error()))
 }
 
 // detached connects a transport whose connection lives in the context it

@@ -327,3 +327,28 @@ func TestMCPHTTPSpecs(t *testing.T) {
 		t.Errorf("a bad spec's error shows its value: %v", err)
 	}
 }
+
+// TestMCPHTTPHeadersStayHome: a redirect to another host gets no header.
+func TestMCPHTTPHeadersStayHome(t *testing.T) {
+	var leaked atomic.Value
+	leaked.Store("")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("X-Test-Auth"))
+		http.Error(w, "not here", http.StatusNotFound)
+	}))
+	defer other.Close()
+	home := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer home.Close()
+	s := httpSession(t, Options{
+		MCP:        []string{"r=" + home.URL + "/mcp"},
+		MCPHeaders: []MCPHeader{{Server: "r", Key: "X-Test-Auth", Value: "header-value-1234"}},
+	})
+	if r := callJSON(s, "mcp__r__echo", `{}`); r.OK {
+		t.Fatalf("call through a redirect to a 404: %+v", r.ToolResult)
+	}
+	if v := leaked.Load().(string); v != "" {
+		t.Fatalf("the redirect target got the header: %q", v)
+	}
+}

@@ -21,6 +21,8 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/shell"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -91,6 +93,7 @@ type RunCmd struct {
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
 	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM). A worker started by pg-monitor run must name the monitor's team, or none." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
+	Store         string            `help:"Team mode: where the team's state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL, shared by hosts). The pg-queue it runs inherits it; the tools component never sees it." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL" group:"Tasks"`
 	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
 	Lease         string            `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
 	IdleWait      time.Duration     `help:"Team mode: when nothing is claimable but the queue is not drained (tasks blocked by dependencies or claimed by other workers), wait this long for a claimable task, then exit 3 without <POWERGLIDE_DONE> (0: wait until the queue drains, right under pg-monitor)." default:"0" placeholder:"DURATION" group:"Tasks"`
@@ -164,8 +167,78 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	home := cfg.String("home")
 	text := !rt.IO.JSON(c.JSON) && !c.serving
 	rt.JSON = !text
-	if err := c.checkMonitorTeam(rt.IO.Getenv); err != nil {
+	workdir, given, err := c.settle(rt, cfg, kctx)
+	if err != nil {
 		return err
+	}
+	// A resumed session brings back its run's options, for the flags not
+	// given again.
+	if err := c.checkSession(home); err != nil {
+		return err
+	}
+	base, replay, err := c.resumed(home, workdir, given)
+	if err != nil {
+		return err
+	}
+	if base != nil && c.Fork != "" {
+		defer base.Close()
+	}
+	o, err := c.options(rt, workdir)
+	if err != nil {
+		return err
+	}
+	o.Resume = replay
+	src, err := c.source(rt, &o, home, workdir, base, replay)
+	if err != nil {
+		return err
+	}
+	// pg-loop serve: tasks, approvals and steering come from commands.
+	var ctl *loop.Control
+	if c.serving {
+		ctl = c.control(replay)
+		src, o.Approver, o.Control = ctl, ctl, ctl
+	}
+	o.Source = src
+	if o.Ask, err = loop.ParseAsk(c.Ask); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	c.model(rt, cfg, &o, workdir)
+	sess, err := c.session(rt, home, workdir, base, src, time.Now())
+	if err != nil {
+		return err
+	}
+	o.Session = sess
+	if sess != nil {
+		defer sess.Close()
+	}
+	work, err := c.workDir(sess, &o)
+	if err != nil {
+		return err
+	}
+	if sess == nil {
+		defer os.RemoveAll(work)
+	}
+	llm, tools := c.components(rt, workdir, filepath.Join(work, "outputs"), o.VelocityFile)
+	defer llm.Close()
+	defer tools.Close()
+	o.LLM, o.Tools = llm, tools
+	o.Events = loop.NewEmitter(rt.IO.Out, text)
+	r, err := loop.NewRunner(o)
+	if err != nil {
+		return err
+	}
+	if ctl != nil {
+		c.serveCommands(rt, ctl, r, o.Events)
+	}
+	return c.outcome(rt, o.Events, r.Run(rt.Ctx))
+}
+
+// settle reads what the environment and the configuration add to the
+// flags: the monitor's team and worker, the absolute working directory,
+// and which flags the command line gave.
+func (c *RunCmd) settle(rt *cli.Runtime, cfg *config.Config, kctx *kong.Context) (workdir string, given func(string) bool, err error) {
+	if err := c.checkMonitorTeam(rt.IO.Getenv); err != nil {
+		return "", nil, err
 	}
 	if c.Team == "" {
 		c.Team = rt.IO.Getenv("POWERGLIDE_TEAM")
@@ -173,26 +246,25 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if c.Worker == "" {
 		c.Worker = rt.IO.Getenv("POWERGLIDE_WORKER")
 	}
-	workdir, err := filepath.Abs(c.Workdir)
-	if err != nil {
-		return err
+	if workdir, err = filepath.Abs(c.Workdir); err != nil {
+		return "", nil, err
 	}
-	given := flagsGiven(kctx, cfg)
+	given = flagsGiven(kctx, cfg)
 	c.resolve(cfg)
 	c.maxVerifySet = given("max-verify")
-	// A resumed session brings back its run's options, for the flags not
-	// given again.
-	if err := c.checkSession(home); err != nil {
-		return err
-	}
-	// base is the session a run goes on from: the resumed one, or the
-	// parent of a fork (whose copy is made once the flags are checked).
-	var sess, base *loop.Session
-	var replay *loop.Replay
+	return workdir, given, nil
+}
+
+// resumed opens the session a run goes on from, base: the resumed one
+// (--resume, or the latest with --continue) or the parent of a fork
+// (whose copy is made once the flags are checked), with what it had in
+// progress; its saved options fill the flags not given again. No flag:
+// nil, nil.
+func (c *RunCmd) resumed(home, workdir string, given func(string) bool) (base *loop.Session, replay *loop.Replay, err error) {
 	if c.Continue {
 		id, err := loop.LatestSession(home, workdir)
 		if err != nil {
-			return cli.Nothingf("--continue: %v", err)
+			return nil, nil, cli.Nothingf("--continue: %v", err)
 		}
 		c.Resume = id
 	}
@@ -200,30 +272,31 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if c.Fork != "" {
 		id, flag = c.Fork, "--fork"
 	}
-	if id != "" {
-		if base, err = loop.OpenSession(home, id); err != nil {
-			return cli.Usagef("%s: %v", flag, err)
-		}
-		if c.Fork != "" {
-			defer base.Close()
-		}
-		if replay, err = base.LoadReplay(); err != nil {
-			base.Close()
-			return cli.Failf("session", "%s %s: %v", flag, id, err)
-		}
-		if c.Fork != "" && base.Info.Team != "" {
-			return cli.Usagef("--fork: session %s is a team worker's: its tasks belong to team %s's queue", id, base.Info.Team)
-		}
-		if len(base.Info.Options) > 0 {
-			var saved savedOptions
-			if err := json.Unmarshal(base.Info.Options, &saved); err == nil {
-				c.restore(saved, given)
-			}
-		}
-		if c.Resume != "" {
-			sess = base
+	if id == "" {
+		return nil, nil, nil
+	}
+	if base, err = loop.OpenSession(home, id); err != nil {
+		return nil, nil, cli.Usagef("%s: %v", flag, err)
+	}
+	if replay, err = base.LoadReplay(); err != nil {
+		base.Close()
+		return nil, nil, cli.Failf("session", "%s %s: %v", flag, id, err)
+	}
+	if c.Fork != "" && base.Info.Team != "" {
+		base.Close()
+		return nil, nil, cli.Usagef("--fork: session %s is a team worker's: its tasks belong to team %s's queue", id, base.Info.Team)
+	}
+	if len(base.Info.Options) > 0 {
+		var saved savedOptions
+		if err := json.Unmarshal(base.Info.Options, &saved); err == nil {
+			c.restore(saved, given)
 		}
 	}
+	return base, replay, nil
+}
+
+// options are the runner's options from the flags, checked.
+func (c *RunCmd) options(rt *cli.Runtime, workdir string) (loop.Options, error) {
 	o := loop.Options{
 		Workdir:         workdir,
 		Model:           c.Model,
@@ -255,17 +328,17 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		Stderr:          rt.IO.Err,
 	}
 	if err := c.check(&o); err != nil {
-		return err
+		return o, err
 	}
 	mode, err := guard.ParseMode(c.Guard)
 	if err != nil {
-		return cli.Usagef("--guard: %v", err)
+		return o, cli.Usagef("--guard: %v", err)
 	}
 	o.Guard = guard.New(mode)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
 		if err != nil || v < 0 {
-			return cli.Usagef("--velocity: expected a number ≥ 0, got %q", c.Velocity)
+			return o, cli.Usagef("--velocity: expected a number ≥ 0, got %q", c.Velocity)
 		}
 		o.Velocity, o.VelocitySet = v, true
 	}
@@ -274,95 +347,75 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		if strings.HasPrefix(c.System, "@") {
 			b, err := os.ReadFile(c.System[1:])
 			if err != nil {
-				return cli.Usagef("--system: %v", err)
+				return o, cli.Usagef("--system: %v", err)
 			}
 			o.System = string(b)
 		}
 	}
+	return o, nil
+}
 
-	now := time.Now()
-	if replay != nil {
-		o.Resume = replay
+// session is the run's session, which it records in as it goes (nil with
+// --no-session): the resumed one, a fork of base or a new one, holding
+// what a later --resume needs (tasks, team, options).
+func (c *RunCmd) session(rt *cli.Runtime, home, workdir string, base *loop.Session, src loop.Source, now time.Time) (*loop.Session, error) {
+	if c.NoSession {
+		return nil, nil
 	}
-
-	// Task source.
-	src, err := c.source(rt, &o, home, workdir, base, replay)
+	sess, err := c.openSession(home, workdir, base, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var ctl *loop.Control
-	if c.serving {
-		ctl = c.control(replay)
-		src, o.Approver, o.Control = ctl, ctl, ctl
+	if ls, ok := src.(*loop.ListSource); ok {
+		sess.Info.Tasks = ls.Snapshot()
 	}
-	if o.Ask, err = loop.ParseAsk(c.Ask); err != nil {
-		return cli.Usagef("%v", err)
+	sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
+	if b, err := json.Marshal(c.saved()); err == nil {
+		sess.Info.Options = b
 	}
-	c.model(rt, cfg, &o, workdir)
-	if !c.NoSession {
-		if sess, err = c.openSession(home, workdir, base, now); err != nil {
-			return err
-		}
-		defer sess.Close()
-		if ls, ok := src.(*loop.ListSource); ok {
-			sess.Info.Tasks = ls.Snapshot()
-		}
-		sess.Info.Team, sess.Info.Worker, sess.Info.Pipeline = c.Team, c.Worker, c.Pipeline
-		if b, err := json.Marshal(c.saved()); err == nil {
-			sess.Info.Options = b
-		}
-		o.Session = sess
-		msg := "session " + sess.Info.ID
-		if sess.Info.Parent != "" {
-			msg += ", forked from " + sess.Info.Parent
-		}
-		fmt.Fprintf(rt.IO.Err, "pg-loop: %s\n", msg)
+	msg := "session " + sess.Info.ID
+	if sess.Info.Parent != "" {
+		msg += ", forked from " + sess.Info.Parent
 	}
-	o.Source = src
-	// work holds the run's velocity file and the whole text of cut tool
-	// outputs: the session's directory, or with --no-session a temporary
-	// one removed at the end.
+	fmt.Fprintf(rt.IO.Err, "pg-loop: %s\n", msg)
+	return sess, nil
+}
+
+// workDir holds the run's velocity file and the whole text of cut tool
+// outputs: the session's directory, or with --no-session a temporary one
+// that the caller removes at the end. The velocity file is made there
+// unless --velocity-file names one: the tools (and the model's bash) find
+// it in their environment, and it exists, so that the sandbox can let
+// them write it to slow the run down.
+func (c *RunCmd) workDir(sess *loop.Session, o *loop.Options) (string, error) {
 	work := ""
 	if sess != nil {
 		work = sess.Dir
 	} else {
+		var err error
 		if work, err = os.MkdirTemp("", "pg-loop-"); err != nil {
-			return cli.Failf("session", "%v", err)
+			return "", cli.Failf("session", "%v", err)
 		}
-		defer os.RemoveAll(work)
 	}
 	if o.VelocityFile == "" {
-		// The model may slow itself down by writing it.
 		o.VelocityFile = filepath.Join(work, "velocity")
 	}
-
-	// Components.
-	// The tools (and the model's bash) find the velocity file in their
-	// environment; it exists, so that the sandbox can let them write it.
 	if f, err := os.OpenFile(o.VelocityFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 		f.Close()
 	}
-	llm, tools := c.components(rt, workdir, filepath.Join(work, "outputs"), o.VelocityFile)
-	defer llm.Close()
-	defer tools.Close()
-	o.LLM, o.Tools = llm, tools
-	o.Events = loop.NewEmitter(rt.IO.Out, text)
+	return work, nil
+}
 
-	r, err := loop.NewRunner(o)
-	if err != nil {
-		return err
-	}
-	if ctl != nil {
-		c.serveCommands(rt, ctl, r, o.Events)
-	}
-	res := r.Run(rt.Ctx)
+// outcome maps the run's result to the command's exit: a signal, lost
+// output, a failure, a limit, failed tasks, or nothing to claim.
+func (c *RunCmd) outcome(rt *cli.Runtime, events *loop.Emitter, res loop.Result) error {
 	if res.Signal {
 		if rt.Ctx.Err() != nil {
 			return rt.Ctx.Err()
 		}
 		return res.Err
 	}
-	if err := o.Events.Err(); err != nil {
+	if err := events.Err(); err != nil {
 		return cli.Failf("output", "write events: %v", err)
 	}
 	// The events already tell what went wrong (in JSON mode the runner wrote
@@ -664,8 +717,23 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if err != nil {
 			return nil, cli.Usagef("%v", err)
 		}
+		// The directory on this host holds the worker's log and velocity
+		// file whatever the store.
 		if err := d.Ensure(); err != nil {
 			return nil, cli.Failf("team", "%v", err)
+		}
+		cfg, err := rt.Config()
+		if err != nil {
+			return nil, err
+		}
+		st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+		if err != nil {
+			return nil, err
+		}
+		rt.Defer(func() { st.Close() })
+		tm, err := st.Team(c.Team)
+		if err != nil {
+			return nil, cli.Usagef("%v", err)
 		}
 		lease, err := time.ParseDuration(c.Lease)
 		if err != nil || lease <= 0 {
@@ -675,19 +743,23 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if q == "" {
 			q = loop.SiblingCommand("pg-queue", "")
 		}
-		o.Team, o.Worker, o.Lease, o.IdleWait = &d, c.Worker, lease, c.IdleWait
+		o.Team, o.TeamDir, o.Worker, o.Lease, o.IdleWait = tm, d, c.Worker, lease, c.IdleWait
 		if c.TeamBudgetUSD != nil {
-			tb, err := ledger.SetBudget(d, *c.TeamBudgetUSD, time.Now())
+			tb, err := ledger.SetBudget(rt.Ctx, tm, *c.TeamBudgetUSD, time.Now())
 			if err != nil {
 				return nil, cli.Failf("team", "team budget: %v", err)
 			}
 			fmt.Fprintf(rt.IO.Err, "pg-loop: team %s budget $%.4f, $%.4f spent\n", c.Team, tb.BudgetUSD, tb.SpentUSD)
 		}
-		o.Ledger = ledger.New(d, c.Worker)
+		o.Ledger = ledger.New(tm, c.Worker)
 		if o.VelocityFile == "" {
 			o.VelocityFile = d.Velocity(c.Worker)
 		}
-		return &loop.QueueSource{Cmdline: strings.TrimSpace(q), Team: c.Team, Worker: c.Worker, Lease: lease, Dir: workdir, Stderr: rt.IO.Err}, nil
+		var env []string
+		if u := cfg.String("store"); u != "" {
+			env = append(os.Environ(), "POWERGLIDE_STORE="+u)
+		}
+		return &loop.QueueSource{Cmdline: strings.TrimSpace(q), Team: c.Team, Worker: c.Worker, Lease: lease, Dir: workdir, Env: env, Stderr: rt.IO.Err}, nil
 	case c.Pipeline != "" || (sess != nil && sess.Info.Pipeline != "" && len(c.Task) == 0 && c.Tasks == ""):
 		if c.Pipeline == "" {
 			c.Pipeline = sess.Info.Pipeline
@@ -883,7 +955,19 @@ func toolsEnv(rt *cli.Runtime) []string {
 			keep = append(keep, name)
 		}
 	}
-	return secrets.ScrubEnv(env, keep...)
+	// The store URL may hold the database's password.
+	return secrets.ScrubEnv(dropEnv(env, "POWERGLIDE_STORE"), keep...)
+}
+
+// dropEnv removes the variable name from env.
+func dropEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // checkMonitorTeam refuses a worker whose --team is not the team of the

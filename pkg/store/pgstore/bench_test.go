@@ -105,3 +105,44 @@ func benchCycles(b *testing.B, dbURL string, workers int) {
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "cycles/s")
 }
+
+// BenchmarkClaimCompleteLive: one worker's claim+complete with 1k, 10k and
+// 100k live tasks waiting (fsync on): a claim must not slow down as the
+// queue grows.
+//
+//	go test ./pkg/store/pgstore -run '^$' -bench ClaimCompleteLive -benchtime 300x
+func BenchmarkClaimCompleteLive(b *testing.B) {
+	srv := pgtest.Start(b, pgtest.Options{Durable: true})
+	for _, live := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := pgstore.OpenStore(ctx, srv.DB(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			tm, _ := s.Team("bench")
+			q := tm.Tasks()
+			total := live + b.N
+			for i := 0; i < total; i += 10000 {
+				var in []protocol.Task
+				for j := i; j < min(total, i+10000); j++ {
+					in = append(in, protocol.Task{ID: fmt.Sprintf("b%07d", j), Title: "bench task"})
+				}
+				if _, err := q.Add(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				t, err := q.Claim("w", time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := q.Complete(t.ID, t.Claim.Token, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package loop
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+func doCmd(t *testing.T, c *Control, cmd protocol.ServeCommand) protocol.ServeReply {
+	t.Helper()
+	rep, after := c.Do(cmd, time.Now())
+	after()
+	return rep
+}
+
+func TestControlCommands(t *testing.T) {
+	c := NewControl(map[string]bool{"task-4": true, "other": true})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if rep := doCmd(t, c, protocol.ServeCommand{Type: "follow_up", ID: "1"}); rep.OK || rep.Error != "follow_up needs a message" {
+		t.Errorf("follow_up without a message: %+v", rep)
+	}
+	// Idle: a follow_up starts at once; ids go on from the session's.
+	rep := doCmd(t, c, protocol.ServeCommand{Type: "follow_up", ID: "2", Message: "go on", Verify: "true"})
+	if !rep.OK || rep.Task != "task-5" || rep.ID != "2" || rep.Type != "reply" || rep.Command != "follow_up" {
+		t.Fatalf("follow_up: %+v", rep)
+	}
+	task, err := c.Next(ctx)
+	if err != nil || task == nil || task.ID != "task-5" || task.Prompt != "go on" || task.Verify != "true" || task.Labels[LabelFollowUp] != "true" {
+		t.Fatalf("Next: %+v %v", task, err)
+	}
+	// Busy: prompt is refused, steer and follow_up are kept.
+	if rep := doCmd(t, c, protocol.ServeCommand{Type: "prompt", Message: "x"}); rep.OK {
+		t.Errorf("prompt while busy: %+v", rep)
+	}
+	doCmd(t, c, protocol.ServeCommand{Type: "steer", Message: "left"})
+	doCmd(t, c, protocol.ServeCommand{Type: "follow_up", Message: "next"})
+	if st := doCmd(t, c, protocol.ServeCommand{Type: "state"}).State; st == nil || !st.Busy || st.Queued != 1 || st.Steering != 1 {
+		t.Errorf("state: %+v", st)
+	}
+	// The task ends before the steer was used: the queued follow_up runs
+	// first, then the steer message as a task of its own.
+	_ = c.Complete(ctx, task, nil)
+	if t2, _ := c.Next(ctx); t2 == nil || t2.Prompt != "next" {
+		t.Fatalf("after the task: %+v", t2)
+	}
+	_ = c.Fail(ctx, task, "x", false)
+	if t3, _ := c.Next(ctx); t3 == nil || t3.Prompt != "left" {
+		t.Fatalf("the late steer: %+v", t3)
+	}
+	_ = c.Release(ctx, task)
+	// An approval waits until answered; an unknown call is an error.
+	ev := protocol.LoopApprovalEvent{Type: "approval", Call: protocol.ToolCall{ID: "c1", Name: "bash"}, Status: "pending"}
+	got := make(chan bool, 1)
+	go func() {
+		ok, _, _ := c.Wait(ctx, ev)
+		got <- ok
+	}()
+	for len(doCmd(t, c, protocol.ServeCommand{Type: "state"}).State.Approvals) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if rep := doCmd(t, c, protocol.ServeCommand{Type: "approve", Call: "c9"}); rep.OK {
+		t.Errorf("approve of an unknown call: %+v", rep)
+	}
+	doCmd(t, c, protocol.ServeCommand{Type: "approve", Call: "c1"})
+	if !<-got {
+		t.Error("approved call not approved")
+	}
+	// The end of the commands denies what waits and what comes, and
+	// Next reports the end once the queue is empty.
+	go func() {
+		ok, reason, _ := c.Wait(ctx, protocol.LoopApprovalEvent{Call: protocol.ToolCall{ID: "c2"}})
+		got <- ok || reason == ""
+	}()
+	for len(doCmd(t, c, protocol.ServeCommand{Type: "state"}).State.Approvals) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	c.EndOfCommands()
+	if <-got {
+		t.Error("a pending approval survived the end of the commands")
+	}
+	if ok, reason, _ := c.Wait(ctx, ev); ok || reason == "" {
+		t.Error("an approval after the end of the commands was not denied")
+	}
+	if t4, err := c.Next(ctx); t4 != nil || err != nil {
+		t.Errorf("Next after the end: %+v %v", t4, err)
+	}
+	if rep := doCmd(t, c, protocol.ServeCommand{Type: "prompt", Message: "late"}); rep.OK {
+		t.Errorf("prompt after the end: %+v", rep)
+	}
+}
