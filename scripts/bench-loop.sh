@@ -116,3 +116,29 @@ done
 # coprocess model needs), and the compaction of a 1,000-message
 # conversation past the hard threshold (the summary call answered at once).
 (cd "$root/pkg" && go test -run '^$' -bench 'StepOverhead|Compact1000' -benchtime 200x ./loop/ | grep Benchmark | sed 's/^/  /')
+
+# Agent Skills: launch to the first model request with 200 skills in
+# ~/.claude/skills against none (--no-skills), the real pg-tool listing
+# the tools; the median of 7 runs each.
+if [ $real = 1 ]; then
+	skhome="$tmp/skillhome"
+	for i in $(seq -w 1 200); do
+		mkdir -p "$skhome/.claude/skills/skill-$i"
+		{
+			printf -- '---\nname: skill-%s\ndescription: Use this skill when the task is about topic %s; it explains the steps.\n---\n' "$i" "$i"
+			printf 'Body text of the skill.\n%.0s' $(seq 200)
+		} >"$skhome/.claude/skills/skill-$i/SKILL.md"
+	done
+	launch() { # prints ms from the start to the first thinking state
+		local start ready
+		start=$(date +%s%N)
+		HOME="$skhome" "$tmp/pg-loop" --json --no-session --task launch "$@" --llm-serve "$tmp/pgfake llm 0" --tools-serve "$tmp/pg-tool serve" --tools-list "$tmp/pg-tool list" >"$tmp/launch.jsonl" 2>"$tmp/err" || true
+		ready=$(grep -m1 '"from":"pick_task","to":"thinking"' "$tmp/launch.jsonl" | sed 's/.*"ts":"\([^"]*\)".*/\1/')
+		[ -n "$ready" ] || { echo "bench-loop: the launch run failed" >&2; cat "$tmp/err" >&2; exit 1; }
+		echo $((($(date -d "$ready" +%s%N) - start) / 1000000))
+	}
+	median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+	with=$(for i in 1 2 3 4 5 6 7; do launch; done | median)
+	without=$(for i in 1 2 3 4 5 6 7; do launch --no-skills; done | median)
+	echo "skills: launch to the first model call with 200 skills $with ms, with --no-skills $without ms: $((with - without)) ms added (median of 7)"
+fi

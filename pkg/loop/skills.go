@@ -7,30 +7,45 @@ import (
 	"github.com/powerglide/powerglide/pkg/skills"
 )
 
-// skillsPrompt is the system prompt's section naming the Agent Skills of
-// the workdir, when the tools offer the skill tool that reads them (the
-// default pg-tool does, unless --no-skills): names and descriptions only,
-// the bodies are for the model to load. SKILL.md files that cannot be used
-// are logged as warnings, and the run goes on.
-func (r *Runner) skillsPrompt(defs []protocol.ToolDef) string {
+// discoverSkills starts looking for the Agent Skills of the workdir in the
+// background (the tool list, which takes a process, runs meanwhile) and
+// returns the function that makes the system prompt's section of them:
+// names and descriptions only, the bodies are for the model to load. The
+// section is there when the tools offer the skill tool that reads them
+// (the default pg-tool does, unless --no-skills). SKILL.md files that
+// cannot be used are logged as warnings, and the run goes on.
+func (r *Runner) discoverSkills() func(defs []protocol.ToolDef) string {
 	if r.o.NoSkills {
-		r.log("info", "skills left out (--no-skills)")
-		return ""
+		return func([]protocol.ToolDef) string {
+			r.log("info", "skills left out (--no-skills)")
+			return ""
+		}
 	}
-	offered := false
-	for _, d := range defs {
-		offered = offered || d.Name == skills.ToolName
+	type found struct {
+		list  []skills.Skill
+		warns []skills.Warning
 	}
-	if !offered {
-		return ""
+	ch := make(chan found, 1)
+	go func() {
+		list, warns := skills.Discover(skills.Roots(r.o.Workdir, r.o.Getenv))
+		ch <- found{list, warns}
+	}()
+	return func(defs []protocol.ToolDef) string {
+		f := <-ch
+		offered := false
+		for _, d := range defs {
+			offered = offered || d.Name == skills.ToolName
+		}
+		if !offered {
+			return ""
+		}
+		for _, w := range f.warns {
+			r.log("warn", "%v", w)
+		}
+		if len(f.list) == 0 {
+			return ""
+		}
+		r.log("info", "%d skills: %s", len(f.list), strings.Join(skills.Names(f.list), ", "))
+		return "\n\n" + skills.Prompt(f.list, r.o.SkillsCap)
 	}
-	list, warns := skills.Discover(skills.Roots(r.o.Workdir, r.o.Getenv))
-	for _, w := range warns {
-		r.log("warn", "%v", w)
-	}
-	if len(list) == 0 {
-		return ""
-	}
-	r.log("info", "%d skills: %s", len(list), strings.Join(skills.Names(list), ", "))
-	return "\n\n" + skills.Prompt(list, r.o.SkillsCap)
 }

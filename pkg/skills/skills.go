@@ -176,13 +176,6 @@ func asWarning(file string, err error) Warning {
 
 var nameRe = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
-// frontMatter is what discovery reads of a SKILL.md's front matter; other
-// keys (license, compatibility, metadata, allowed-tools) are allowed.
-type frontMatter struct {
-	Name        yaml.Node `yaml:"name"`
-	Description yaml.Node `yaml:"description"`
-}
-
 // Load reads a SKILL.md's front matter. An error is a Warning naming the
 // file and line (or an fs error: os.ErrNotExist when there is no SKILL.md).
 // The warnings returned beside a skill are problems it loaded with.
@@ -207,12 +200,20 @@ func Load(file string) (Skill, []Warning, error) {
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return Skill{}, nil, Warning{File: abs, Line: 2, Msg: "front matter is not a YAML mapping of keys (name: ..., description: ...)"}
 	}
-	var m frontMatter
-	if err := doc.Content[0].Decode(&m); err != nil {
-		return Skill{}, nil, yamlWarning(abs, err)
+	// Discovery reads name and description; other keys (license,
+	// compatibility, metadata, allowed-tools) are allowed.
+	var nameNode, descNode yaml.Node
+	top := doc.Content[0].Content
+	for i := 0; i+1 < len(top); i += 2 {
+		switch top[i].Value {
+		case "name":
+			nameNode = *top[i+1]
+		case "description":
+			descNode = *top[i+1]
+		}
 	}
 	sk := Skill{Path: abs, Dir: filepath.Dir(abs), bodyLine: bodyLine}
-	name, line, err := scalar(abs, "name", m.Name)
+	name, line, err := scalar(abs, "name", nameNode)
 	if err != nil {
 		return Skill{}, nil, err
 	}
@@ -225,7 +226,7 @@ func Load(file string) (Skill, []Warning, error) {
 		return Skill{}, nil, Warning{File: abs, Line: line, Msg: fmt.Sprintf("name %q must be lower-case letters, digits and single hyphens (e.g. pdf-forms)", name)}
 	}
 	sk.Name = name
-	desc, dline, err := scalar(abs, "description", m.Description)
+	desc, dline, err := scalar(abs, "description", descNode)
 	if err != nil {
 		return Skill{}, nil, err
 	}

@@ -99,8 +99,15 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1"
 	}
+	reapOrphans()
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
+		return nil, err
+	}
+	// Whose server it is: a run killed before its cleanup leaves it to
+	// the next run's reapOrphans.
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	s := &Server{Dir: dir, Host: opts.Listen, bin: bin, opts: opts}
@@ -119,6 +126,34 @@ func NewServer(opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// ownerFile holds the pid of the process that started a server.
+const ownerFile = "owner.pid"
+
+// reapOrphans stops and removes the servers of test processes that died
+// without their cleanup (a test binary killed by its -timeout).
+func reapOrphans() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "pgtest-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue // its owner lives (or is not ours to judge)
+		}
+		s := &Server{Dir: dir}
+		if s.bin, err = Bin(); err != nil {
+			return
+		}
+		if os.Geteuid() == 0 {
+			s.cred, _ = postgresUser()
+		}
+		s.run("pg_ctl", "stop", "-w", "-t", "30", "-m", "immediate", "-D", s.data())
+		os.RemoveAll(dir)
+	}
 }
 
 // postgresUser is the credential of the postgres system user.

@@ -3,6 +3,9 @@ package pgtest
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -115,5 +118,34 @@ func TestOwnServerRestartsAndIsRemoved(t *testing.T) {
 	}
 	if _, err := pgx.Connect(ctx, url); err == nil {
 		t.Fatal("the removed server still answers")
+	}
+}
+
+// TestOrphanIsReaped: a server whose test process died without its
+// cleanup is stopped and removed by the next server's start.
+func TestOrphanIsReaped(t *testing.T) {
+	s, err := NewServer(Options{})
+	if err != nil {
+		Unavailable(t, err)
+	}
+	defer s.Remove()
+	// Its owner "dies": a pid that is not running.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, ownerFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := s.URL("postgres")
+	s2 := Start(t, Options{})
+	if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+		t.Fatalf("the orphan's directory is still there: %v", err)
+	}
+	if _, err := pgx.Connect(t.Context(), url); err == nil {
+		t.Fatal("the orphan still answers")
+	}
+	if query(t, s2.URL("postgres")) != 42 {
+		t.Fatal("the new server does not answer")
 	}
 }
