@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,21 @@ func TestControlCommands(t *testing.T) {
 	}
 	if rep := doCmd(t, c, protocol.ServeCommand{Type: "prompt", Message: "late"}); rep.OK {
 		t.Errorf("prompt after the end: %+v", rep)
+	}
+}
+
+// TestNoReplyAfterTheEnd: once the run's summary is out, a command read
+// later gets no reply, so the end marker stays the last line.
+func TestNoReplyAfterTheEnd(t *testing.T) {
+	var out strings.Builder
+	ev := NewEmitter(&out, false)
+	c := NewControl(nil)
+	ev.Observe(c.observe)
+	ev.Emit(&protocol.LoopSummaryEvent{Type: protocol.LoopSummary})
+	if err := c.Commands(strings.NewReader(`{"type":"state","id":"late"}`+"\n"), ev, time.Now); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), `"late"`) {
+		t.Errorf("a reply after the summary:\n%s", out.String())
 	}
 }
