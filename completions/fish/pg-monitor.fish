@@ -33,7 +33,7 @@ complete -c pg-monitor -n '__fish_seen_subcommand_from run' -l help -s h -d 'Sho
 complete -c pg-monitor -n '__fish_seen_subcommand_from run' -l version -d 'Print the version and exit.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from run' -l team -r -F -d 'Team name: the team directory is $POWERGLIDE_HOME/teams/<team> (default: the team key of the configuration, "default").'
 complete -c pg-monitor -n '__fish_seen_subcommand_from run' -l queue-cmd -r -F -d 'The pg-queue command used to list, release and count tasks (default: pg-queue next to pg-monitor, else on PATH).'
-complete -c pg-monitor -n '__fish_seen_subcommand_from watch' -l once -d 'Make one pass, and follow through the kills it starts (SIGKILL after --grace, release of tasks), then exit.'
+complete -c pg-monitor -n '__fish_seen_subcommand_from watch' -l once -d 'Make one pass, and follow through the kills it starts (SIGKILL after --grace, release of tasks), then exit; exit 1 when a stopped worker is still running 30s after the grace.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from watch' -l stale -r -F -d 'A worker whose heartbeat is older than this is stale, and stopped (default 30s; pg-dash'\''s --stale shows it). --heartbeat is its old name.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from watch' -l stall -r -F -d 'A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables).'
 complete -c pg-monitor -n '__fish_seen_subcommand_from watch' -l grace -r -F -d 'Time between SIGTERM and SIGKILL of a worker'\''s process group (default 10s).'

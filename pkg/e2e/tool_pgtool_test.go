@@ -6,13 +6,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/cmd/pgtool"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-func init() { tools["pg-tool"] = pgtool.Spec }
+// The scripts' pg-tool takes its test hooks from the environment, which
+// the real binary never reads: POWERGLIDE_SANDBOX_TEST_DISABLE (landlock,
+// seccomp, userns, comma-separated) makes those mechanisms look missing.
+func init() {
+	tools["pg-tool"] = func() *cli.Spec {
+		var h pgtool.Hooks
+		if v := os.Getenv("POWERGLIDE_SANDBOX_TEST_DISABLE"); v != "" {
+			h.SandboxMissing = strings.Split(v, ",")
+		}
+		return pgtool.SpecWith(h)
+	}
+}
 
 // TestPgTool runs testdata/script/pg-tool. Scripts get $MCPBIN (the npm
 // MCP servers and the MCP Inspector installed by scripts/test-deps.sh; the condition [mcp] says

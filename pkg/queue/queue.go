@@ -47,6 +47,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // Defaults.
@@ -515,13 +516,10 @@ func prepare(i int, t protocol.Task) (protocol.Task, error) {
 	return t, nil
 }
 
-// defaultTitle is the first line of the prompt, up to 80 bytes.
+// defaultTitle is the first line of the prompt, up to 80 bytes (never
+// cutting a character in two).
 func defaultTitle(prompt string) string {
-	first, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
-	if len(first) > 80 {
-		first = first[:80]
-	}
-	return strings.TrimSpace(first)
+	return strings.TrimSpace(termtext.Cut(termtext.FirstLine(prompt), 80))
 }
 
 // findCycle reports a dependency cycle among the new tasks (old tasks

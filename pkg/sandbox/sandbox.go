@@ -68,11 +68,6 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown sandbox mode %q (known: workspace-write, read-only, off)", s)
 }
 
-// TestDisableEnv names the variable that tests set to make mechanisms look
-// missing (a comma-separated list of landlock, seccomp, userns), so the
-// refusal path can be shown on a machine that has them all. For tests only.
-const TestDisableEnv = "POWERGLIDE_SANDBOX_TEST_DISABLE"
-
 // Policy is what a sandbox allows. It is also what Exec receives, as JSON.
 type Policy struct {
 	Mode       Mode     `json:"mode"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // MCP servers over HTTP: "name=https://host/path" (http:// only on
@@ -215,16 +216,11 @@ func (e *httpEndpoint) connect(ctx context.Context, s *Session) (*mcp.ClientSess
 		if sseErr == nil {
 			return cs, nil
 		}
-		return nil, fmt.Errorf("mcp server %s (%s) not connected: streamable HTTP: %s (HTTP %d); legacy SSE: %s", e.name, e.shown, oneLine(err), st, oneLine(sseErr))
+		return nil, fmt.Errorf("mcp server %s (%s) not connected: streamable HTTP: %s (HTTP %d); legacy SSE: %s", e.name, e.shown, termtext.FirstLine(err.Error()), st, termtext.FirstLine(sseErr.Error()))
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		return nil, fmt.Errorf("mcp server %s (%s) not connected: HTTP %d %s: check its headers (--mcp-header %s:Authorization=..., config mcp_headers)", e.name, e.shown, st, http.StatusText(int(st)), e.name)
 	}
-	return nil, fmt.Errorf("mcp server %s (%s) not connected: %s", e.name, e.shown, oneLine(err))
-}
-
-func oneLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
+	return nil, fmt.Errorf("mcp server %s (%s) not connected: %s", e.name, e.shown, termtext.FirstLine(err.Error()))
 }
 
 // detached connects a transport whose connection lives in the context it

@@ -13,6 +13,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/loop"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // SessionsCmd lists the sessions, or shows one.
@@ -167,7 +168,7 @@ func showText(w io.Writer, r protocol.SessionRecord, s *loop.Session) error {
 				err = messageText(w, ts, e.Message)
 			}
 		case loop.MemSummary:
-			_, err = fmt.Fprintf(w, "%s summary: %s\n", ts, clip(e.Summary, 400))
+			_, err = fmt.Fprintf(w, "%s summary: %s\n", ts, termtext.OneLine(e.Summary, 400))
 		case loop.MemPrune:
 			_, err = fmt.Fprintf(w, "%s (older tool outputs pruned)\n", ts)
 		case loop.MemFresh:
@@ -182,28 +183,19 @@ func messageText(w io.Writer, ts string, m *protocol.Message) error {
 		var err error
 		switch b.Type {
 		case protocol.BlockText:
-			_, err = fmt.Fprintf(w, "%s %s: %s\n", ts, m.Role, clip(b.Text, 400))
+			_, err = fmt.Fprintf(w, "%s %s: %s\n", ts, m.Role, termtext.OneLine(b.Text, 400))
 		case protocol.BlockToolCall:
-			_, err = fmt.Fprintf(w, "%s %s: → %s %s\n", ts, m.Role, b.Name, clip(string(b.Input), 200))
+			_, err = fmt.Fprintf(w, "%s %s: → %s %s\n", ts, m.Role, b.Name, termtext.OneLine(string(b.Input), 200))
 		case protocol.BlockToolResult:
 			mark := "ok"
 			if b.IsError {
 				mark = "error"
 			}
-			_, err = fmt.Fprintf(w, "%s %s: ← %s %s\n", ts, m.Role, mark, clip(b.Output, 200))
+			_, err = fmt.Fprintf(w, "%s %s: ← %s %s\n", ts, m.Role, mark, termtext.OneLine(b.Output, 200))
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// clip puts text on one line, at most n bytes of it.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
 }

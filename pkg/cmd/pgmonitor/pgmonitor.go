@@ -235,9 +235,13 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 //	$ pg-monitor watch --team T
 //	$ pg-monitor watch --team T --once        # from cron: * * * * *
 type WatchCmd struct {
-	Once   bool `help:"Make one pass, and follow through the kills it starts (SIGKILL after --grace, release of tasks), then exit."`
+	Once   bool `help:"Make one pass, and follow through the kills it starts (SIGKILL after --grace, release of tasks), then exit; exit 1 when a stopped worker is still running 30s after the grace."`
 	Limits `embed:""`
 }
+
+// onceSlack is how long watch --once waits, past the grace period, for
+// the workers it stopped to end.
+const onceSlack = 30 * time.Second
 
 // Run makes watch passes and prints each action as a JSON line.
 func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
@@ -249,8 +253,12 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 	enc := jsonl.NewEncoder(rt.IO.Out)
 	var deadline time.Time
 	if c.Once {
-		// Enough for SIGTERM, the grace period, SIGKILL and the release.
-		deadline = time.Now().Add(w.Opts.Grace + 5*time.Second + 2*interval)
+		// Enough for SIGTERM, the grace period, SIGKILL and the release,
+		// with room for a loaded machine: each pass runs pg-queue, and
+		// a watch that gives up too early leaves kills in flight. A
+		// process SIGKILL cannot end (stuck in the kernel) still ends
+		// the watch, with exit 1.
+		deadline = time.Now().Add(w.Opts.Grace + onceSlack + 2*interval)
 	}
 	for {
 		res, err := w.Pass(rt.Ctx)

@@ -26,7 +26,18 @@ import (
 )
 
 // Spec describes pg-tool for cli.Main.
-func Spec() *cli.Spec {
+func Spec() *cli.Spec { return SpecWith(Hooks{}) }
+
+// Hooks are what a test may change in pg-tool; the binary uses none.
+type Hooks struct {
+	// SandboxMissing names sandbox mechanisms (landlock, seccomp, userns)
+	// to treat as missing, so a test can show the refusal path on a
+	// machine that has them all.
+	SandboxMissing []string
+}
+
+// SpecWith describes pg-tool with test hooks.
+func SpecWith(h Hooks) *cli.Spec {
 	return &cli.Spec{
 		Name: "pg-tool",
 		Description: `Run the tools of a coding agent: shell, files, search, terminals, external tools and MCP servers.
@@ -41,7 +52,7 @@ Agent Skills (folders with a SKILL.md) found in .powerglide/skills and .claude/s
 Safety: every command pg-tool starts (bash, --verify, external tools, MCP servers, terminal programs) runs in a sandbox, --sandbox workspace-write by default: reads everywhere but the secret paths (~/.ssh, ~/.aws, ~/.gnupg, ~/.netrc, ~/.config/gcloud, ~/.docker/config.json, powerglide's config file, $POWERGLIDE_HOME outside the workspace, --deny-read); writes only in --root, a private TMPDIR and the build caches; no network (no TCP or UDP, loopback included, no unix sockets); no signal or ptrace to pg-tool; every process a bash call leaves behind ends with it. read-only allows writes only in the private TMPDIR; off runs commands unconfined. Widen with --allow-write PATH and --allow-net. Commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables, plus --pass-env NAME. Landlock, seccomp, no_new_privs, dropped capabilities and a PID namespace per command (in a user namespace unless pg-tool runs as root) enforce it; a kernel that lacks one gets each sandboxed command refused with an error naming what is missing (--sandbox off runs unconfined), never a weaker sandbox. pg-tool sandbox prints what is in force; every result says "sandbox":"<mode>".
 
 Secrets: results (output, error, saved full output) never hold the value of a secret set in pg-tool's environment or config (variables named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables) or a string shaped like an Anthropic, OpenAI, GitHub, AWS or bearer key: each is replaced by [redacted:NAME]. Output brought in from outside (every MCP and external tool, a bash command with a URL, curl, wget, nc or git clone/fetch/pull) is marked "untrusted":true; pg-loop shows it to the model as <untrusted source="TOOL">...</untrusted> and guards against what it carries.`,
-		CLI:     &CLI{},
+		CLI:     &CLI{hooks: h},
 		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output", "tool-sandbox", "tool-skill"},
 	}
 }
@@ -79,6 +90,7 @@ type CLI struct {
 	SandboxExec SandboxExecCmd `cmd:"" name:"sandbox-exec" hidden:"" help:"Run a command under a sandbox policy (used by pg-tool itself)."`
 
 	skillWarnings []skills.Warning `kong:"-"`
+	hooks         Hooks            `kong:"-"`
 }
 
 // session builds the tool session from the flags and the configuration.

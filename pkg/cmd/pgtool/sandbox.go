@@ -31,10 +31,6 @@ func (c *CLI) sandbox(rt *cli.Runtime, cfg *config.Config) (*sandbox.Sandbox, er
 		}
 	}
 	home := rt.IO.Getenv("HOME")
-	var disable []string
-	if v := rt.IO.Getenv(sandbox.TestDisableEnv); v != "" {
-		disable = strings.Split(v, ",")
-	}
 	abs := func(paths []string) ([]string, error) {
 		var out []string
 		for _, p := range paths {
@@ -66,7 +62,7 @@ func (c *CLI) sandbox(rt *cli.Runtime, cfg *config.Config) (*sandbox.Sandbox, er
 		Home:       home,
 		Config:     cfg.File,
 		DataRoot:   cfg.String("home"),
-		Disable:    disable,
+		Disable:    c.hooks.SandboxMissing,
 	}
 	if mode == sandbox.WorkspaceWrite {
 		p.Caches = sandbox.Caches(rt.IO.Getenv, home)
