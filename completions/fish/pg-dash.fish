@@ -11,6 +11,7 @@ complete -c pg-dash -n '__fish_seen_subcommand_from config' -l json -d 'Print JS
 complete -c pg-dash -n '__fish_seen_subcommand_from config' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-dash -n '__fish_seen_subcommand_from config' -l version -d 'Print the version and exit.'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l team -s t -r -F -d 'Team to show: $POWERGLIDE_HOME/teams/<team>/.'
+complete -c pg-dash -n '__fish_seen_subcommand_from show' -l store -r -F -d 'Where the team'\''s state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL: the whole team, from every host; the worker logs shown are this host'\''s, and the view is polled every --refresh).'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l once -d 'Print a plain-text snapshot to stdout and exit, instead of the live view.'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l json -d 'With --once, print the snapshot as one JSON record.'
 complete -c pg-dash -n '__fish_seen_subcommand_from show' -l stale -r -F -d 'Heartbeat age at which a worker is shown as stale, in red (default: pg-monitor'\''s --stale, config monitor_heartbeat, 30s unless set).'

@@ -57,7 +57,13 @@ type Runtime struct {
 	kctx *kong.Context
 	cfg  *config.Config
 	pipe chan os.Signal // see CatchBrokenPipe
+	done []func()       // see Defer
 }
+
+// Defer runs fn when the command has returned, after its error is
+// reported: for what the command opened and its callers share (a store's
+// connections). The last one deferred runs first.
+func (r *Runtime) Defer(fn func()) { r.done = append(r.done, fn) }
 
 // CatchBrokenPipe makes, for the rest of the run, a write to a stdout whose
 // reader went away fail with EPIPE, an error the command sees, instead of
@@ -172,6 +178,9 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	defer func() {
 		if rt.pipe != nil {
 			signal.Stop(rt.pipe)
+		}
+		for i := len(rt.done) - 1; i >= 0; i-- {
+			rt.done[i]()
 		}
 		code = outputCode(rt, code, out.failed())
 	}()

@@ -7,6 +7,7 @@
 package dash
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -18,10 +19,9 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
-	"github.com/powerglide/powerglide/pkg/atomicfile"
-	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -36,7 +36,8 @@ var viewOrder = []string{ViewOverview, ViewWorker, ViewTasks}
 
 // Options configure a dashboard.
 type Options struct {
-	Dir    teamdir.Dir // the team, unless Stream is set
+	Dir    teamdir.Dir // the team, unless Stream is set: its directory on this host (logs)
+	Team   store.Team  // the team's store; nil is the team directory Dir
 	Stream io.Reader   // one loop's event stream (pg-dash -)
 	Stale  time.Duration
 	// Refresh is the polling interval when file notifications are not
@@ -121,6 +122,8 @@ type Model struct {
 	stream *streamReader
 	sstate *StreamState
 	ended  bool
+
+	jfeed *journalFeed // a store's journal, followed (nil in files)
 }
 
 type velPending struct {
@@ -156,7 +159,7 @@ func New(opt Options) *Model {
 	}
 	m := &Model{
 		opt:          opt,
-		loader:       Loader{Dir: opt.Dir, Host: opt.Host, Alive: opt.Alive},
+		loader:       Loader{Dir: opt.Dir, Team: opt.Team, Host: opt.Host, Alive: opt.Alive},
 		keys:         newKeyMap(),
 		help:         help.New(),
 		view:         ViewOverview,
@@ -238,7 +241,11 @@ func (m *Model) Init() tea.Cmd {
 		return tea.Batch(clock(), m.readStream())
 	}
 	cmds = append(cmds, m.requestLoad())
-	if m.opt.Poll {
+	if !m.loader.Files() {
+		m.jfeed = startJournal(m.loader.team())
+		cmds = append(cmds, m.jfeed.next())
+	}
+	if m.opt.Poll || !m.loader.Files() { // another store notifies no file of its changes
 		m.polling = true
 		m.pollGen++
 		cmds = append(cmds, m.poll())
@@ -256,10 +263,13 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// Close releases the file watcher.
+// Close releases the file watcher and the journal's follower.
 func (m *Model) Close() {
 	if m.watch != nil {
 		m.watch.close()
+	}
+	if m.jfeed != nil {
+		m.jfeed.close()
 	}
 }
 
@@ -453,6 +463,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(cmds...)
 	case streamBatchMsg:
 		return m, m.applyStream(streamMsg(msg))
+	case journalMsg:
+		return m, m.applyJournal(msg)
 	case actionMsg:
 		m.setStatus(msg.text, msg.tone)
 		if p, ok := m.velPending[msg.worker]; ok && msg.worker != "" {
@@ -498,7 +510,7 @@ func (m *Model) applyLoad(r LoadResult) tea.Cmd {
 	}
 	m.fixSelection()
 	var cmds []tea.Cmd
-	if m.polling && !m.opt.Poll && r.Snap.DirExists && !m.watchTrying && time.Since(m.watchFailed) > 30*time.Second {
+	if m.polling && !m.opt.Poll && m.loader.Files() && r.Snap.DirExists && !m.watchTrying && time.Since(m.watchFailed) > 30*time.Second {
 		// Polling because there was no directory to watch (or the watch
 		// failed): try notifications again now that it is there.
 		m.watchTrying = true
@@ -683,7 +695,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.confirm = nil
 		switch msg.String() {
 		case "y", "Y":
-			return stopWorker(m.opt.Dir, c, m.opt.Signals)
+			return stopWorker(m.loader.team(), c, m.opt.Signals)
 		default:
 			m.setStatus("not stopped", "dim")
 			return nil
@@ -899,9 +911,9 @@ func (m *Model) setVelocity(id string, v float64) tea.Cmd {
 		}
 	}
 	m.velPending[id] = velPending{v: v, minSeq: math.MaxInt}
-	path := m.opt.Dir.Velocity(id)
+	t := m.loader.team()
 	return func() tea.Msg {
-		if err := atomicfile.WriteFile(path, []byte(FormatVelocity(v)), teamdir.FileMode); err != nil {
+		if err := t.Workers().SetVelocity(context.Background(), id, v); err != nil {
 			return actionMsg{text: "write velocity: " + err.Error(), tone: "bad", worker: id}
 		}
 		if v == 0 {
@@ -913,9 +925,9 @@ func (m *Model) setVelocity(id string, v float64) tea.Cmd {
 
 // stopWorker sends SIGTERM to the worker's process group, only while its
 // pid still names the process that started at the recorded time, and
-// journals it in events.jsonl. Escalating to SIGKILL is left to
+// journals it in the team journal. Escalating to SIGKILL is left to
 // pg-monitor, which stops a worker that outlives its heartbeat.
-func stopWorker(d teamdir.Dir, c *confirmStop, sig *proc.Signaler) tea.Cmd {
+func stopWorker(t store.Team, c *confirmStop, sig *proc.Signaler) tea.Cmd {
 	if sig == nil {
 		sig = proc.Default
 	}
@@ -929,7 +941,7 @@ func stopWorker(d teamdir.Dir, c *confirmStop, sig *proc.Signaler) tea.Cmd {
 		}
 		ev := protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: c.worker, Op: "stop", PID: c.target.PID,
 			Reason: fmt.Sprintf("pg-dash: SIGTERM to process group %d, asked for in the dashboard (x)", c.target.PID)}
-		if err := jsonl.Append(d.Events(), ev); err != nil {
+		if err := t.Journal().Append(context.Background(), ev); err != nil {
 			return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d), but the journal: %v", c.worker, c.target.PID, err), tone: "warn", recheck: true}
 		}
 		return actionMsg{text: fmt.Sprintf("sent SIGTERM to worker %s (process group %d)", c.worker, c.target.PID), tone: "ok", recheck: true}

@@ -2,7 +2,7 @@ package dash
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 	"github.com/powerglide/powerglide/pkg/termtext"
 )
@@ -132,9 +134,14 @@ func (s *Snapshot) ETA(now time.Time) (time.Duration, bool) {
 	return per * time.Duration(c.Remaining()), true
 }
 
-// Loader reads a team's files. It is a value, safe to copy into a tea.Cmd.
+// Loader reads a team. It is a value, safe to copy into a tea.Cmd.
 type Loader struct {
-	Dir  teamdir.Dir
+	Dir teamdir.Dir
+	// Team is the team's store; nil is the team directory Dir. A team
+	// kept in files is read from them directly, tolerating what a person
+	// may have broken by hand (each broken file is a problem); another
+	// store is read through its interface.
+	Team store.Team
 	Host string // this host's name: only its pids are checked
 	// Alive tells whether pid is still the process that started at start;
 	// nil means proc.Matches.
@@ -150,46 +157,50 @@ type LoadResult struct {
 	First    time.Time
 }
 
-// Load reads the whole team; jpos is where the journal was left.
+// team is the team's store.
+func (l Loader) team() store.Team {
+	if l.Team != nil {
+		return l.Team
+	}
+	t, _ := filestore.Open(l.Dir.Home, filestore.Options{}).Team(l.Dir.Team)
+	return t
+}
+
+// Files reports whether the team lives in its directory's files.
+func (l Loader) Files() bool {
+	if l.Team == nil {
+		return true
+	}
+	_, ok := l.Team.(interface{ Dir() teamdir.Dir })
+	return ok
+}
+
+// Load reads the whole team; jpos is where the journal was left (in files;
+// another store's journal is followed by the model, see Model.Init).
 func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
 	var r LoadResult
 	s := &r.Snap
 	s.Team = l.Dir.Team
 	s.LoadedAt = now
-	if st, err := os.Stat(l.Dir.Path()); err == nil && st.IsDir() {
-		s.DirExists = true
+	ctx := context.Background()
+	t := l.team()
+	if l.Files() {
+		l.loadFiles(s)
+	} else {
+		l.loadStore(ctx, t, s)
 	}
-	b, err := os.ReadFile(l.Dir.Queue())
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
-	default:
-		s.QueueExists = true
-		doc, err := DecodeQueue(b)
-		if err != nil {
-			s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
-		}
-		markBlocked(doc.Tasks, doc.FinishedDeps)
-		s.Tasks, s.Archived = doc.Tasks, doc.Archived
-	}
-	s.Budget = l.loadBudget(s)
-	workers, errs := l.Dir.Workers()
+	workers, errs := t.Workers().List(ctx)
 	for _, err := range errs {
 		s.Problems = append(s.Problems, Problem{relName(l.Dir, err), trimPath(err.Error())})
 	}
 	for _, w := range workers {
 		wi := WorkerInfo{Worker: *w}
-		// An empty file is no setting, as pg-loop reads it (pg-loop
-		// creates it empty, so that the sandbox lets the model write it).
-		vb, err := os.ReadFile(l.Dir.Velocity(w.Worker))
-		if err == nil && len(bytes.TrimSpace(vb)) > 0 {
-			v, err := ParseVelocity(vb)
-			if err != nil {
-				s.Problems = append(s.Problems, Problem{filepath.Base(l.Dir.Velocity(w.Worker)), err.Error()})
-			} else {
-				wi.VelocityFile = &v
-			}
+		v, err := t.Workers().Velocity(ctx, w.Worker)
+		switch {
+		case err != nil:
+			s.Problems = append(s.Problems, Problem{filepath.Base(l.Dir.Velocity(w.Worker)), trimPath(err.Error())})
+		case v != 1: // 1: none set, or the default set
+			wi.VelocityFile = &v
 		}
 		if l.Host != "" && w.Host == l.Host && w.PID > 0 && w.PIDStart != "" {
 			alive := l.Alive
@@ -203,6 +214,9 @@ func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
 			}
 		}
 		s.Workers = append(s.Workers, wi)
+	}
+	if !l.Files() {
+		return r
 	}
 	// The journal: the first event dates the team; new lines are shown.
 	if !jpos.Open {
@@ -250,6 +264,61 @@ func StartOf(first time.Time, s *Snapshot) time.Time {
 	return t
 }
 
+// loadFiles reads the queue and the budget from the team directory's
+// files, each broken file a problem.
+func (l Loader) loadFiles(s *Snapshot) {
+	if st, err := os.Stat(l.Dir.Path()); err == nil && st.IsDir() {
+		s.DirExists = true
+	}
+	b, err := os.ReadFile(l.Dir.Queue())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
+	default:
+		s.QueueExists = true
+		doc, err := DecodeQueue(b)
+		if err != nil {
+			s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
+		}
+		markBlocked(doc.Tasks, doc.FinishedDeps)
+		s.Tasks, s.Archived = doc.Tasks, doc.Archived
+	}
+	s.Budget = l.loadBudget(s)
+}
+
+// loadStore reads the queue and the budget through the store.
+func (l Loader) loadStore(ctx context.Context, t store.Team, s *Snapshot) {
+	if err := t.Exists(ctx); err == nil {
+		s.DirExists = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		s.Problems = append(s.Problems, Problem{"store", err.Error()})
+		return
+	}
+	tasks, err := t.Tasks().List(queue.ListOptions{})
+	if err != nil {
+		s.Problems = append(s.Problems, Problem{"tasks", err.Error()})
+	}
+	s.Tasks, s.QueueExists = tasks, s.DirExists
+	if st, err := t.Tasks().Stats(); err == nil && st.Archived > 0 {
+		// The archived tasks by status: the totals less the live ones.
+		live := CountTasks(tasks)
+		s.Archived = map[string]int{}
+		for status, n := range map[string]int{protocol.StatusDone: st.Done - live.Done, protocol.StatusFailed: st.Failed - live.Failed, protocol.StatusCancelled: st.Cancelled - live.Cancelled} {
+			if n > 0 {
+				s.Archived[status] = n
+			}
+		}
+	}
+	tb, err := t.Budget().Read(ctx)
+	switch {
+	case err == nil:
+		s.Budget = tb
+	case !errors.Is(err, fs.ErrNotExist):
+		s.Problems = append(s.Problems, Problem{"budget", err.Error()})
+	}
+}
+
 func relName(d teamdir.Dir, err error) string {
 	msg := err.Error()
 	if i := strings.Index(msg, ": "); i > 0 {
@@ -267,20 +336,8 @@ func trimPath(msg string) string {
 	return msg
 }
 
-// ParseVelocity reads a velocity file: one non-negative number.
-func ParseVelocity(b []byte) (float64, error) {
-	s := strings.TrimSpace(string(b))
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("velocity %q is not a non-negative number", termtext.Cut(s, 20))
-	}
-	return v, nil
-}
-
 // FormatVelocity writes a velocity as its file holds it.
-func FormatVelocity(v float64) string {
-	return strconv.FormatFloat(v, 'g', -1, 64) + "\n"
-}
+func FormatVelocity(v float64) string { return teamdir.FormatVelocity(v) }
 
 func firstJournalTS(path string) time.Time {
 	f, err := os.Open(path)

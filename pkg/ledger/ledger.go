@@ -1,89 +1,77 @@
-// Package ledger keeps a team's budget ledger, budget.json in the team
-// directory: the team's dollar budget, the settled cost of its workers'
-// model calls, and a reservation for each call in flight.
+// Package ledger keeps a team's budget ledger: the team's dollar budget,
+// the settled cost of its workers' model calls, and a reservation for each
+// call in flight. The rules live here; the document lives in the team's
+// store (store.Budget: budget.json in the team directory, or a row in
+// PostgreSQL), which serializes every change.
 //
 // A worker reserves a call's estimated cost before it makes the call and
-// settles the real cost after it, both under the team lock (the queue's
-// flock). A call is refused when the settled cost plus its estimate would
-// pass the budget, and waits while only other calls' reservations stand in
-// its way. No call therefore starts that could take the team past its
-// budget: the team overshoots it by no more than the estimates' error.
+// settles the real cost after it, each one store update. A call is refused
+// when the settled cost plus its estimate would pass the budget, and waits
+// while only other calls' reservations stand in its way. No call therefore
+// starts that could take the team past its budget: the team overshoots it
+// by no more than the estimates' error.
 //
 // A reservation of a worker that died does not hold the budget forever: it
 // is dropped by the next ledger change once its process is gone (same
 // host: pid and start time no longer match), and in any case at its until
-// time, TTL after it was made.
+// time, TTL after it was made (another host's process cannot be checked).
 package ledger
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"time"
 
-	"github.com/gofrs/flock"
-	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
-// File is the ledger's name in the team directory.
+// File is the ledger's name in a team directory.
 const File = teamdir.BudgetFile
 
 // DefaultTTL bounds a reservation whose process cannot be checked (another
 // host) or that never settles: no model call runs this long.
 const DefaultTTL = 30 * time.Minute
 
-// Path is budget.json of the team.
-func Path(d teamdir.Dir) string { return d.Budget() }
-
-// Read reads the team's ledger; os.ErrNotExist when the team has none.
-func Read(d teamdir.Dir) (*protocol.TeamBudget, error) {
-	b, err := os.ReadFile(Path(d))
-	if err != nil {
-		return nil, err
-	}
-	var tb protocol.TeamBudget
-	if err := json.Unmarshal(b, &tb); err != nil {
-		return nil, fmt.Errorf("%s: %w", Path(d), err)
-	}
-	return &tb, nil
+// Read reads the team's ledger; an error wrapping fs.ErrNotExist when the
+// team has none.
+func Read(ctx context.Context, t store.Team) (*protocol.TeamBudget, error) {
+	return t.Budget().Read(ctx)
 }
 
 // SetBudget writes the team's budget (0: none) into its ledger, making the
 // ledger when the team has none: its spent then starts at what the worker
 // records say the team spent so far, so earlier runs count.
-func SetBudget(d teamdir.Dir, usd float64, now time.Time) (*protocol.TeamBudget, error) {
+func SetBudget(ctx context.Context, t store.Team, usd float64, now time.Time) (*protocol.TeamBudget, error) {
 	if usd < 0 || math.IsNaN(usd) || math.IsInf(usd, 0) {
 		return nil, fmt.Errorf("invalid team budget %v", usd)
 	}
-	var out *protocol.TeamBudget
-	err := locked(d, func() error {
-		tb, err := Read(d)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			tb = &protocol.TeamBudget{Type: "team_budget", Version: 1, SpentUSD: recordsSpent(d)}
-		case err != nil:
-			return err
+	// Read before the update: the records are another part of the store.
+	seed := recordsSpent(ctx, t)
+	return t.Budget().Update(ctx, func(tb *protocol.TeamBudget) (*protocol.TeamBudget, error) {
+		if tb == nil {
+			tb = &protocol.TeamBudget{Type: "team_budget", Version: 1, SpentUSD: seed}
 		}
 		tb.BudgetUSD = usd
 		if usd == 0 || tb.SpentUSD < usd {
 			tb.Refused = nil // a new budget: the last refusal no longer stands
 		}
-		out = tb
-		return write(d, tb, now)
+		stamp(tb, now)
+		return tb, nil
 	})
-	return out, err
 }
 
 // recordsSpent is the team's spending as the worker records keep it.
-func recordsSpent(d teamdir.Dir) float64 {
-	recs, _ := d.Workers()
+func recordsSpent(ctx context.Context, t store.Team) float64 {
+	recs, _ := t.Workers().List(ctx)
 	var c float64
 	for _, r := range recs {
 		c += r.Total().CostUSD
@@ -93,7 +81,7 @@ func recordsSpent(d teamdir.Dir) float64 {
 
 // Ledger is one worker's handle on its team's ledger.
 type Ledger struct {
-	Dir      teamdir.Dir
+	Team     store.Team
 	Worker   string
 	PID      int
 	PIDStart string
@@ -103,10 +91,10 @@ type Ledger struct {
 }
 
 // New returns the ledger handle of this process as worker w.
-func New(d teamdir.Dir, worker string) *Ledger {
+func New(t store.Team, worker string) *Ledger {
 	pid, start, _ := proc.Self()
 	host, _ := os.Hostname()
-	return &Ledger{Dir: d, Worker: worker, PID: pid, PIDStart: start, Host: host}
+	return &Ledger{Team: t, Worker: worker, PID: pid, PIDStart: start, Host: host}
 }
 
 // ExhaustedError is a call refused: the team's settled cost plus the
@@ -135,63 +123,57 @@ func (e *BusyError) Error() string {
 // or "" when the team has no ledger (no team budget was ever set), an
 // *ExhaustedError when the call could pass the budget, a *BusyError when
 // it could only because of other calls in flight.
-func (l *Ledger) Reserve(usd float64) (string, error) {
-	if _, err := os.Stat(Path(l.Dir)); errors.Is(err, os.ErrNotExist) {
+func (l *Ledger) Reserve(ctx context.Context, usd float64) (string, error) {
+	// Most teams have no budget: one read, and no update, per call.
+	if _, err := l.Team.Budget().Read(ctx); errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	id := ""
-	err := locked(l.Dir, func() error {
-		tb, err := Read(l.Dir)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
+	var refused error
+	_, err := l.Team.Budget().Update(ctx, func(tb *protocol.TeamBudget) (*protocol.TeamBudget, error) {
+		id, refused = "", nil
+		if tb == nil {
+			return nil, nil // removed meanwhile: no budget
 		}
 		now := l.now()
 		l.expire(tb, now)
 		if b := tb.BudgetUSD; b > 0 {
-			var refused error
 			switch {
 			case tb.SpentUSD+usd > b, tb.SpentUSD >= b: // (an unpriced call has no estimate)
 				refused = &ExhaustedError{EstimateUSD: usd, SpentUSD: tb.SpentUSD, BudgetUSD: b}
+				tb.Refused = &protocol.BudgetRefusal{Worker: l.Worker, At: now, Reason: refused.Error()}
+				stamp(tb, now)
+				return tb, nil
 			case tb.SpentUSD+tb.ReservedUSD+usd > b:
 				refused = &BusyError{EstimateUSD: usd, SpentUSD: tb.SpentUSD, ReservedUSD: tb.ReservedUSD, BudgetUSD: b, Calls: len(tb.Reservations)}
-			}
-			if _, ok := refused.(*ExhaustedError); ok {
-				tb.Refused = &protocol.BudgetRefusal{Worker: l.Worker, At: now, Reason: refused.Error()}
-				if err := write(l.Dir, tb, now); err != nil {
-					return err
-				}
-			}
-			if refused != nil {
-				return refused
+				return nil, nil
 			}
 		}
 		id = newID(l.Worker)
 		tb.Reservations = append(tb.Reservations, protocol.Reservation{ID: id, Worker: l.Worker, PID: l.PID, PIDStart: l.PIDStart,
 			Host: l.Host, USD: usd, At: now, Until: now.Add(l.ttl())})
 		tb.ReservedUSD = reserved(tb)
-		return write(l.Dir, tb, now)
+		stamp(tb, now)
+		return tb, nil
 	})
 	if err != nil {
 		return "", err
+	}
+	if refused != nil {
+		return "", refused
 	}
 	return id, nil
 }
 
 // Settle ends reservation id with the call's real cost. A reservation that
 // expired in the meantime is gone; its cost still counts.
-func (l *Ledger) Settle(id string, usd float64) error {
+func (l *Ledger) Settle(ctx context.Context, id string, usd float64) error {
 	if id == "" {
 		return nil
 	}
-	return locked(l.Dir, func() error {
-		tb, err := Read(l.Dir)
-		if errors.Is(err, os.ErrNotExist) {
+	_, err := l.Team.Budget().Update(ctx, func(tb *protocol.TeamBudget) (*protocol.TeamBudget, error) {
+		if tb == nil {
 			tb = &protocol.TeamBudget{Type: "team_budget", Version: 1} // removed by hand meanwhile
-		} else if err != nil {
-			return err
 		}
 		now := l.now()
 		kept := tb.Reservations[:0]
@@ -204,30 +186,30 @@ func (l *Ledger) Settle(id string, usd float64) error {
 		l.expire(tb, now)
 		tb.SpentUSD += usd
 		tb.Calls++
-		return write(l.Dir, tb, now)
+		stamp(tb, now)
+		return tb, nil
 	})
+	return err
 }
 
-// Expire drops the reservations of processes that are gone and those past
-// their until time, and reports how many it dropped. Reserve and Settle do
+// Expire drops the reservations of processes of this host that are gone
+// and those past their until time (another host's dead process is only
+// known by that), and reports how many it dropped. Reserve and Settle do
 // it on their own; pg-monitor does it before it reports.
-func Expire(d teamdir.Dir, now time.Time) (int, error) {
+func Expire(ctx context.Context, t store.Team, now time.Time) (int, error) {
 	host, _ := os.Hostname()
-	l := &Ledger{Dir: d, Host: host}
+	l := &Ledger{Team: t, Host: host}
 	n := 0
-	err := locked(d, func() error {
-		tb, err := Read(d)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
+	_, err := t.Budget().Update(ctx, func(tb *protocol.TeamBudget) (*protocol.TeamBudget, error) {
+		n = 0
+		if tb == nil {
+			return nil, nil
 		}
-		if err != nil {
-			return err
+		if n = l.expire(tb, now); n == 0 {
+			return nil, nil
 		}
-		n = l.expire(tb, now)
-		if n == 0 {
-			return nil
-		}
-		return write(d, tb, now)
+		stamp(tb, now)
+		return tb, nil
 	})
 	return n, err
 }
@@ -277,29 +259,10 @@ func newID(worker string) string {
 	return "r-" + worker + "-" + hex.EncodeToString(b[:])
 }
 
-// locked runs fn under the team lock, the flock that guards the queue: a
-// ledger change is short, and one lock for the team's shared files keeps
-// their order simple.
-func locked(d teamdir.Dir, fn func() error) error {
-	if err := d.Ensure(); err != nil {
-		return err
-	}
-	lk := flock.New(d.Lock())
-	if err := lk.Lock(); err != nil {
-		return fmt.Errorf("lock %s: %w", d.Lock(), err)
-	}
-	defer lk.Close()
-	return fn()
-}
-
-func write(d teamdir.Dir, tb *protocol.TeamBudget, now time.Time) error {
+// stamp sets what every ledger document carries.
+func stamp(tb *protocol.TeamBudget, now time.Time) {
 	tb.Type, tb.Version, tb.UpdatedAt = "team_budget", 1, now.UTC()
 	if tb.Reservations == nil {
 		tb.Reservations = []protocol.Reservation{}
 	}
-	b, err := json.MarshalIndent(tb, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(Path(d), append(b, '\n'), teamdir.FileMode)
 }

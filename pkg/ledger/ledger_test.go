@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -11,8 +12,20 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
-	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 )
+
+var ctx = context.Background()
+
+// fileTeam is team t of the file store under home.
+func fileTeam(home string) store.Team {
+	tm, err := filestore.Open(home, filestore.Options{}).Team("t")
+	if err != nil {
+		panic(err)
+	}
+	return tm
+}
 
 // TestMain doubles as a worker process of TestProcessesShareTheBudget.
 func TestMain(m *testing.M) {
@@ -25,13 +38,13 @@ func TestMain(m *testing.M) {
 // worker reserves and settles calls until the budget refuses one; it
 // prints how many it made.
 func worker() int {
-	d := teamdir.Dir{Home: os.Getenv("LEDGER_HOME"), Team: "t"}
+	d := fileTeam(os.Getenv("LEDGER_HOME"))
 	est, _ := strconv.ParseFloat(os.Getenv("LEDGER_EST"), 64)
 	cost, _ := strconv.ParseFloat(os.Getenv("LEDGER_COST"), 64)
 	l := New(d, os.Getenv("LEDGER_WORKER"))
 	calls := 0
 	for {
-		id, err := l.Reserve(est)
+		id, err := l.Reserve(ctx, est)
 		var busy *BusyError
 		var out *ExhaustedError
 		switch {
@@ -46,7 +59,7 @@ func worker() int {
 			return 1
 		}
 		time.Sleep(2 * time.Millisecond) // the call
-		if err := l.Settle(id, cost); err != nil {
+		if err := l.Settle(ctx, id, cost); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -67,8 +80,9 @@ func TestProcessesShareTheBudget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const workers, budget = 4, 0.15
-			d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
-			if _, err := SetBudget(d, budget, time.Now()); err != nil {
+			home := t.TempDir()
+			d := fileTeam(home)
+			if _, err := SetBudget(ctx, d, budget, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			cmds := make([]*exec.Cmd, workers)
@@ -76,7 +90,7 @@ func TestProcessesShareTheBudget(t *testing.T) {
 			errs := make(chan error, workers)
 			for i := range cmds {
 				cmds[i] = exec.Command(os.Args[0])
-				cmds[i].Env = append(os.Environ(), "LEDGER_WORKER="+strconv.Itoa(i+1), "LEDGER_HOME="+d.Home,
+				cmds[i].Env = append(os.Environ(), "LEDGER_WORKER="+strconv.Itoa(i+1), "LEDGER_HOME="+home,
 					fmt.Sprintf("LEDGER_EST=%g", tc.est), fmt.Sprintf("LEDGER_COST=%g", tc.cost))
 				cmds[i].Stderr = os.Stderr
 				go func(i int) {
@@ -98,7 +112,7 @@ func TestProcessesShareTheBudget(t *testing.T) {
 				}
 				calls += n
 			}
-			tb, err := Read(d)
+			tb, err := Read(ctx, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,45 +140,46 @@ func TestProcessesShareTheBudget(t *testing.T) {
 // A call that fits only once other calls settle is told to wait (Busy);
 // one that cannot fit is refused and the refusal recorded.
 func TestReserveBusyAndExhausted(t *testing.T) {
-	d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
-	if _, err := SetBudget(d, 0.1, time.Now()); err != nil {
+	home := t.TempDir()
+	d := fileTeam(home)
+	if _, err := SetBudget(ctx, d, 0.1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	a, b := New(d, "1"), New(d, "2")
-	ida, err := a.Reserve(0.06)
+	ida, err := a.Reserve(ctx, 0.06)
 	if err != nil || ida == "" {
 		t.Fatalf("first reservation: %q %v", ida, err)
 	}
 	var busy *BusyError
-	if _, err := b.Reserve(0.06); !errors.As(err, &busy) {
+	if _, err := b.Reserve(ctx, 0.06); !errors.As(err, &busy) {
 		t.Fatalf("second reservation: %v, want busy", err)
 	}
-	if err := a.Settle(ida, 0.05); err != nil {
+	if err := a.Settle(ctx, ida, 0.05); err != nil {
 		t.Fatal(err)
 	}
 	var out *ExhaustedError
-	if _, err := b.Reserve(0.06); !errors.As(err, &out) {
+	if _, err := b.Reserve(ctx, 0.06); !errors.As(err, &out) {
 		t.Fatalf("after $0.05 spent: %v, want exhausted", err)
 	}
-	tb, _ := Read(d)
+	tb, _ := Read(ctx, d)
 	if tb.Refused == nil || tb.Refused.Worker != "2" || tb.SpentUSD != 0.05 || len(tb.Reservations) != 0 {
 		t.Fatalf("ledger: %+v", tb)
 	}
-	idb, err := b.Reserve(0.05)
+	idb, err := b.Reserve(ctx, 0.05)
 	if err != nil {
 		t.Fatalf("a call that fits exactly: %v", err)
 	}
-	if err := b.Settle(idb, 0.05); err != nil {
+	if err := b.Settle(ctx, idb, 0.05); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Reserve(0); !errors.As(err, &out) {
+	if _, err := b.Reserve(ctx, 0); !errors.As(err, &out) {
 		t.Fatalf("a call without an estimate once the budget is spent: %v, want exhausted", err)
 	}
 	// A new budget clears the refusal; 0 removes the limit.
-	if tb, err := SetBudget(d, 0, time.Now()); err != nil || tb.Refused != nil {
+	if tb, err := SetBudget(ctx, d, 0, time.Now()); err != nil || tb.Refused != nil {
 		t.Fatalf("budget 0: %+v %v", tb, err)
 	}
-	if _, err := b.Reserve(100); err != nil {
+	if _, err := b.Reserve(ctx, 100); err != nil {
 		t.Fatalf("no budget: %v", err)
 	}
 }
@@ -172,24 +187,22 @@ func TestReserveBusyAndExhausted(t *testing.T) {
 // A team without a ledger reserves nothing; SetBudget seeds spent from the
 // worker records, so earlier runs count.
 func TestNoLedgerAndSeed(t *testing.T) {
-	d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
-	if err := d.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	if id, err := New(d, "1").Reserve(5); id != "" || err != nil {
+	home := t.TempDir()
+	d := fileTeam(home)
+	if id, err := New(d, "1").Reserve(ctx, 5); id != "" || err != nil {
 		t.Fatalf("without a ledger: %q %v", id, err)
 	}
-	if _, err := os.Stat(Path(d)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := d.Budget().Read(ctx); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a reservation made the ledger")
 	}
-	if err := d.WriteWorker(&protocol.Worker{Worker: "1", Usage: protocol.Usage{CostUSD: 0.25}, Spent: &protocol.Usage{CostUSD: 0.5}}); err != nil {
+	if err := d.Workers().Write(ctx, &protocol.Worker{Worker: "1", Usage: protocol.Usage{CostUSD: 0.25}, Spent: &protocol.Usage{CostUSD: 0.5}}); err != nil {
 		t.Fatal(err)
 	}
-	tb, err := SetBudget(d, 1, time.Now())
+	tb, err := SetBudget(ctx, d, 1, time.Now())
 	if err != nil || tb.SpentUSD != 0.75 {
 		t.Fatalf("seeded ledger: %+v %v", tb, err)
 	}
-	if _, err := SetBudget(d, -1, time.Now()); err == nil {
+	if _, err := SetBudget(ctx, d, -1, time.Now()); err == nil {
 		t.Fatal("a negative budget was taken")
 	}
 }
@@ -197,8 +210,9 @@ func TestNoLedgerAndSeed(t *testing.T) {
 // The reservation of a worker that died is dropped at the next change; one
 // that outlives its TTL too (another host's, which cannot be checked).
 func TestDeadAndExpiredReservations(t *testing.T) {
-	d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
-	if _, err := SetBudget(d, 1, time.Now()); err != nil {
+	home := t.TempDir()
+	d := fileTeam(home)
+	if _, err := SetBudget(ctx, d, 1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// A process that has ended: its pid and start time no longer match.
@@ -209,28 +223,28 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 	now := time.Now()
 	dead := New(d, "1")
 	dead.PID, dead.PIDStart = cmd.Process.Pid, "1"
-	if _, err := dead.Reserve(0.9); err != nil {
+	if _, err := dead.Reserve(ctx, 0.9); err != nil {
 		t.Fatal(err)
 	}
 	other := New(d, "2")
 	other.Host, other.TTL = "elsewhere", time.Minute
 	other.Now = func() time.Time { return now }
-	if _, err := other.Reserve(0.05); err != nil {
+	if _, err := other.Reserve(ctx, 0.05); err != nil {
 		t.Fatal(err)
 	}
 	live := New(d, "3")
 	live.Now = func() time.Time { return now }
-	if _, err := live.Reserve(0.9); err != nil {
+	if _, err := live.Reserve(ctx, 0.9); err != nil {
 		t.Fatalf("the dead worker's reservation still holds the budget: %v", err)
 	}
-	tb, _ := Read(d)
+	tb, _ := Read(ctx, d)
 	if len(tb.Reservations) != 2 || math.Abs(tb.ReservedUSD-0.95) > 1e-9 {
 		t.Fatalf("reservations: %+v", tb.Reservations)
 	}
-	if n, err := Expire(d, now.Add(2*time.Minute)); err != nil || n != 1 {
+	if n, err := Expire(ctx, d, now.Add(2*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("expire after the TTL: %d %v", n, err)
 	}
-	tb, _ = Read(d)
+	tb, _ = Read(ctx, d)
 	if len(tb.Reservations) != 1 || tb.Reservations[0].Worker != "3" {
 		t.Fatalf("reservations after the TTL: %+v", tb.Reservations)
 	}
@@ -242,23 +256,24 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 func BenchmarkReserveSettle(b *testing.B) {
 	for _, n := range []int{0, 16} {
 		b.Run(fmt.Sprintf("inflight=%d", n), func(b *testing.B) {
-			d := teamdir.Dir{Home: b.TempDir(), Team: "t"}
-			if _, err := SetBudget(d, 1e9, time.Now()); err != nil {
+			home := b.TempDir()
+			d := fileTeam(home)
+			if _, err := SetBudget(ctx, d, 1e9, time.Now()); err != nil {
 				b.Fatal(err)
 			}
 			l := New(d, "1")
 			for range n {
-				if _, err := l.Reserve(0.01); err != nil {
+				if _, err := l.Reserve(ctx, 0.01); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ResetTimer()
 			for range b.N {
-				id, err := l.Reserve(0.01)
+				id, err := l.Reserve(ctx, 0.01)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := l.Settle(id, 0.005); err != nil {
+				if err := l.Settle(ctx, id, 0.005); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -92,7 +92,7 @@ func (r *Runner) teamApproval(ctx context.Context, ev protocol.LoopApprovalEvent
 	t := time.NewTicker(approvalPoll)
 	defer t.Stop()
 	for {
-		a, ok, err := r.o.Team.TakeAnswer(r.o.Worker, ev.Call.ID)
+		a, ok, err := r.o.TeamDir.TakeAnswer(r.o.Worker, ev.Call.ID)
 		if err != nil {
 			r.log("warn", "approval answer: %v", err)
 		} else if ok {

@@ -503,7 +503,7 @@ func TestVelocityFilePauses(t *testing.T) {
 	home := t.TempDir()
 	d, _ := teamdir.New(home, "tm")
 	d.Ensure()
-	h.opts.Team, h.opts.Worker, h.opts.VelocityFile = &d, "1", vf
+	h.opts.Team, h.opts.Worker, h.opts.VelocityFile = fileTeam(d), "1", vf
 	h.opts.Heartbeat = 20 * time.Millisecond
 	done := make(chan Result)
 	go func() {
@@ -547,7 +547,7 @@ func TestVelocityChangeDuringDelay(t *testing.T) {
 	h := newHarness(t, llm, okTool("x"), "t")
 	d, _ := teamdir.New(t.TempDir(), "tm")
 	d.Ensure()
-	h.opts.Team, h.opts.Worker, h.opts.VelocityFile = &d, "1", vf
+	h.opts.Team, h.opts.Worker, h.opts.VelocityFile = fileTeam(d), "1", vf
 	done := make(chan Result, 1)
 	go func() {
 		r, _ := NewRunner(h.opts)
@@ -597,7 +597,7 @@ func TestWaitsUntilDrained(t *testing.T) {
 	h.opts.Source = src
 	d, _ := teamdir.New(t.TempDir(), "tm")
 	d.Ensure()
-	h.opts.Team, h.opts.Worker, h.opts.Heartbeat = &d, "1", 20*time.Millisecond
+	h.opts.Team, h.opts.Worker, h.opts.Heartbeat = fileTeam(d), "1", 20*time.Millisecond
 	done := make(chan Result, 1)
 	go func() {
 		r, _ := NewRunner(h.opts)
@@ -657,7 +657,7 @@ func TestLeaseLostAbandonsTask(t *testing.T) {
 	h.opts.Source = src
 	d, _ := teamdir.New(t.TempDir(), "tm")
 	d.Ensure()
-	h.opts.Team, h.opts.Worker = &d, "1"
+	h.opts.Team, h.opts.Worker = fileTeam(d), "1"
 	h.opts.Heartbeat, h.opts.Lease = 10*time.Millisecond, 30*time.Millisecond
 	res := h.run(t)
 	if res.State != Done || src.failed != 0 || src.renewed == 0 {
@@ -781,7 +781,7 @@ func TestLeaseLostWhileExecuting(t *testing.T) {
 	h.opts.Source = src
 	d, _ := teamdir.New(t.TempDir(), "tm")
 	d.Ensure()
-	h.opts.Team, h.opts.Worker = &d, "1"
+	h.opts.Team, h.opts.Worker = fileTeam(d), "1"
 	h.opts.Heartbeat, h.opts.Lease = 10*time.Millisecond, 30*time.Millisecond
 	res := h.run(t)
 	if res.State != Done || src.failed != 0 {
@@ -811,7 +811,7 @@ func TestWorkerEpoch(t *testing.T) {
 		if err := d.WriteWorker(&c.seed); err != nil {
 			t.Fatal(err)
 		}
-		h.opts.Team, h.opts.Worker = &d, "1"
+		h.opts.Team, h.opts.Worker = fileTeam(d), "1"
 		h.run(t)
 		w, err := d.ReadWorker("1")
 		if err != nil || w.Epoch != c.want {

@@ -20,6 +20,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 	"github.com/powerglide/powerglide/pkg/termtext"
 )
@@ -98,7 +99,10 @@ type Options struct {
 	Approver Approver
 	Control  *Control
 
-	Team      *teamdir.Dir // team mode: the worker record is kept here
+	Team store.Team // team mode: the worker record is kept here
+	// TeamDir is the team's directory on this host: answers to --ask
+	// approvals arrive there (worker-<n>.approval).
+	TeamDir   teamdir.Dir
 	Worker    string
 	Heartbeat time.Duration
 	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat
@@ -743,15 +747,7 @@ func (r *Runner) pace(ctx context.Context) error {
 	}()
 	start := time.Now()
 	for {
-		v, set := r.o.Velocity, r.o.VelocitySet
-		if r.o.VelocityFile != "" {
-			fv, fset, err := ReadVelocity(r.o.VelocityFile)
-			if err != nil {
-				r.log("warn", "%v", err)
-			} else if fset {
-				v, set = fv, true
-			}
-		}
+		v, set := r.velocity(ctx)
 		if !set {
 			r.updateWorker(func(w *protocol.Worker) { w.Velocity = 1 })
 			return nil
@@ -782,6 +778,34 @@ func (r *Runner) pace(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// velocity is the pace in force: the operator's setting in the team's
+// store (pg-dash's keys; worker-<n>.velocity on files) when it is not the
+// default 1, else the velocity file (which the model may write), else
+// --velocity; set is false for none of them (full speed).
+func (r *Runner) velocity(ctx context.Context) (v float64, set bool) {
+	v, set = r.o.Velocity, r.o.VelocitySet
+	if r.o.VelocityFile != "" {
+		fv, fset, err := ReadVelocity(r.o.VelocityFile)
+		if err != nil {
+			r.log("warn", "%v", err)
+		} else if fset {
+			v, set = fv, true
+		}
+	}
+	if r.o.Team != nil {
+		sv, err := r.o.Team.Workers().Velocity(ctx, r.o.Worker)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				r.log("warn", "velocity: %v", err)
+			}
+		case sv != 1:
+			v, set = sv, true
+		}
+	}
+	return v, set
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -1374,7 +1398,7 @@ func (r *Runner) initWorker() {
 	if st, err := proc.ReadStat(pid); err == nil {
 		w.PGID, w.SID = st.PGID, st.SID // a watcher signals this process only while they match
 	}
-	if old, err := r.o.Team.ReadWorker(r.o.Worker); err == nil {
+	if old, err := r.o.Team.Workers().Read(context.Background(), r.o.Worker); err == nil {
 		w.Epoch = old.Epoch + 1
 		w.Spent = old.Carried() // earlier processes' usage stays counted (a seed of pg-monitor has none of its own)
 		if old.PID == pid && old.PIDStart == start && old.Epoch > 0 {
@@ -1421,7 +1445,7 @@ func (r *Runner) writeWorker() {
 		r.worker.ProgressAt = r.worker.HeartbeatAt
 	}
 	r.lastWrite = time.Now()
-	if err := r.o.Team.WriteWorker(r.worker); err != nil {
+	if err := r.o.Team.Workers().Write(context.Background(), r.worker); err != nil {
 		fmt.Fprintf(r.o.Stderr, "pg-loop: worker record: %v\n", err)
 	}
 }

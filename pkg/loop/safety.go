@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
@@ -265,15 +265,11 @@ func ReadVelocity(path string) (v float64, set bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return 0, false, nil
+	v, set, err = teamdir.ParseVelocity(b)
+	if err != nil {
+		return 0, false, fmt.Errorf("velocity file %s: %w", path, err)
 	}
-	v, err = strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 {
-		return 0, false, fmt.Errorf("velocity file %s: expected a number ≥ 0, got %q", path, s)
-	}
-	return v, true, nil
+	return v, set, nil
 }
 
 // VelocityDelay is the pause before a step: 1000/velocity milliseconds.

@@ -171,6 +171,7 @@ type QueueSource struct {
 	Worker  string
 	Lease   time.Duration
 	Dir     string
+	Env     []string // the command's environment; nil: this process's
 	Stderr  io.Writer
 }
 
@@ -189,6 +190,9 @@ func (s *QueueSource) run(ctx context.Context, args ...string) ([]byte, error) {
 	full := append([]string{"--team", s.Team}, args...)
 	cmd := shellCommand(ctx, s.Cmdline, full...)
 	cmd.Dir = s.Dir
+	if s.Env != nil {
+		cmd.Env = s.Env
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -23,7 +23,7 @@ func TestWorkerRecordCarriesSpent(t *testing.T) {
 		Usage: protocol.Usage{InputTokens: 100, CostUSD: 0.5}, Spent: &protocol.Usage{InputTokens: 200, CostUSD: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	h.opts.Team, h.opts.Worker = &d, "1"
+	h.opts.Team, h.opts.Worker = fileTeam(d), "1"
 	r, _ := NewRunner(h.opts)
 	if res := r.Run(context.Background()); res.State != Done {
 		t.Fatalf("%+v", res)
@@ -59,7 +59,7 @@ func TestResumeCountsUsageOnce(t *testing.T) {
 	var out bytes.Buffer
 	r, err := NewRunner(Options{Workdir: home, LLM: llm, Tools: okTool(""), MaxTokens: 1000,
 		Source: &ListSource{Tasks: []protocol.Task{{ID: "t", Title: "t"}}}, Events: NewEmitter(&out, false),
-		Session: sess, Resume: &Replay{Usage: earlier}, Team: &d, Worker: "1"})
+		Session: sess, Resume: &Replay{Usage: earlier}, Team: fileTeam(d), Worker: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) 
 		if end != nil {
 			cost = r.callCost(end.Usage)
 		}
-		if serr := r.o.Ledger.Settle(id, cost); serr != nil {
+		if serr := r.o.Ledger.Settle(context.WithoutCancel(ctx), id, cost); serr != nil {
 			r.log("error", "team budget: settle $%.4f: %v", cost, serr)
 		}
 	}
@@ -53,7 +53,7 @@ func (r *Runner) reserve(ctx context.Context, req *protocol.Request) (string, er
 		}
 	}()
 	for {
-		id, err := r.o.Ledger.Reserve(est)
+		id, err := r.o.Ledger.Reserve(ctx, est)
 		var busy *ledger.BusyError
 		var out *ledger.ExhaustedError
 		switch {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -25,10 +27,10 @@ func TestTeamBudgetStopsBeforeTheCall(t *testing.T) {
 	llm := &scriptLLM{answers: answers}
 	h := newHarness(t, llm, okTool("x"), "t")
 	d := teamdir.Dir{Home: t.TempDir(), Team: "tm"}
-	if _, err := ledger.SetBudget(d, 0.01, time.Now()); err != nil {
+	if _, err := ledger.SetBudget(context.Background(), fileTeam(d), 0.01, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	h.opts.Ledger = ledger.New(d, "1")
+	h.opts.Ledger = ledger.New(fileTeam(d), "1")
 	h.opts.BreakerSame = 0
 	h.opts.MaxTokens = 100
 	// $1 in, $10 out per million tokens: a call is estimated at about
@@ -41,7 +43,7 @@ func TestTeamBudgetStopsBeforeTheCall(t *testing.T) {
 	if res.State != Failed || !res.Limit || !errors.As(res.Err, &le) || le.Limit != LimitTeamBudget {
 		t.Fatalf("result %+v", res)
 	}
-	tb, err := ledger.Read(d)
+	tb, err := ledger.Read(context.Background(), fileTeam(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,4 +60,13 @@ func TestTeamBudgetStopsBeforeTheCall(t *testing.T) {
 	if !strings.Contains(h.out.String(), `"limit":"team_budget"`) {
 		t.Fatalf("no team_budget limit event:\n%s", h.out.String())
 	}
+}
+
+// fileTeam is the team of directory d in the file store.
+func fileTeam(d teamdir.Dir) store.Team {
+	tm, err := filestore.Open(d.Home, filestore.Options{}).Team(d.Team)
+	if err != nil {
+		panic(err)
+	}
+	return tm
 }

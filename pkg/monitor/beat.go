@@ -1,19 +1,18 @@
 package monitor
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/gofrs/flock"
-	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -87,95 +86,78 @@ func (o *BeatOptions) validate() (proc.Stat, error) {
 	return st, nil
 }
 
-// Beat creates or updates worker-<n>.json with a fresh heartbeat, the way
-// pg-loop does, for workers written as shell scripts. A new process (pid or
-// start time differ) starts a new epoch. A change of state or task, or
-// Progress, also moves progress_at. State changes are journaled.
-func Beat(d teamdir.Dir, o BeatOptions) (*protocol.Worker, error) {
+// Beat creates or updates the worker's record with a fresh heartbeat, the
+// way pg-loop does, for workers written as shell scripts. A new process
+// (pid or start time differ) starts a new epoch. A change of state or task,
+// or Progress, also moves progress_at. State changes are journaled.
+func Beat(ctx context.Context, t store.Team, o BeatOptions) (*protocol.Worker, error) {
 	st, err := o.validate()
 	if err != nil {
 		return nil, err
 	}
 	start := st.Start
-	if err := d.Ensure(); err != nil {
-		return nil, err
-	}
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	now = now.UTC()
 	// A worker may beat from a background loop while its main loop records
-	// state changes: the read-modify-write is serialized per worker.
-	unlock, err := lockWorker(d, o.Worker)
+	// state changes: the read-modify-write is serialized per worker (an
+	// unreadable record comes as none and is replaced: the heartbeat must
+	// go through).
+	var events []any
+	rec, err := t.Workers().Update(ctx, o.Worker, func(rec *protocol.Worker) (*protocol.Worker, error) {
+		events = nil
+		if rec == nil || rec.PID != o.PID || rec.PIDStart != start {
+			epoch := 1
+			if rec != nil {
+				epoch = rec.Epoch + 1
+			}
+			var spent *protocol.Usage
+			if rec != nil {
+				spent = rec.Carried() // the earlier processes' spending stays counted
+			}
+			rec = &protocol.Worker{Worker: o.Worker, PID: o.PID, PIDStart: start, Epoch: epoch,
+				State: "running", StartedAt: now, ProgressAt: now, Velocity: 1, Spent: spent}
+			events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "start", PID: o.PID, State: rec.State})
+		}
+		rec.Host = o.Host
+		// The watcher signals the pid only while its group and session are
+		// still these.
+		rec.PGID, rec.SID = st.PGID, st.SID
+		rec.HeartbeatAt = now
+		progress := o.Progress
+		if o.State != nil && *o.State != rec.State {
+			events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "state", PID: o.PID, State: *o.State, Task: rec.Task})
+			rec.State = *o.State
+			progress = true
+		}
+		if o.Task != nil && *o.Task != rec.Task {
+			rec.Task = *o.Task
+			progress = true
+		}
+		if o.Step != nil && *o.Step != rec.Step {
+			rec.Step = *o.Step
+			progress = true
+		}
+		if o.CostUSD != nil {
+			rec.Usage.CostUSD = *o.CostUSD
+		}
+		if o.Every != nil {
+			rec.HeartbeatIntervalMS = o.Every.Milliseconds()
+		}
+		if progress {
+			rec.ProgressAt = now
+		}
+		return rec, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	rec, err := d.ReadWorker(o.Worker)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		rec = nil // an unreadable record is replaced: the heartbeat must go through
-	}
-	var events []any
-	if rec == nil || rec.PID != o.PID || rec.PIDStart != start {
-		epoch := 1
-		if rec != nil {
-			epoch = rec.Epoch + 1
-		}
-		var spent *protocol.Usage
-		if rec != nil {
-			spent = rec.Carried() // the earlier processes' spending stays counted
-		}
-		rec = &protocol.Worker{Worker: o.Worker, PID: o.PID, PIDStart: start, Epoch: epoch,
-			State: "running", StartedAt: now, ProgressAt: now, Velocity: 1, Spent: spent}
-		events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "start", PID: o.PID, State: rec.State})
-	}
-	rec.Host = o.Host
-	// The watcher signals the pid only while its group and session are
-	// still these.
-	rec.PGID, rec.SID = st.PGID, st.SID
-	rec.HeartbeatAt = now
-	progress := o.Progress
-	if o.State != nil && *o.State != rec.State {
-		events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "state", PID: o.PID, State: *o.State, Task: rec.Task})
-		rec.State = *o.State
-		progress = true
-	}
-	if o.Task != nil && *o.Task != rec.Task {
-		rec.Task = *o.Task
-		progress = true
-	}
-	if o.Step != nil && *o.Step != rec.Step {
-		rec.Step = *o.Step
-		progress = true
-	}
-	if o.CostUSD != nil {
-		rec.Usage.CostUSD = *o.CostUSD
-	}
-	if o.Every != nil {
-		rec.HeartbeatIntervalMS = o.Every.Milliseconds()
-	}
-	if progress {
-		rec.ProgressAt = now
-	}
-	if err := d.WriteWorker(rec); err != nil {
-		return nil, err
-	}
 	if len(events) > 0 {
-		if err := jsonl.Append(d.Events(), events...); err != nil {
+		if err := t.Journal().Append(ctx, events...); err != nil {
 			return rec, err
 		}
 	}
 	return rec, nil
-}
-
-// lockWorker takes the lock that serializes read-modify-writes of one
-// worker record: beat's, and the seed pg-monitor run writes for a process
-// it just started (which may already be beating).
-func lockWorker(d teamdir.Dir, worker string) (unlock func(), err error) {
-	lk := flock.New(d.Worker(worker) + ".lock")
-	if err := lk.Lock(); err != nil {
-		return nil, fmt.Errorf("lock worker %s: %w", worker, err)
-	}
-	return func() { lk.Unlock() }, nil
 }

@@ -3,7 +3,7 @@ package monitor
 import (
 	"context"
 	"errors"
-	"os"
+	"io/fs"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/ledger"
@@ -13,19 +13,19 @@ import (
 // where every pg-loop worker reserves a call's estimated cost before the
 // call. A team that never had a budget gets no ledger; a run without one
 // (0) clears an earlier run's.
-func (s *Supervisor) writeBudget() error {
-	d := s.W.Dir
+func (s *Supervisor) writeBudget(ctx context.Context) error {
+	t := s.W.team()
 	if s.Opts.BudgetUSD == 0 {
-		if _, err := os.Stat(ledger.Path(d)); errors.Is(err, os.ErrNotExist) {
+		if _, err := ledger.Read(ctx, t); errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 	}
-	tb, err := ledger.SetBudget(d, s.Opts.BudgetUSD, time.Now())
+	tb, err := ledger.SetBudget(ctx, t, s.Opts.BudgetUSD, time.Now())
 	if err != nil {
 		return err
 	}
 	if tb.BudgetUSD > 0 {
-		s.logf("team budget $%.4f, $%.4f spent so far (%s)", tb.BudgetUSD, tb.SpentUSD, ledger.File)
+		s.logf("team budget $%.4f, $%.4f spent so far (the team's ledger)", tb.BudgetUSD, tb.SpentUSD)
 	}
 	return nil
 }
@@ -37,9 +37,9 @@ func (s *Supervisor) writeBudget() error {
 // cost nothing): then only spending past the budget stops them. Otherwise
 // (workers that only report their cost, pg-monitor beat --cost-usd)
 // reaching it does.
-func (s *Supervisor) overBudget(c float64) bool {
+func (s *Supervisor) overBudget(ctx context.Context, c float64) bool {
 	b := s.Opts.BudgetUSD
-	if tb, err := ledger.Read(s.W.Dir); err == nil && tb.Calls > 0 {
+	if tb, err := ledger.Read(ctx, s.W.team()); err == nil && tb.Calls > 0 {
 		return c > b+1e-9
 	}
 	return c >= b
@@ -47,8 +47,8 @@ func (s *Supervisor) overBudget(c float64) bool {
 
 // budgetRefused is the reason the ledger gave a worker for refusing a call
 // during this run, or "".
-func (s *Supervisor) budgetRefused() string {
-	tb, err := ledger.Read(s.W.Dir)
+func (s *Supervisor) budgetRefused(ctx context.Context) string {
+	tb, err := ledger.Read(ctx, s.W.team())
 	if err != nil || tb.Refused == nil || tb.Refused.At.Before(s.started) || tb.BudgetUSD == 0 {
 		return ""
 	}

@@ -193,7 +193,7 @@ func TestBeatValidatesFirst(t *testing.T) {
 	} {
 		home := t.TempDir()
 		d := teamdir.Dir{Home: home, Team: "t"}
-		if _, err := Beat(d, o); !errors.Is(err, ErrInvalid) {
+		if _, err := Beat(context.Background(), fileTeam(d), o); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Beat(%+v): %v, want ErrInvalid", o, err)
 		}
 		if ents, _ := os.ReadDir(home); len(ents) != 0 {

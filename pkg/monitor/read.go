@@ -1,25 +1,17 @@
 package monitor
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/proc"
-	"github.com/powerglide/powerglide/pkg/protocol"
-	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
-// A watch pass reads every worker record and every recorded process's
-// /proc/<pid>/stat; with hundreds of workers the syscalls dominate, so both
-// are read with a reused buffer in as few calls as possible
-// (open, read, close).
+// A watch pass reads every recorded process's /proc/<pid>/stat (and the
+// file store every worker record, see teamdir.Workers); with hundreds of
+// workers the syscalls dominate, so they are read with a reused buffer in
+// as few calls as possible (open, read, close).
 
 // reader reads small files into a reused buffer.
 type reader struct{ buf []byte }
@@ -71,41 +63,4 @@ func (r *reader) matches(pid int, start string) bool {
 	}
 	st, err := proc.ParseStat(b)
 	return err == nil && st.Start == start && st.Alive()
-}
-
-// workers is teamdir.Dir.Workers over the reused buffer: every
-// worker-<n>.json, sorted by worker name; unreadable records come back as
-// errors.
-func (r *reader) workers(d teamdir.Dir) ([]*protocol.Worker, []error) {
-	ents, err := os.ReadDir(d.Path())
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, []error{err}
-	}
-	var out []*protocol.Worker
-	var errs []error
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, "worker-") || !strings.HasSuffix(name, ".json") || strings.Contains(name, ".tmp-") || e.IsDir() {
-			continue
-		}
-		path := filepath.Join(d.Path(), name)
-		b, err := r.read(path)
-		if err != nil {
-			if !errors.Is(err, os.ErrNotExist) { // replaced between the listing and the read
-				errs = append(errs, err)
-			}
-			continue
-		}
-		w := new(protocol.Worker)
-		if err := json.Unmarshal(b, w); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", path, err))
-			continue
-		}
-		out = append(out, w)
-	}
-	sort.Slice(out, func(i, j int) bool { return teamdir.WorkerLess(out[i].Worker, out[j].Worker) })
-	return out, errs
 }

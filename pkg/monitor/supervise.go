@@ -156,13 +156,13 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	}
 	s.exits = make(chan exitMsg, o.Workers)
 	res := &RunResult{}
-	if err := s.writeBudget(); err != nil {
+	if err := s.writeBudget(ctx); err != nil {
 		return nil, err
 	}
 	s.started = time.Now()
 	// The budget counts earlier runs: a team that spent it starts nothing,
 	// unless there is nothing left to do.
-	if c := s.teamCost(); o.BudgetUSD > 0 && c >= o.BudgetUSD && !s.drained(ctx) {
+	if c := s.teamCost(ctx); o.BudgetUSD > 0 && c >= o.BudgetUSD && !s.drained(ctx) {
 		reason := fmt.Sprintf("team cost $%.4f already reached the budget $%.4f: no worker started", c, o.BudgetUSD)
 		s.logf("%s", reason)
 		_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
@@ -186,7 +186,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 		case <-ctx.Done():
 			s.stopAll(context.WithoutCancel(ctx), "monitor interrupted: "+context.Cause(ctx).Error())
 			res.Outcome = OutcomeInterrupted
-			res.CostUSD = s.teamCost()
+			res.CostUSD = s.teamCost(ctx)
 			return res, context.Cause(ctx)
 		case m := <-s.exits:
 			s.exited(ctx, m, res, true)
@@ -212,7 +212,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 		// an exit as well as on each tick. A team whose work is done is
 		// not stopped: its workers are ending on their own.
 		if o.BudgetUSD > 0 {
-			if c := s.teamCost(); s.overBudget(c) && !s.drained(ctx) {
+			if c := s.teamCost(ctx); s.overBudget(ctx, c) && !s.drained(ctx) {
 				reason := fmt.Sprintf("team cost $%.4f reached the budget $%.4f", c, o.BudgetUSD)
 				s.logf("%s: stopping every worker", reason)
 				_ = s.W.Emit(protocol.MonitorEvent{Action: ActBudgetStop, Reason: reason})
@@ -231,7 +231,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			return nil, fmt.Errorf("queue stats: %w", err)
 		}
 		res.Stats = st
-		res.CostUSD = s.teamCost()
+		res.CostUSD = s.teamCost(ctx)
 		res.Failed, res.Done = max(st.Failed-before.Failed, 0), max(st.Done-before.Done, 0)
 		if st.Drained() {
 			reason := fmt.Sprintf("queue drained (%d done, %d failed, %d cancelled) and every worker ended", st.Done, st.Failed, st.Cancelled)
@@ -243,7 +243,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			res.Outcome = OutcomeDone
 			return res, nil
 		}
-		if refused := s.budgetRefused(); refused != "" {
+		if refused := s.budgetRefused(ctx); refused != "" {
 			// The workers stopped themselves before a call the team's
 			// budget could not pay.
 			s.logf("team budget: %s", refused)
@@ -303,13 +303,13 @@ func (s *Supervisor) active() bool {
 // record's spent (its earlier processes, carried over by each restart)
 // plus usage (its current or last process). It is read from the records,
 // so it survives restarts of the workers and of pg-monitor itself.
-func (s *Supervisor) teamCost() float64 {
-	recs, _ := s.W.Dir.Workers()
+func (s *Supervisor) teamCost(ctx context.Context) float64 {
+	recs, _ := s.W.team().Workers().List(ctx)
 	var c float64
 	for _, r := range recs {
 		c += r.Total().CostUSD
 	}
-	if tb, err := ledger.Read(s.W.Dir); err == nil {
+	if tb, err := ledger.Read(ctx, s.W.team()); err == nil {
 		c = max(c, tb.SpentUSD) // the ledger outlives removed records
 	}
 	return c
@@ -378,15 +378,12 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		sl.pid, sl.start, sl.child, sl.running = pid, start, cmd, true
 		now := time.Now().UTC()
 		// The new process may beat before its seed is written: both
-		// read-modify-writes take the worker's lock, and a record that
-		// already names the new pid is its own and is kept.
-		unlock, err := lockWorker(d, sl.name)
-		if err != nil {
-			s.logf("worker %s: seed record: %v", sl.name, err)
-			unlock = func() {}
-		}
-		old, _ := d.ReadWorker(sl.name)
-		if old == nil || old.PID != pid {
+		// read-modify-writes are serialized per worker by the store, and a
+		// record that already names the new pid is its own and is kept.
+		_, err = s.W.team().Workers().Update(ctx, sl.name, func(old *protocol.Worker) (*protocol.Worker, error) {
+			if old != nil && old.PID == pid {
+				return nil, nil
+			}
 			rec := &protocol.Worker{Worker: sl.name, PID: pid, PIDStart: start, PGID: st.PGID, SID: st.SID, Host: s.W.Host, Epoch: 1,
 				State: "starting", HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
 			if old != nil {
@@ -396,11 +393,11 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 				// record over.
 				rec.Spent = old.Carried()
 			}
-			if err := d.WriteWorker(rec); err != nil {
-				s.logf("worker %s: seed record: %v", sl.name, err)
-			}
+			return rec, nil
+		})
+		if err != nil {
+			s.logf("worker %s: seed record: %v", sl.name, err)
 		}
-		unlock()
 		go s.follow(sl, cmd, pr, logf, pid, start, d.Log(sl.name)+".stderr", errOff, errDone)
 		return nil
 	})
@@ -559,7 +556,7 @@ func (s *Supervisor) exited(ctx context.Context, m exitMsg, res *RunResult, mayR
 	ev := protocol.WorkerEvent{Type: protocol.JournalWorker, TS: time.Now().UTC(), Worker: sl.name, Op: "exit", PID: m.pid, Reason: how}
 	// The journal keeps what the process spent, whatever becomes of its
 	// record.
-	if r, err := s.W.Dir.ReadWorker(sl.name); err == nil && r.PID == m.pid && r.PIDStart == m.start && r.Usage != (protocol.Usage{}) {
+	if r, err := s.W.team().Workers().Read(ctx, sl.name); err == nil && r.PID == m.pid && r.PIDStart == m.start && r.Usage != (protocol.Usage{}) {
 		u := r.Usage
 		ev.Usage = &u
 	}

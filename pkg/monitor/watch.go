@@ -11,14 +11,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/powerglide/powerglide/pkg/atomicfile"
-	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -137,7 +139,13 @@ type Status = protocol.WorkerStatus
 
 // Watcher runs watch passes over one team.
 type Watcher struct {
-	Dir   teamdir.Dir
+	// Dir is the team's directory on this host: the monitor's own lock
+	// and state (monitor.lock, monitor.json) and the workers' logs live
+	// there, whatever the store.
+	Dir teamdir.Dir
+	// Team is the team's store: worker records and journal. nil is the
+	// team directory Dir (the file store).
+	Team  store.Team
 	Queue Queue
 	Opts  Options
 	Host  string           // this host's name; records from other hosts are never signalled
@@ -145,6 +153,18 @@ type Watcher struct {
 	// Signals checks and sends every signal of a pass; nil: proc.Default.
 	// Tests give one with a recording Sender.
 	Signals *proc.Signaler
+
+	teamOnce sync.Once
+}
+
+// team is the team's store.
+func (w *Watcher) team() store.Team {
+	w.teamOnce.Do(func() {
+		if w.Team == nil {
+			w.Team, _ = filestore.Open(w.Dir.Home, filestore.Options{}).Team(w.Dir.Team)
+		}
+	})
+	return w.Team
 }
 
 func (w *Watcher) signals() *proc.Signaler {
@@ -192,9 +212,9 @@ func refused(r *protocol.Worker) error {
 
 // Statuses classifies every worker record without acting (pg-monitor
 // status). Unreadable records come back as errors.
-func (w *Watcher) Statuses() ([]Status, []error) {
+func (w *Watcher) Statuses(ctx context.Context) ([]Status, []error) {
 	rd := &reader{}
-	recs, errs := rd.workers(w.Dir)
+	recs, errs := w.team().Workers().List(ctx)
 	st, _ := w.loadState()
 	now := w.now()
 	out := make([]Status, 0, len(recs))
@@ -273,7 +293,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 	}
 	changed := false
 	rd := &reader{}
-	recs, errs := rd.workers(w.Dir)
+	recs, errs := w.team().Workers().List(ctx)
 	res.Errors = append(res.Errors, errs...)
 	now := w.now()
 	if err := w.checkIntervals(rd, recs, now); err != nil {
@@ -467,13 +487,13 @@ func (w *Watcher) release(ctx context.Context, res *Result, workers []*protocol.
 	return done, firstErr
 }
 
-// emit appends the event to events.jsonl and to the result.
+// emit appends the event to the team journal and to the result.
 func (w *Watcher) emit(res *Result, ev protocol.MonitorEvent) {
 	ev.Type = protocol.JournalMonitor
 	if ev.TS.IsZero() {
 		ev.TS = time.Now().UTC()
 	}
-	if err := jsonl.Append(w.Dir.Events(), ev); err != nil {
+	if err := w.team().Journal().Append(context.Background(), ev); err != nil {
 		res.Errors = append(res.Errors, err)
 	}
 	res.Events = append(res.Events, ev)
@@ -550,4 +570,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func appendJournal(w *Watcher, recs ...any) error { return jsonl.Append(w.Dir.Events(), recs...) }
+func appendJournal(w *Watcher, recs ...any) error {
+	return w.team().Journal().Append(context.Background(), recs...)
+}

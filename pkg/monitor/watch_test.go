@@ -15,6 +15,8 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -358,14 +360,14 @@ func TestBeat(t *testing.T) {
 	pid := os.Getpid()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	state := "executing"
-	r, err := Beat(d, BeatOptions{Worker: "3", PID: pid, State: &state, Now: t0})
+	r, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: pid, State: &state, Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Epoch != 1 || r.State != "executing" || !r.HeartbeatAt.Equal(t0) || !r.ProgressAt.Equal(t0) {
 		t.Fatalf("first beat: %+v", r)
 	}
-	r, err = Beat(d, BeatOptions{Worker: "3", PID: pid, Now: t0.Add(time.Minute)})
+	r, err = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: pid, Now: t0.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +376,7 @@ func TestBeat(t *testing.T) {
 	}
 	task := "t-1"
 	cost := 0.3
-	r, _ = Beat(d, BeatOptions{Worker: "3", PID: pid, Task: &task, CostUSD: &cost, Now: t0.Add(2 * time.Minute)})
+	r, _ = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: pid, Task: &task, CostUSD: &cost, Now: t0.Add(2 * time.Minute)})
 	if !r.ProgressAt.Equal(t0.Add(2*time.Minute)) || r.Task != "t-1" {
 		t.Fatalf("a task change is progress: %+v", r)
 	}
@@ -384,7 +386,7 @@ func TestBeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { c.Process.Kill(); c.Wait() }()
-	r, err = Beat(d, BeatOptions{Worker: "3", PID: c.Process.Pid})
+	r, err = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: c.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,10 +397,10 @@ func TestBeat(t *testing.T) {
 	if r.Spent == nil || r.Spent.CostUSD != 0.3 || r.Usage.CostUSD != 0 {
 		t.Fatalf("new process: spent %+v, usage %+v; want the earlier 0.3 in spent", r.Spent, r.Usage)
 	}
-	if _, err := Beat(d, BeatOptions{Worker: "3", PID: 1 << 22}); err == nil {
+	if _, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: 1 << 22}); err == nil {
 		t.Fatal("beat for a missing pid succeeded")
 	}
-	if _, err := Beat(d, BeatOptions{Worker: "../x", PID: pid}); err == nil {
+	if _, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "../x", PID: pid}); err == nil {
 		t.Fatal("bad worker name accepted")
 	}
 }
@@ -427,4 +429,13 @@ func BenchmarkPass(b *testing.B) {
 			b.Fatalf("pass: %v, %d workers, %d events", err, len(res.Workers), len(res.Events))
 		}
 	}
+}
+
+// fileTeam is the team of directory d in the file store.
+func fileTeam(d teamdir.Dir) store.Team {
+	tm, err := filestore.Open(d.Home, filestore.Options{}).Team(d.Team)
+	if err != nil {
+		panic(err)
+	}
+	return tm
 }

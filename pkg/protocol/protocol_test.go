@@ -72,6 +72,7 @@ var samples = []struct {
 	{"queue-stats", &protocol.QueueStats{Type: "stats", TS: ts, Live: 3, Pending: 1, Claimed: 1, Done: 4, Archived: 3, Claimable: 1,
 		OldestPending: "t-1", OldestPendingAge: 1.5, NextToken: 18, Throughput: protocol.QueueThroughput{Last1m: 1, Last5m: 2, Last15m: 3, PerMinute: 0.4}}},
 	{"queue-count", &protocol.QueueCount{Type: "prune", Count: 7}},
+	{"queue-init", &protocol.StoreInit{Type: "init", Store: "file", Team: "t", Dir: "/h/teams/t"}},
 }
 
 func TestSamplesValidateAndRoundTrip(t *testing.T) {

@@ -52,3 +52,12 @@ type QueueCount struct {
 	Type  string `json:"type" jsonschema:"enum=archive,enum=prune"`
 	Count int    `json:"count"`
 }
+
+// StoreInit is the record `pg-queue init` prints: the store it prepared.
+type StoreInit struct {
+	Type          string `json:"type" jsonschema:"enum=init"`
+	Store         string `json:"store" jsonschema:"enum=file,enum=postgres"`
+	Team          string `json:"team"`
+	Dir           string `json:"dir,omitempty" jsonschema:"description=the team directory (file store)"`
+	SchemaVersion int    `json:"schema_version,omitempty" jsonschema:"description=the schema version after the migrations (PostgreSQL)"`
+}

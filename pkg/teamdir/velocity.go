@@ -20,10 +20,15 @@ func ParseVelocity(b []byte) (v float64, set bool, err error) {
 		if len(s) > 20 {
 			s = s[:20] + "…"
 		}
-		return 0, false, fmt.Errorf("velocity %q is not a non-negative number", s)
+		return 0, false, &VelocityError{Text: s}
 	}
 	return v, true, nil
 }
+
+// VelocityError is a velocity file that does not hold a velocity.
+type VelocityError struct{ Text string }
+
+func (e *VelocityError) Error() string { return fmt.Sprintf("expected a number ≥ 0, got %q", e.Text) }
 
 // CheckVelocity refuses a velocity that is negative, NaN or infinite.
 func CheckVelocity(v float64) error {

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/dash"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -38,6 +41,7 @@ type CLI struct {
 type ShowCmd struct {
 	Source  string        `arg:"" optional:"" help:"'-' reads one loop's event stream (pg-loop's stdout) from stdin and shows that single worker."`
 	Team    string        `short:"t" env:"POWERGLIDE_TEAM" config:"team" help:"Team to show: $POWERGLIDE_HOME/teams/<team>/."`
+	Store   string        `env:"POWERGLIDE_STORE" config:"store" help:"Where the team's state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL: the whole team, from every host; the worker logs shown are this host's, and the view is polled every --refresh)." placeholder:"URL"`
 	Once    bool          `help:"Print a plain-text snapshot to stdout and exit, instead of the live view."`
 	JSON    bool          `name:"json" help:"With --once, print the snapshot as one JSON record."`
 	Stale   time.Duration `env:"POWERGLIDE_DASH_STALE" config:"dash_stale" help:"Heartbeat age at which a worker is shown as stale, in red (default: pg-monitor's --stale, config monitor_heartbeat, 30s unless set)."`
@@ -111,6 +115,14 @@ func (c *ShowCmd) Run(rt *cli.Runtime) error {
 		if err != nil {
 			return cli.Usagef("%v", err)
 		}
+		st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if opt.Team, err = st.Team(team); err != nil {
+			return cli.Usagef("%v", err)
+		}
 	} else {
 		if rt.IO.InTTY && !c.Once {
 			return cli.Usagef("stdin is a terminal: pipe a loop's events into pg-dash - (pg-loop ... | pg-dash -)")
@@ -149,10 +161,17 @@ func (c *ShowCmd) once(rt *cli.Runtime, opt dash.Options) error {
 		}
 		return nil
 	}
-	if err := opt.Dir.Exists(); err != nil {
-		return cli.Failf("not_found", "%v", err)
+	if err := opt.Team.Exists(rt.Ctx); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cli.Failf("not_found", "%v", err)
+		}
+		return err
 	}
-	r := dash.Loader{Dir: opt.Dir, Host: opt.Host}.Load(dash.TailPos{}, now)
+	l := dash.Loader{Dir: opt.Dir, Team: opt.Team, Host: opt.Host}
+	r := l.Load(dash.TailPos{}, now)
+	if !l.Files() {
+		r.First = dash.FirstJournalTS(rt.Ctx, opt.Team, 5*time.Second)
+	}
 	r.Snap.Started = dash.StartOf(r.First, &r.Snap)
 	rec := dash.Record(&r.Snap, now, opt.Stale, r.Warnings())
 	if c.JSON {

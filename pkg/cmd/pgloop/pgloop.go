@@ -21,6 +21,8 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/shell"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -91,6 +93,7 @@ type RunCmd struct {
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
 	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM). A worker started by pg-monitor run must name the monitor's team, or none." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
+	Store         string            `help:"Team mode: where the team's state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL, shared by hosts). The pg-queue it runs inherits it; the tools component never sees it." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL" group:"Tasks"`
 	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
 	Lease         string            `help:"Lease asked for a claimed task; renewed as the heartbeat." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"DURATION" group:"Tasks"`
 	IdleWait      time.Duration     `help:"Team mode: when nothing is claimable but the queue is not drained (tasks blocked by dependencies or claimed by other workers), wait this long for a claimable task, then exit 3 without <POWERGLIDE_DONE> (0: wait until the queue drains, right under pg-monitor)." default:"0" placeholder:"DURATION" group:"Tasks"`
@@ -714,8 +717,23 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if err != nil {
 			return nil, cli.Usagef("%v", err)
 		}
+		// The directory on this host holds the worker's log and velocity
+		// file whatever the store.
 		if err := d.Ensure(); err != nil {
 			return nil, cli.Failf("team", "%v", err)
+		}
+		cfg, err := rt.Config()
+		if err != nil {
+			return nil, err
+		}
+		st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+		if err != nil {
+			return nil, err
+		}
+		rt.Defer(func() { st.Close() })
+		tm, err := st.Team(c.Team)
+		if err != nil {
+			return nil, cli.Usagef("%v", err)
 		}
 		lease, err := time.ParseDuration(c.Lease)
 		if err != nil || lease <= 0 {
@@ -725,19 +743,23 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if q == "" {
 			q = loop.SiblingCommand("pg-queue", "")
 		}
-		o.Team, o.Worker, o.Lease, o.IdleWait = &d, c.Worker, lease, c.IdleWait
+		o.Team, o.TeamDir, o.Worker, o.Lease, o.IdleWait = tm, d, c.Worker, lease, c.IdleWait
 		if c.TeamBudgetUSD != nil {
-			tb, err := ledger.SetBudget(d, *c.TeamBudgetUSD, time.Now())
+			tb, err := ledger.SetBudget(rt.Ctx, tm, *c.TeamBudgetUSD, time.Now())
 			if err != nil {
 				return nil, cli.Failf("team", "team budget: %v", err)
 			}
 			fmt.Fprintf(rt.IO.Err, "pg-loop: team %s budget $%.4f, $%.4f spent\n", c.Team, tb.BudgetUSD, tb.SpentUSD)
 		}
-		o.Ledger = ledger.New(d, c.Worker)
+		o.Ledger = ledger.New(tm, c.Worker)
 		if o.VelocityFile == "" {
 			o.VelocityFile = d.Velocity(c.Worker)
 		}
-		return &loop.QueueSource{Cmdline: strings.TrimSpace(q), Team: c.Team, Worker: c.Worker, Lease: lease, Dir: workdir, Stderr: rt.IO.Err}, nil
+		var env []string
+		if u := cfg.String("store"); u != "" {
+			env = append(os.Environ(), "POWERGLIDE_STORE="+u)
+		}
+		return &loop.QueueSource{Cmdline: strings.TrimSpace(q), Team: c.Team, Worker: c.Worker, Lease: lease, Dir: workdir, Env: env, Stderr: rt.IO.Err}, nil
 	case c.Pipeline != "" || (sess != nil && sess.Info.Pipeline != "" && len(c.Task) == 0 && c.Tasks == ""):
 		if c.Pipeline == "" {
 			c.Pipeline = sess.Info.Pipeline
@@ -933,7 +955,19 @@ func toolsEnv(rt *cli.Runtime) []string {
 			keep = append(keep, name)
 		}
 	}
-	return secrets.ScrubEnv(env, keep...)
+	// The store URL may hold the database's password.
+	return secrets.ScrubEnv(dropEnv(env, "POWERGLIDE_STORE"), keep...)
+}
+
+// dropEnv removes the variable name from env.
+func dropEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // checkMonitorTeam refuses a worker whose --team is not the team of the

@@ -3,9 +3,11 @@
 package pgmonitor
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -16,6 +18,9 @@ import (
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/monitor"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -24,6 +29,7 @@ type CLI struct {
 	cli.Common `embed:""`
 
 	Team     string `help:"Team name: the team directory is $POWERGLIDE_HOME/teams/<team> (default: the team key of the configuration, \"default\")." config:"team" env:"POWERGLIDE_TEAM" placeholder:"T"`
+	Store    string `help:"Where the team's state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL, shared by hosts). Workers and pg-queue started by run inherit it (POWERGLIDE_STORE). Logs and the monitor's own state (monitor.json) stay in the team directory on this host." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL"`
 	QueueCmd string `name:"queue-cmd" help:"The pg-queue command used to list, release and count tasks (default: pg-queue next to pg-monitor, else on PATH)." config:"queue_cmd" env:"POWERGLIDE_QUEUE_CMD" placeholder:"CMD"`
 
 	Run    RunCmd    `cmd:"" help:"Spawn N workers and supervise them until the queue is drained; exit 0 only when no task of the run failed."`
@@ -72,7 +78,8 @@ type Limits struct {
 	Interval string `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
 }
 
-// setup resolves the team, the limits and the queue command.
+// setup resolves the team, its store, the limits and the queue command.
+// The caller closes the watcher's store (closeStore).
 func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 	if err := resolveTeam(rt, c); err != nil {
 		return nil, 0, err
@@ -104,9 +111,14 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 	if interval <= 0 {
 		return nil, 0, cli.Usagef("--interval must be positive, got %s", interval)
 	}
+	tm, err := openTeam(rt, c.Team)
+	if err != nil {
+		return nil, 0, err
+	}
 	host, _ := os.Hostname()
 	w := &monitor.Watcher{
 		Dir:  d,
+		Team: tm,
 		Opts: o,
 		Host: host,
 		Queue: &monitor.CLIQueue{
@@ -116,6 +128,25 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 		},
 	}
 	return w, interval, nil
+}
+
+// openTeam opens the configured store and the team in it. The store is
+// closed when the command ends (rt.Defer).
+func openTeam(rt *cli.Runtime, team string) (store.Team, error) {
+	cfg, err := rt.Config()
+	if err != nil {
+		return nil, err
+	}
+	st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	rt.Defer(func() { st.Close() })
+	tm, err := st.Team(team)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	return tm, nil
 }
 
 // resolveTeam takes the team from --team, POWERGLIDE_TEAM or the
@@ -132,10 +163,14 @@ func resolveTeam(rt *cli.Runtime, c *CLI) error {
 	return nil
 }
 
-// childEnv is the command's environment with the resolved data root, so
-// pg-queue and the workers see the same team directory.
+// childEnv is the command's environment with the resolved data root and
+// store, so pg-queue and the workers see the same team.
 func childEnv(rt *cli.Runtime, home string) []string {
-	return append(append([]string{}, rt.IO.Env...), "POWERGLIDE_HOME="+home)
+	env := append(append([]string{}, rt.IO.Env...), "POWERGLIDE_HOME="+home)
+	if cfg, err := rt.Config(); err == nil && cfg.String("store") != "" {
+		env = append(env, "POWERGLIDE_STORE="+cfg.String("store"))
+	}
+	return env
 }
 
 // RunCmd spawns and supervises a swarm.
@@ -328,23 +363,22 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if b.Worker == "" {
 		return cli.Usagef("missing --worker (or POWERGLIDE_WORKER)")
 	}
-	home, err := rt.Home()
-	if err != nil {
-		return err
-	}
-	d, err := teamdir.New(home, root.Team)
-	if err != nil {
+	if err := teamdir.ValidName("team", root.Team); err != nil {
 		return cli.Usagef("%v", err)
 	}
 	if err := teamdir.ValidName("worker", b.Worker); err != nil {
 		return cli.Usagef("%v", err)
+	}
+	tm, err := openTeam(rt, root.Team)
+	if err != nil {
+		return err
 	}
 	pid := b.PID
 	if pid == 0 {
 		pid = os.Getppid()
 	}
 	host, _ := os.Hostname()
-	_, err = monitor.Beat(d, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
+	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
 		Step: b.Step, CostUSD: b.CostUSD, Every: b.Every, Progress: b.Progress})
 	if err != nil {
 		if errors.Is(err, monitor.ErrInvalid) {
@@ -376,8 +410,11 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Dir.Exists(); err != nil {
-		return cli.Failf("not_found", "%v", err)
+	if err := w.Team.Exists(rt.Ctx); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cli.Failf("not_found", "%v", err)
+		}
+		return err
 	}
 	var code *gojq.Code
 	if s.Jq != "" {
@@ -389,11 +426,11 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 			return cli.Usagef("--jq: %v", err)
 		}
 	}
-	sts, errs := w.Statuses()
+	sts, errs := w.Statuses(rt.Ctx)
 	for _, e := range errs {
 		fmt.Fprintf(rt.IO.Err, "pg-monitor: warning: %v\n", e)
 	}
-	tb, err := teamBudget(w.Dir)
+	tb, err := teamBudget(rt.Ctx, w.Team)
 	if err != nil {
 		fmt.Fprintf(rt.IO.Err, "pg-monitor: warning: %v\n", err)
 	}
@@ -449,14 +486,14 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 
 // teamBudget reads the team's ledger, its dead and expired reservations
 // dropped first; nil when the team has none.
-func teamBudget(d teamdir.Dir) (*protocol.TeamBudget, error) {
-	if _, err := ledger.Read(d); errors.Is(err, os.ErrNotExist) {
+func teamBudget(ctx context.Context, t store.Team) (*protocol.TeamBudget, error) {
+	if _, err := ledger.Read(ctx, t); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if _, err := ledger.Expire(d, time.Now()); err != nil {
+	if _, err := ledger.Expire(ctx, t, time.Now()); err != nil {
 		return nil, err
 	}
-	return ledger.Read(d)
+	return ledger.Read(ctx, t)
 }
 
 func table(rt *cli.Runtime, sts []monitor.Status, tb *protocol.TeamBudget) error {

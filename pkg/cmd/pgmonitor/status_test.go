@@ -10,15 +10,18 @@ import (
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/cmd/pgmonitor"
 	"github.com/powerglide/powerglide/pkg/monitor"
-	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 )
 
 // On a terminal, status prints a table; --json forces JSON Lines.
 func TestStatusTable(t *testing.T) {
 	home := t.TempDir()
-	d := teamdir.Dir{Home: home, Team: "t"}
+	tm, err := filestore.Open(home, filestore.Options{}).Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
 	task := "t-7"
-	if _, err := monitor.Beat(d, monitor.BeatOptions{Worker: "7", PID: os.Getpid(), Task: &task}); err != nil {
+	if _, err := monitor.Beat(context.Background(), tm, monitor.BeatOptions{Worker: "7", PID: os.Getpid(), Task: &task}); err != nil {
 		t.Fatal(err)
 	}
 	run := func(args ...string) string {

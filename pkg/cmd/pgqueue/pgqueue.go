@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -20,6 +21,9 @@ import (
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 	"github.com/powerglide/powerglide/pkg/termtext"
 )
@@ -37,7 +41,7 @@ Bad input changes nothing and creates nothing: the team directory appears with t
 
 Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
 		CLI:     &CLI{},
-		Schemas: []string{"task", "task-input", "journal-event", "queue-stats", "queue-count", "error"},
+		Schemas: []string{"task", "task-input", "journal-event", "queue-stats", "queue-count", "queue-init", "error"},
 	}
 }
 
@@ -45,9 +49,11 @@ Output is JSON Lines on stdout (list prints a table on a terminal unless --json)
 type CLI struct {
 	cli.Common `embed:""`
 
-	Team string `help:"Team whose queue to use: $POWERGLIDE_HOME/teams/<team>/." config:"team" env:"POWERGLIDE_TEAM" placeholder:"NAME"`
-	JSON bool   `help:"Print JSON Lines even on a terminal."`
+	Team  string `help:"Team whose queue to use: $POWERGLIDE_HOME/teams/<team>/." config:"team" env:"POWERGLIDE_TEAM" placeholder:"NAME"`
+	Store string `help:"Where the team's state lives: empty or file: (the team directory under $POWERGLIDE_HOME), file:/path (the one under /path), postgres://... or a libpq keyword string (PostgreSQL, shared by hosts; PG* variables fill what it leaves out)." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL"`
+	JSON  bool   `help:"Print JSON Lines even on a terminal."`
 
+	Init     InitCmd     `cmd:"" help:"Prepare the store for the team: create its directory, or apply the PostgreSQL schema's migrations."`
 	Add      AddCmd      `cmd:"" help:"Add a task from arguments, or many as JSON Lines on stdin (add -, or add with no title when stdin is not a terminal); all or nothing."`
 	Claim    ClaimCmd    `cmd:"" help:"Lease the highest-priority, then oldest, claimable task; exit 3 when there is none."`
 	Renew    RenewCmd    `cmd:"" help:"Extend the lease of a claimed task."`
@@ -67,15 +73,16 @@ type CLI struct {
 // stats): a read creates nothing, and an empty answer for a mistyped team
 // would look like an idle one, so a missing team is a failure that says
 // so (exit 1).
-func teamExists(q *queue.Queue) error {
-	if err := q.Dir().Exists(); err != nil {
+func teamExists(rt *cli.Runtime, t store.Team) error {
+	err := t.Exists(rt.Ctx)
+	if errors.Is(err, fs.ErrNotExist) {
 		return cli.Failf("not_found", "%v", err)
 	}
-	return nil
+	return err
 }
 
-// open resolves the team directory and opens its queue.
-func (c *CLI) open(rt *cli.Runtime) (*queue.Queue, error) {
+// open resolves the team and opens it in the configured store.
+func (c *CLI) open(rt *cli.Runtime) (store.Team, error) {
 	// A one-shot command lives a few milliseconds: collecting garbage would
 	// cost more than the memory it frees. The limit keeps a huge queue from
 	// growing without bound. (watch, which runs for long, turns it back on.)
@@ -89,21 +96,34 @@ func (c *CLI) open(rt *cli.Runtime) (*queue.Queue, error) {
 	if team == "" {
 		return nil, cli.Usagef("no team: use --team NAME or set POWERGLIDE_TEAM")
 	}
-	dir, err := teamdir.New(cfg.String("home"), team)
-	if err != nil {
+	if err := teamdir.ValidName("team", team); err != nil {
 		return nil, cli.Usagef("%v", err)
 	}
-	q, err := queue.Open(dir)
+	if n := cfg.Int("queue_keep_finished"); n < 1 {
+		return nil, cli.Usagef("queue_keep_finished must be at least 1, got %d", n)
+	}
+	var warned sync.Once
+	st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{Crash: crashHook(), OnSettleError: func(err error) {
+		warned.Do(func() { fmt.Fprintf(rt.IO.Err, "pg-queue: warning: cannot settle the queue: %v\n", err) })
+	}})
 	if err != nil {
 		return nil, err
 	}
-	q.NoSync = !cfg.Bool("queue_sync")
-	q.Crash = crashHook()
-	q.KeepFinished = cfg.Int("queue_keep_finished")
-	if q.KeepFinished < 1 {
-		return nil, cli.Usagef("queue_keep_finished must be at least 1, got %d", q.KeepFinished)
+	rt.Defer(func() { st.Close() })
+	t, err := st.Team(team)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
 	}
-	return q, nil
+	return t, nil
+}
+
+// tasks opens the team's queue.
+func (c *CLI) tasks(rt *cli.Runtime) (store.Tasks, error) {
+	t, err := c.open(rt)
+	if err != nil {
+		return nil, err
+	}
+	return t.Tasks(), nil
 }
 
 func lease(rt *cli.Runtime) (time.Duration, error) {
@@ -233,6 +253,43 @@ func printTasks(rt *cli.Runtime, ts ...protocol.Task) error {
 	return nil
 }
 
+// InitCmd prepares the store.
+//
+// $ pg-queue init --team T
+// $ pg-queue init --store postgres://pg@db/powerglide --team T
+type InitCmd struct{}
+
+// Help details init.
+func (c *InitCmd) Help() string {
+	return `On files (the default store), creates the team directory $POWERGLIDE_HOME/teams/<team>/ and its logs/ directory; every change creates them too, so init is only needed to have them before the first task.
+
+On PostgreSQL, applies the schema's migrations that the database lacks, under an advisory lock, so several hosts may run it at once; every tool also applies them on first use. It changes no team: the team appears with its first task, worker or budget.
+
+Prints one record: {"type":"init","store":"file"|"postgres","team":...,"dir":... (files),"schema_version":N (PostgreSQL)}.
+
+Examples:
+  $ pg-queue init --team T
+  $ pg-queue init --store postgres://pg@db/powerglide --team T`
+}
+
+// Run prepares the store and prints what it did.
+func (c *InitCmd) Run(rt *cli.Runtime, root *CLI) error {
+	rt.JSON = true
+	cfg, err := rt.Config()
+	if err != nil {
+		return err
+	}
+	team := cfg.String("team")
+	if err := teamdir.ValidName("team", team); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	rec, err := dial.Init(rt.Ctx, cfg.String("store"), dial.Options{Home: cfg.String("home")}, team)
+	if err != nil {
+		return err
+	}
+	return jsonl.NewEncoder(rt.IO.Out).Encode(rec)
+}
+
 // AddCmd adds tasks.
 //
 // $ pg-queue add 'fix the flaky test' --priority 5 --verify 'go test ./...'
@@ -290,7 +347,7 @@ func (c *AddCmd) Run(rt *cli.Runtime, root *CLI) error {
 		}
 		tasks = []protocol.Task{t}
 	}
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
@@ -340,7 +397,7 @@ func (c *ClaimCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
@@ -381,7 +438,7 @@ func (c *RenewCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
@@ -419,7 +476,7 @@ func (c *CompleteCmd) Run(rt *cli.Runtime, root *CLI) error {
 		}
 		result = raw
 	}
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
@@ -442,7 +499,7 @@ type FailCmd struct {
 // Run fails the task and prints it.
 func (c *FailCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
@@ -481,7 +538,7 @@ func (c *ReleaseCmd) Run(rt *cli.Runtime, root *CLI) error {
 	case c.BeforeToken < 0:
 		return cli.Usagef("--before-token must be positive, got %d", c.BeforeToken)
 	}
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
@@ -510,7 +567,7 @@ type CancelCmd struct {
 // Run cancels and prints the tasks.
 func (c *CancelCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
@@ -547,16 +604,16 @@ func (c *ListCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	q, err := root.open(rt)
+	t, err := root.open(rt)
 	if err != nil {
 		return err
 	}
 	// Bad input (an unknown status) is reported before a missing team.
-	ts, err := q.List(queue.ListOptions{Status: splitIDs(c.Status), Worker: c.Worker, Archived: !c.Live})
+	ts, err := t.Tasks().List(queue.ListOptions{Status: splitIDs(c.Status), Worker: c.Worker, Archived: !c.Live})
 	if err != nil {
 		return fail(err)
 	}
-	if err := teamExists(q); err != nil {
+	if err := teamExists(rt, t); err != nil {
 		return err
 	}
 	if !rt.JSON {
@@ -603,7 +660,7 @@ type ShowCmd struct {
 // Run prints each task.
 func (c *ShowCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}
@@ -634,24 +691,20 @@ func (c *StatsCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	q, err := root.open(rt)
+	t, err := root.open(rt)
 	if err != nil {
 		return err
 	}
-	if err := teamExists(q); err != nil {
+	if err := teamExists(rt, t); err != nil {
 		return err
 	}
-	st, err := q.Stats()
+	st, err := t.Tasks().Stats()
 	if err != nil {
 		return err
 	}
 	_, err = p.print(st)
 	return err
 }
-
-// settleQuiet is how long watch lets task-queue.json rest after a change
-// before it settles it.
-const settleQuiet = time.Second
 
 // WatchCmd follows the journal.
 //
@@ -679,7 +732,7 @@ Examples:
 // Run follows events.jsonl until interrupted (or --count lines).
 func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
-	q, err := root.open(rt)
+	t, err := root.open(rt)
 	if err != nil {
 		return err
 	}
@@ -688,26 +741,19 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 		return err
 	}
 	debug.SetGCPercent(100)
-	fl := jsonl.Follow(q.Dir().Events(), jsonl.FollowOptions{FromStart: c.FromStart})
-	defer fl.Close()
 	ctx := rt.Ctx
 	if c.For > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.For)
 		defer cancel()
 	}
-	// A writer killed before appending its events leaves them for the
-	// next change; the watcher settles a quiet queue so they show now.
-	sctx, stopSettle := context.WithCancel(ctx)
-	settled := make(chan struct{})
-	go func() {
-		defer close(settled)
-		var once sync.Once
-		q.SettleWhenQuiet(sctx, settleQuiet, func(err error) {
-			once.Do(func() { fmt.Fprintf(rt.IO.Err, "pg-queue: warning: cannot settle the queue: %v\n", err) })
-		})
-	}()
-	defer func() { stopSettle(); <-settled }()
+	// On files, the follower also settles a quiet queue, so the events
+	// of a writer killed before journaling them show now.
+	fl, err := t.Journal().Follow(ctx, c.FromStart)
+	if err != nil {
+		return err
+	}
+	defer fl.Close()
 	printed := 0
 	for c.Count <= 0 || printed < c.Count {
 		line, err := fl.Next(ctx)
@@ -753,7 +799,7 @@ type ArchiveCmd struct {
 
 // Run archives and prints {"type":"archive","count":N}.
 func (c *ArchiveCmd) Run(rt *cli.Runtime, root *CLI) error {
-	return removeFinished(rt, root, "archive", c.OlderThan, (*queue.Queue).Archive)
+	return removeFinished(rt, root, "archive", c.OlderThan, store.Tasks.Archive)
 }
 
 // PruneCmd deletes finished tasks.
@@ -765,15 +811,15 @@ type PruneCmd struct {
 
 // Run prunes and prints {"type":"prune","count":N}.
 func (c *PruneCmd) Run(rt *cli.Runtime, root *CLI) error {
-	return removeFinished(rt, root, "prune", c.OlderThan, (*queue.Queue).Prune)
+	return removeFinished(rt, root, "prune", c.OlderThan, store.Tasks.Prune)
 }
 
 // removeFinished is the body archive and prune share: take the tasks
 // finished at least olderThan ago out of the live queue with remove, and
 // print how many as a {"type":kind,"count":N} record.
-func removeFinished(rt *cli.Runtime, root *CLI, kind string, olderThan time.Duration, remove func(*queue.Queue, time.Duration) (int, error)) error {
+func removeFinished(rt *cli.Runtime, root *CLI, kind string, olderThan time.Duration, remove func(store.Tasks, time.Duration) (int, error)) error {
 	rt.JSON = true
-	q, err := root.open(rt)
+	q, err := root.tasks(rt)
 	if err != nil {
 		return err
 	}

@@ -21,8 +21,10 @@ import (
 	"strings"
 
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // Options are what a store needs besides its URL.
@@ -146,3 +148,33 @@ type redacted struct {
 
 func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
+
+// Init prepares the store url names for team: the file store creates the
+// team directory; PostgreSQL applies the schema's migrations.
+func Init(ctx context.Context, rawURL string, o Options, team string) (*protocol.StoreInit, error) {
+	kind, home, err := Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	rec := &protocol.StoreInit{Type: "init", Store: kind, Team: team}
+	if kind == "file" {
+		if home == "" {
+			home = o.Home
+		}
+		d, err := teamdir.New(home, team)
+		if err != nil {
+			return nil, &InputError{err.Error()}
+		}
+		if err := d.Ensure(); err != nil {
+			return nil, err
+		}
+		rec.Dir = d.Path()
+		return rec, nil
+	}
+	v, err := migratePostgres(ctx, rawURL)
+	if err != nil {
+		return nil, redactErr(rawURL, err)
+	}
+	rec.SchemaVersion = v
+	return rec, nil
+}

@@ -11,3 +11,12 @@ import (
 func openPostgres(ctx context.Context, url string) (store.Store, error) {
 	return pgstore.Open(ctx, url)
 }
+
+// migratePostgres applies the schema's migrations and returns the schema
+// version.
+func migratePostgres(ctx context.Context, url string) (int, error) {
+	if err := pgstore.Migrate(ctx, url); err != nil {
+		return 0, err
+	}
+	return pgstore.SchemaVersion(), nil
+}

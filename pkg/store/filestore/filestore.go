@@ -27,6 +27,9 @@ type Options struct {
 	// KeepFinished is how many finished tasks stay in task-queue.json
 	// (config queue_keep_finished); 0 is queue.DefaultKeepFinished.
 	KeepFinished int
+	// Crash is the queue's crash-test hook (queue.Queue.Crash); nil in
+	// production.
+	Crash func(point string) bool
 	// OnSettleError hears, from a journal follower, that the queue could
 	// not be settled (see queue.SettleWhenQuiet); nil ignores it.
 	OnSettleError func(error)
@@ -71,6 +74,7 @@ func (s *Store) Team(name string) (store.Team, error) {
 	}
 	q.NoSync = s.opts.NoSync
 	q.KeepFinished = s.opts.KeepFinished
+	q.Crash = s.opts.Crash
 	t := &Team{dir: d, q: q, onSettle: s.opts.OnSettleError}
 	s.teams[name] = t
 	return t, nil

@@ -88,8 +88,12 @@ func (w *Workers) Velocity(_ context.Context, worker string) (float64, error) {
 		return 0, err
 	}
 	v, set, err := teamdir.ParseVelocity(b)
+	var ve *teamdir.VelocityError
+	if errors.As(err, &ve) {
+		return 0, fmt.Errorf("%s: velocity %q is not a non-negative number", path, ve.Text)
+	}
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return 0, err
 	}
 	if !set {
 		return 1, nil

@@ -24,7 +24,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -153,7 +152,8 @@ func (t *team) Exists(ctx context.Context) error {
 		return fmt.Errorf("team %s: %w", t.name, err)
 	}
 	if !ok {
-		return fmt.Errorf("team %s: %w", t.name, fs.ErrNotExist)
+		// As the file store says it; teamdir.ErrNoTeam is fs.ErrNotExist.
+		return fmt.Errorf("team %q %w: no task, worker or budget in the database", t.name, teamdir.ErrNoTeam)
 	}
 	return nil
 }

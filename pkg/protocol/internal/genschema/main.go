@@ -51,6 +51,7 @@ func write(dir string) error {
 		"error":           reflectType(reflect.TypeFor[protocol.ErrorEvent]()),
 		"queue-stats":     reflectType(reflect.TypeFor[protocol.QueueStats]()),
 		"queue-count":     reflectType(reflect.TypeFor[protocol.QueueCount]()),
+		"queue-init":      reflectType(reflect.TypeFor[protocol.StoreInit]()),
 	}
 	// A task to add needs a title, or a prompt to take it from.
 	schemas["task-input"].Description = "one task for pg-queue add (a line of a tasks file): a title or a prompt, the rest optional; the state fields of a task record are accepted and ignored"

@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/cmd/pgdash"
+	"github.com/powerglide/powerglide/pkg/cmd/pgmonitor"
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestStorePostgres runs testdata/script/store-postgres: the same commands
+// as on files (pg-queue, pg-monitor, pg-dash, pg-loop under pg-monitor),
+// against a real PostgreSQL server this test starts, each script with a
+// database of its own in POWERGLIDE_STORE; then otherHost. Under CI=true
+// a server that cannot start fails the test (pgtest).
+func TestStorePostgres(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	t.Run("scripts", func(t *testing.T) { storeScripts(t, srv) })
+	t.Run("other-host", func(t *testing.T) { otherHost(t, srv.DB(t)) })
+}
+
+func storeScripts(t *testing.T, srv *pgtest.Server) {
+	p := withLoopDoubles(t, Params(scriptDir("store-postgres")))
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		if err := setup(env); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		url, err := srv.CreateDB(ctx)
+		if err != nil {
+			return err
+		}
+		env.Setenv("POWERGLIDE_STORE", url)
+		return nil
+	}
+	testscript.Run(t, p)
+}
+
+// otherHost: a worker record of another host, in the shared store, whose
+// heartbeat is old. pg-monitor on this host reports it stale and never
+// signals its pid, even though a process of this host has that pid and
+// start time; pg-dash shows it stale.
+func otherHost(t *testing.T, url string) {
+	home := t.TempDir()
+	ctx := context.Background()
+
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	st, err := proc.ReadStat(child.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := dial.Open(url, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tm, err := s.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour).UTC()
+	rec := &protocol.Worker{Worker: "b1", PID: child.Process.Pid, PIDStart: st.Start, PGID: st.PGID, SID: st.SID,
+		Host: "another-host", Epoch: 1, State: "executing", HeartbeatAt: old, ProgressAt: old, StartedAt: old, Velocity: 1}
+	if err := tm.Workers().Write(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+
+	run := func(spec func() *cli.Spec, args ...string) (string, int) {
+		var out, errb bytes.Buffer
+		io := cli.Test(nil, &out, &errb, "POWERGLIDE_HOME="+home, "HOME="+home, "POWERGLIDE_STORE="+url, "POWERGLIDE_QUEUE_CMD=false")
+		code := cli.Run(ctx, spec(), args, io)
+		return out.String() + errb.String(), code
+	}
+	out, code := run(pgmonitor.Spec, "--team", "t", "status", "--json")
+	if code != 0 || !strings.Contains(out, `"worker":"b1","liveness":"stale"`) || !strings.Contains(out, `"host":"another-host"`) {
+		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+	out, code = run(pgmonitor.Spec, "--team", "t", "watch", "--once", "--grace", "0s")
+	if code != 0 || strings.Contains(out, "sigterm") {
+		t.Fatalf("watch --once: exit %d\n%s", code, out)
+	}
+	if !proc.Matches(child.Process.Pid, st.Start) {
+		t.Fatal("the process of another host's record was signalled")
+	}
+	out, code = run(pgdash.Spec, "--team", "t", "--once", "--json")
+	if code != 0 {
+		t.Fatalf("pg-dash --once: exit %d\n%s", code, out)
+	}
+	var snap struct {
+		Workers []struct {
+			Worker string `json:"worker"`
+			Stale  bool   `json:"stale"`
+			Alive  *bool  `json:"alive"`
+			Host   string `json:"host"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal([]byte(out), &snap); err != nil {
+		t.Fatalf("pg-dash --once --json: %v\n%s", err, out)
+	}
+	if len(snap.Workers) != 1 || !snap.Workers[0].Stale || snap.Workers[0].Alive != nil || snap.Workers[0].Host != "another-host" {
+		t.Fatalf("pg-dash shows %+v, want b1 stale, its liveness unknown", snap.Workers)
+	}
+}
