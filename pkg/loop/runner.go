@@ -357,7 +357,7 @@ func (res Result) Failure() (code int, kind, msg string) {
 	case errors.As(res.Err, &me) && me.Unrecoverable():
 		msg, kind = "unrecoverable: "+msg, me.Event.Kind
 	}
-	return code, kind, strings.Join(strings.Fields(msg), " ")
+	return code, kind, termtext.OneLine(msg, 0)
 }
 
 func (r *Runner) interrupt(ctx context.Context) {
