@@ -16,8 +16,15 @@ import (
 // package secrets): the records powerglide keeps under its home (worker
 // records, session.json, pipeline state, pty state) are written here.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return WriteRedacted(path, secrets.Redact(data), perm)
+}
+
+// WriteRedacted is WriteFile for data its caller has redacted already
+// (secrets.Redact), because the caller shows the redacted content too (a
+// terminal's screen): each write path redacts once.
+func WriteRedacted(path string, data []byte, perm os.FileMode) error {
 	return Write(path, perm, func(f *os.File) error {
-		_, err := f.Write(secrets.Redact(data))
+		_, err := f.Write(data)
 		return err
 	})
 }

@@ -167,3 +167,18 @@ func TestWriteFileRedacts(t *testing.T) {
 		t.Fatalf("got %s", b)
 	}
 }
+
+// WriteRedacted writes what its caller redacted as it is: the caller's
+// redaction is the one pass of that write path (a second one would only
+// cost, redaction being idempotent).
+func TestWriteRedactedWritesAsGiven(t *testing.T) {
+	secrets.Register(secrets.Secret{Name: "RECORD_SECRET", Value: "record-secret-value-2"})
+	p := filepath.Join(t.TempDir(), "screen.json")
+	in := secrets.Redact([]byte(`{"lines":["token record-secret-value-2"]}`))
+	if err := WriteRedacted(p, in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != `{"lines":["token [redacted:RECORD_SECRET]"]}` {
+		t.Fatalf("got %s", b)
+	}
+}

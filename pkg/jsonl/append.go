@@ -52,11 +52,11 @@ func Append(path string, records ...any) error {
 // AppendRaw appends data, which must be whole newline-terminated lines, to
 // path under an exclusive flock in a single write. Secrets in data (see
 // package secrets) are redacted first: every journal powerglide keeps
-// under its home is appended here. When a previous writer
-// left a last line without its newline (a full disk, a writer killed in the
-// middle of its write), that line is ended first: kept when it is whole
-// JSON, blanked with spaces when it is a torn fragment, so the file never
-// shows a partial record as a line of its own.
+// under its home is appended here or through AppendRedacted. When a
+// previous writer left a last line without its newline (a full disk, a
+// writer killed in the middle of its write), that line is ended first:
+// kept when it is whole JSON, blanked with spaces when it is a torn
+// fragment, so the file never shows a partial record as a line of its own.
 func AppendRaw(path string, data []byte) error {
 	if len(data) == 0 {
 		return nil
@@ -64,7 +64,20 @@ func AppendRaw(path string, data []byte) error {
 	if data[len(data)-1] != '\n' {
 		return fmt.Errorf("append %s: data does not end with a newline", path)
 	}
-	data = secrets.Redact(data)
+	return AppendRedacted(path, secrets.Redact(data))
+}
+
+// AppendRedacted is AppendRaw for data its caller has redacted already
+// (secrets.Redact), because the caller keeps the redacted bytes too (the
+// queue indexes its archive and keeps each change's journal in
+// task-queue.json): each write path redacts once.
+func AppendRedacted(path string, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if data[len(data)-1] != '\n' {
+		return fmt.Errorf("append %s: data does not end with a newline", path)
+	}
 	// One descriptor to lock, look at the last byte and append: the flock
 	// is the one other writers take through gofrs/flock on the same path.
 	// 0600: the logs appended here (journals, memory, recordings) hold

@@ -265,6 +265,24 @@ func TestAppendRedacts(t *testing.T) {
 	}
 }
 
+// AppendRedacted appends what its caller redacted as it is, with the same
+// line rules as AppendRaw: the caller's redaction is the one pass of that
+// write path.
+func TestAppendRedacted(t *testing.T) {
+	secrets.Register(secrets.Secret{Name: "JOURNAL_TOKEN", Value: "journal-token-value-1"})
+	p := filepath.Join(t.TempDir(), "task-archive.jsonl")
+	line := secrets.Redact([]byte(`{"error":"token journal-token-value-1"}` + "\n"))
+	if err := AppendRedacted(p, line); err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendRedacted(p, []byte("no newline")); err == nil {
+		t.Fatal("AppendRedacted accepted data without a final newline")
+	}
+	if b, _ := os.ReadFile(p); string(b) != `{"error":"token [redacted:JOURNAL_TOKEN]"}`+"\n" {
+		t.Fatalf("got %s", b)
+	}
+}
+
 // TestFollowStartMarksTheEnd: a follower from the end that is started
 // returns the lines appended after Start, even before its first Next
 // (without Start, the end is where the first Next finds it).

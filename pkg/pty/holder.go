@@ -190,7 +190,8 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 func (h *holder) finish(code int, sig string, werr error) {
 	scr := h.emu.snapshot(h.state.Name)
 	if b, err := json.Marshal(scr); err == nil {
-		if err := atomicfile.WriteFile(filepath.Join(h.dir, ScreenFile), append(b, '\n'), teamdir.FileMode); err != nil {
+		// The snapshot's lines are redacted already.
+		if err := atomicfile.WriteRedacted(filepath.Join(h.dir, ScreenFile), append(b, '\n'), teamdir.FileMode); err != nil {
 			h.noteError("save the final screen: %v", err)
 		}
 	}

@@ -79,14 +79,14 @@ func (q *Queue) archiveEntries(s *state, move map[int]bool, now time.Time, c *ch
 	return nil
 }
 
-// appendArchive appends whole lines to the archive, synced unless NoSync.
-// Callers hold the team lock.
+// appendArchive appends whole lines, redacted already, to the archive,
+// synced unless NoSync. Callers hold the team lock.
 func (q *Queue) appendArchive(data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
 	before, existed := q.archiveStamp()
-	if err := jsonl.AppendRaw(q.archivePath(), data); err != nil {
+	if err := jsonl.AppendRedacted(q.archivePath(), data); err != nil {
 		return err
 	}
 	if !q.NoSync {

@@ -46,6 +46,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 	"github.com/powerglide/powerglide/pkg/termtext"
 )
@@ -307,6 +308,8 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 			return err
 		}
 	}
+	// The events are redacted once, here: task-queue.json keeps the same
+	// bytes as events.jsonl, which recovery compares.
 	var lines []byte
 	raws := make([]json.RawMessage, len(c.events))
 	for i := range c.events {
@@ -314,6 +317,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 		if err != nil {
 			return fmt.Errorf("encode event: %w", err)
 		}
+		b = secrets.Redact(b)
 		lines = append(lines, b...)
 		raws[i] = b[:len(b)-1]
 	}
@@ -358,7 +362,7 @@ func (q *Queue) commit(s *state, now time.Time, c *change) error {
 	if q.crashed("archived") {
 		return errCrashed
 	}
-	if err := jsonl.AppendRaw(q.dir.Events(), lines); err != nil {
+	if err := jsonl.AppendRedacted(q.dir.Events(), lines); err != nil {
 		return fmt.Errorf("queue changed but the journal append failed: %w", err)
 	}
 	s.settled = true
