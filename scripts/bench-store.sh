@@ -8,7 +8,9 @@
 #      `pg-queue add -` of a JSONL file;
 #   2. the two comparisons of the issue: PostgreSQL's p50 over the file
 #      store's at 1k (target <= 1.5x), and PostgreSQL's p50 at 100k over its
-#      p50 at 1k (target: flat, about 1x);
+#      p50 at 1k (target: flat, about 1x); and, when pgbouncer is installed,
+#      the same cycles through PgBouncer in session mode (a pg-queue process
+#      then borrows a warm server connection instead of forking a backend);
 #   3. pgstore's in-process benchmark, BenchmarkClaimComplete32: 32
 #      goroutine workers claiming and completing over one pool (target
 #      >= 1,000 cycles/s), with synchronous commit on and off.
@@ -29,6 +31,14 @@ echo
 echo "-- the same on PostgreSQL (--store postgres://...)"
 "${qb[@]}" -dir "$tmp/pg" -postgres "$@" | tee "$tmp/pg.out"
 echo
+: >"$tmp/pgb.out"
+if command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; then
+	echo "-- the same through PgBouncer (session mode), as a host of many workers would connect"
+	"${qb[@]}" -dir "$tmp/pgb" -postgres -pgbouncer "$@" | tee "$tmp/pgb.out"
+else
+	echo "-- through PgBouncer: not measured, pgbouncer is not installed (Debian package pgbouncer)"
+fi
+echo
 
 # p50 SIZE FILE: the p50 (ms) of the "SIZE live tasks" line of a run.
 p50() { awk -v s="$1" '$1 == s && $2 == "live" { print $5; exit }' "$2"; }
@@ -37,8 +47,11 @@ f1k=$(p50 1000 "$tmp/file.out")
 p1k=$(p50 1000 "$tmp/pg.out")
 p10k=$(p50 10000 "$tmp/pg.out")
 p100k=$(p50 100000 "$tmp/pg.out")
+b1k=$(p50 1000 "$tmp/pgb.out")
+b100k=$(p50 100000 "$tmp/pgb.out")
 echo "postgres vs file at 1000 live tasks: p50 ${p1k:-?} ms vs ${f1k:-?} ms = $(ratio "$p1k" "$f1k")x (target <= 1.5x)"
 echo "postgres from 1000 to 100000 live tasks: p50 ${p1k:-?} -> ${p10k:-?} -> ${p100k:-?} ms = $(ratio "$p100k" "$p1k")x (target flat)"
+echo "postgres through pgbouncer vs file at 1000 live tasks: p50 ${b1k:-?} ms vs ${f1k:-?} ms = $(ratio "$b1k" "$f1k")x; at 100000: ${b100k:-?} ms"
 echo
 
 echo "-- in-process: 32 workers claim+complete on one PostgreSQL store (pgstore's BenchmarkClaimComplete32; target >= 1,000 cycles/s)"

@@ -36,6 +36,7 @@ var (
 	modes    = flag.String("sync", "true,false", "values of queue_sync to measure")
 	store    = flag.String("store", "", "the team store (POWERGLIDE_STORE) of every call; default the team directory")
 	postgres = flag.Bool("postgres", false, "start a PostgreSQL server of the benchmark's own (fsync on, a free local port) and use it as the store")
+	pooler   = flag.Bool("pgbouncer", false, "with -postgres: reach the server through PgBouncer (session mode), as a host with many workers would")
 	only     = flag.String("scenarios", "version,sizes,finished,concurrent", "the scenarios to run")
 	syncFlag = "true"
 )
@@ -72,7 +73,7 @@ func main() {
 			fail(fmt.Errorf("start PostgreSQL: %w", err))
 		}
 		atExit = func() { _ = srv.Remove() }
-		defer atExit()
+		defer func() { atExit() }() // the atExit of the end, which may stop PgBouncer too
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 		go func() {
@@ -88,6 +89,15 @@ func main() {
 		}
 		bin, _ := pgtest.Bin()
 		fmt.Printf("PostgreSQL (%s): a server of the benchmark's own on %s:%d, fsync and synchronous commit on\n", bin, srv.Host, srv.Port)
+		if *pooler {
+			via, stop, err := startPgBouncer(srv.Dir, *store)
+			if err != nil {
+				fail(fmt.Errorf("start PgBouncer: %w", err))
+			}
+			atExit = func() { stop(); _ = srv.Remove() }
+			*store = via
+			fmt.Println("PgBouncer in session mode in front of it: each pg-queue borrows a server connection that is already open")
+		}
 	}
 	where := "the team directory"
 	if *store != "" {
