@@ -9,7 +9,8 @@
 #   3. BENCHMARKS.md: the machine (CPU, cores, memory, kernel, Go, load
 #      average at the start and the end), a table of the targets from the
 #      tool issues next to the measured figure, the medians, the scripts'
-#      output and the exact commands.
+#      output, docs/scaling.md (a team across machines, on paper) and the
+#      exact commands.
 #
 # Environment: BENCH_COUNT (default 5), BENCH_OUT (default BENCHMARKS.md),
 # BENCH_SKIP_GO=1 or BENCH_SKIP_SCRIPTS=1 to leave a part out (the report
@@ -283,6 +284,10 @@ pg-queue|100,000 finished tasks do not slow claim+complete down: p50 at 1,000 li
 pg-queue|8 concurrent workers ≥ 300 cycles/s (fsync on)|sh|bench-queue.sh|^8 concurrent workers|#5|>=300
 pg-queue|claim+complete at 1,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete1k|ns/op|-
 pg-queue|claim+complete at 10,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete10k|ns/op|-
+pg-queue|on PostgreSQL: claim+complete p50 at 1,000 live tasks ≤ 1.5× the file store's (fresh processes, fsync on in both; issue 17)|sh|bench-store.sh|^postgres vs file at 1000|#4|<=1.5
+pg-queue|on PostgreSQL: claim+complete p50 flat from 1,000 to 100,000 live tasks (p50 at 100k ≤ 1.3× at 1k; issue 17)|sh|bench-store.sh|^postgres from 1000|#6|<=1.3
+pg-queue|on PostgreSQL, in-process: 32 concurrent workers ≥ 1,000 claim+complete cycles/s (synchronous commit on; issue 17)|go|BenchmarkClaimComplete32/commit=sync|cycles/s|>=1000
+pg-queue|the same with synchronous_commit off: report|go|BenchmarkClaimComplete32/commit=async|cycles/s|-
 pg-loop|overhead per step, both coprocess round-trips ≤ 5 ms (Go, fakes)|go|BenchmarkLoopSteps|ms/step|<=5
 pg-loop|overhead per step ≤ 5 ms (processes, fakes)|sh|bench-loop.sh|^fakes|#5|<=5
 pg-loop|peak RSS of pg-loop + coprocesses over 200 steps ≤ 60 MB|sh|bench-loop.sh|peak RSS|#4|<=60
@@ -392,6 +397,12 @@ mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 		echo '```'
 		echo
 	done
+	# What a team across machines needs, worked out on paper from the
+	# store's figures: a page of its own, its headings one level down.
+	if [ -f docs/scaling.md ]; then
+		sed -e 's/^#/##/' docs/scaling.md
+		echo
+	fi
 	echo "## Commands"
 	echo
 	echo '```sh'

@@ -8,6 +8,7 @@ usage() {
 	cat <<'EOF'
 Usage: swarm.sh [options] TASKS.jsonl [-- PG-LOOP-ARGS...]
        swarm.sh [options] --no-add --team T [-- PG-LOOP-ARGS...]
+       swarm.sh --store postgres://... [options] ...
 
 Start a team: add the tasks of TASKS.jsonl (JSON Lines, one task record a
 line, as `pg-queue add -` reads them; - for stdin) to the team's queue, run
@@ -23,6 +24,13 @@ Ctrl-C (or SIGTERM) stops the swarm cleanly: pg-monitor stops every worker
 (SIGTERM, then SIGKILL after its grace period) and releases their tasks to
 the queue, so a later run picks them up again.
 
+With --store URL (or POWERGLIDE_STORE) the team's state (tasks, journal,
+worker records, budget) lives in that store instead of the team directory:
+with a PostgreSQL URL, swarm.sh on several machines runs one team. Start it
+with the tasks on one machine and with --no-add on the others, each with its
+own --worker-prefix so that no two workers share a name (README.md, "Across
+machines"). The logs stay in the team directory of each machine.
+
 The monitor's output goes to $POWERGLIDE_HOME/teams/T/logs/monitor.log, a
 text file: its actions and diagnostics as lines "pg-monitor: worker N: ...",
 then <POWERGLIDE_DONE> or <POWERGLIDE_ERROR> last. The same actions as JSON
@@ -36,6 +44,13 @@ Options:
   -n, --workers N    number of workers (default 3)
   -C, --workdir DIR  the repository the workers work in (pg-loop -C; default .)
   -m, --model ID     model id or fallback chain for every worker (pg-loop --model)
+  -s, --store URL    where the team's state lives (default: $POWERGLIDE_STORE,
+                     else the configuration's store, else the team directory):
+                     file: or postgres://user@host/db (PG* variables apply);
+                     given to pg-queue, pg-monitor, pg-loop and pg-dash
+  -p, --worker-prefix P
+                     name the workers P1..PN (pg-monitor run --worker-prefix):
+                     a prefix of its own on each machine that shares a store
       --no-dash      never open the dashboard; print the snapshot at the end
       --no-add       add nothing: run the tasks already in team T's queue
                      (to resume a swarm stopped with Ctrl-C; the tasks of a
@@ -62,6 +77,8 @@ Examples:
   scripts/swarm.sh -n 3 tasks.jsonl -- --verify 'go test ./...' --commit
   scripts/swarm.sh -n 3 --no-add --team tasks -- --verify 'go test ./...' --commit
   scripts/swarm.sh --team web -C ~/src/web --no-dash tasks.jsonl
+  scripts/swarm.sh --store postgres://pg@db/pg -p a- --team web tasks.jsonl    # machine A
+  scripts/swarm.sh --store postgres://pg@db/pg -p b- --team web --no-add       # machine B
 EOF
 }
 
@@ -74,6 +91,8 @@ team=${POWERGLIDE_TEAM:-}
 workers=3
 workdir=
 model=
+store=
+prefix=
 dash=auto
 add=yes
 tasks=
@@ -88,6 +107,10 @@ while [ $# -gt 0 ]; do
 	--workdir=*) workdir=${1#*=}; shift ;;
 	-m | --model) [ $# -ge 2 ] || die 2 "$1 needs a value"; model=$2; shift 2 ;;
 	--model=*) model=${1#*=}; shift ;;
+	-s | --store) [ $# -ge 2 ] || die 2 "$1 needs a value"; store=$2; [ -n "$store" ] || die 2 "$1 needs a value"; shift 2 ;;
+	--store=*) store=${1#*=}; [ -n "$store" ] || die 2 "--store needs a value"; shift ;;
+	-p | --worker-prefix) [ $# -ge 2 ] || die 2 "$1 needs a value"; prefix=$2; shift 2 ;;
+	--worker-prefix=*) prefix=${1#*=}; shift ;;
 	--no-dash) dash=no; shift ;;
 	--no-add) add=no; shift ;;
 	--) shift; break ;;
@@ -120,6 +143,12 @@ if [ -n "$workdir" ]; then
 	loop_args=(-C "$workdir" "${loop_args[@]}")
 fi
 [ -z "$model" ] || loop_args=(--model "$model" "${loop_args[@]}")
+# The store: every tool below, and the workers pg-monitor starts, read it
+# from the environment.
+if [ -n "$store" ]; then
+	POWERGLIDE_STORE=$store
+	export POWERGLIDE_STORE
+fi
 
 # The tools: PATH first, else the repository's bin/ (make build).
 here=$(cd "$(dirname "$0")" && pwd)
@@ -131,10 +160,17 @@ for t in pg-queue pg-monitor pg-loop pg-dash pg-llm pg-tool; do
 	command -v "$t" >/dev/null 2>&1 || die 1 "$t not found on PATH or in $here/../bin: run make build (or make install)"
 done
 
-# The team directory, as the tools resolve it (flags > env > config file).
+# The team directory, as the tools resolve it (flags > env > config file):
+# the team's state unless a store holds it, and its logs in any case.
 home=$(pg-queue config | sed -n 's/.*"key":"home","value":"\([^"]*\)".*/\1/p')
 [ -n "$home" ] || die 1 "could not resolve the data root (pg-queue config)"
 dir="$home/teams/$team"
+store=$(pg-queue config | sed -n 's/.*"key":"store","value":"\([^"]*\)".*/\1/p')
+case "$store" in
+'' | file:) where=$dir ;;
+file:*) where="${store#file:}/teams/$team" ;;
+*) where="its PostgreSQL store" ;; # not the URL: it may hold a password
+esac
 
 if [ "$add" = yes ]; then
 	# Add the tasks: all or nothing; pg-queue names a bad line and exits 2.
@@ -142,15 +178,17 @@ if [ "$add" = yes ]; then
 		die $? "the tasks were not added (nothing changed)"
 	n=$(printf '%s\n' "$added" | grep -c '^{' || true)
 	if [ "$n" = 1 ]; then w=task; else w=tasks; fi
-	echo "$prog: added $n $w to team $team ($dir)" >&2
+	echo "$prog: added $n $w to team $team ($where)" >&2
 else
-	[ -f "$dir/task-queue.json" ] || die 1 "team $team has no queue in $dir"
-	echo "$prog: team $team ($dir): $(pg-queue --team "$team" stats --jq '"\(.pending) pending, \(.claimed) claimed, \(.done) done"' -r)" >&2
+	stats=$(pg-queue --team "$team" stats --jq 'if .live + .archived == 0 then "" else "\(.pending) pending, \(.claimed) claimed, \(.done) done" end' -r) ||
+		die 1 "could not read team $team's queue ($where)"
+	[ -n "$stats" ] || die 1 "team $team has no tasks in $where"
+	echo "$prog: team $team ($where): $stats" >&2
 fi
 
 mkdir -p "$dir/logs"
 log="$dir/logs/monitor.log"
-pg-monitor run --team "$team" --workers "$workers" -- pg-loop --team "$team" "${loop_args[@]}" >>"$log" 2>&1 &
+pg-monitor run --team "$team" --workers "$workers" ${prefix:+--worker-prefix "$prefix"} -- pg-loop --team "$team" "${loop_args[@]}" >>"$log" 2>&1 &
 mon=$!
 if [ "$workers" = 1 ]; then w=worker; else w=workers; fi
 echo "$prog: pg-monitor (pid $mon) runs $workers pg-loop $w; log $log" >&2

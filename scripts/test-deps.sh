@@ -16,6 +16,9 @@ declare -A pkg_of=(
 	[less]=less         # pg-pty: the full-screen program
 	[python3]=python3   # pg-pty: the REPL; pg-tool: a hanging MCP server
 	[script]=bsdutils   # pg-pty's benchmark baseline
+	[ip]=iproute2       # the multi-host test: network namespaces, veth, a bridge
+	[unshare]=util-linux # the multi-host test: a hostname per simulated host
+	[hostname]=hostname # the same
 )
 
 missing=()

@@ -52,7 +52,8 @@ func (m *Model) approvalKeys(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	if a == nil || !key.Matches(msg, approveKey, denyKey) {
 		return nil, false
 	}
-	id := m.selected().Worker.Worker
+	rec := m.selected().Worker
+	id := rec.Worker
 	m.answered[id] = a.Call
 	ans := protocol.ApprovalAnswer{Worker: id, Call: a.Call, Approved: key.Matches(msg, approveKey), By: "pg-dash", TS: time.Now().UTC()}
 	if !ans.Approved {
@@ -60,7 +61,7 @@ func (m *Model) approvalKeys(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	}
 	d := m.opt.Dir
 	return func() tea.Msg {
-		if err := d.Answer(ans); err != nil {
+		if err := d.Answer(ans, &rec); err != nil {
 			return actionMsg{text: fmt.Sprintf("answer worker %s: %v", id, err), tone: "bad", worker: id}
 		}
 		verb := "approved"

@@ -54,7 +54,7 @@ func Params(dir string) testscript.Params {
 			env.Setenv("HOME", home)
 			env.Setenv("POWERGLIDE_HOME", filepath.Join(home, ".powerglide"))
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-			for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "POWERGLIDE_CONFIG", "POWERGLIDE_MODEL"} {
+			for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "POWERGLIDE_CONFIG", "POWERGLIDE_MODEL", "POWERGLIDE_STORE"} {
 				env.Setenv(k, "")
 			}
 			// Scripts that run go (a verify, the demo's tests) share the

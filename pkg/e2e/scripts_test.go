@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -14,7 +17,39 @@ import (
 // so a script reaches scripts/ and testdata/.
 func TestScripts(t *testing.T) {
 	t.Parallel()
-	p := Params(scriptDir("scripts"))
+	testscript.Run(t, scriptsParams(t, "scripts"))
+}
+
+// TestScriptsPostgres runs testdata/script/scripts-pg: the scripts with
+// the team store on PostgreSQL. $STORE is the URL of a database of the
+// script's own on a server of the test's own (pgtest: under CI=true a
+// server that cannot start fails the test).
+func TestScriptsPostgres(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Start(t, pgtest.Options{})
+	p := scriptsParams(t, "scripts-pg")
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		if err := setup(env); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		url, err := srv.CreateDB(ctx)
+		if err != nil {
+			return err
+		}
+		env.Setenv("STORE", url)
+		return nil
+	}
+	testscript.Run(t, p)
+}
+
+// scriptsParams are the settings of the scripts' tests: $REPO is the
+// repository root.
+func scriptsParams(t *testing.T, dir string) testscript.Params {
+	t.Helper()
+	p := Params(scriptDir(dir))
 	setup := p.Setup
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -30,5 +65,5 @@ func TestScripts(t *testing.T) {
 		env.Setenv("REPO", root)
 		return nil
 	}
-	testscript.Run(t, p)
+	return p
 }

@@ -10,9 +10,11 @@ import (
 
 // Held is what pg-llm serve keeps of the conversations it answered, so a
 // client sends only what is new (docs/protocol.md, "Held conversations"):
-// each answered request's messages and its answer, under a name the end
-// event gives (held), which a later request names (after) to send only
-// the messages that follow. The last MaxHeld conversations are kept.
+// each answered request's messages and its answer, with its system prompt
+// and tools, under a name the end event gives (held), which a later
+// request names (after) to send only the messages that follow, and
+// neither system prompt nor tools when they stay the same. The last
+// MaxHeld conversations are kept.
 type Held struct {
 	mu    sync.Mutex
 	n     int
@@ -21,8 +23,10 @@ type Held struct {
 }
 
 type heldConv struct {
-	msgs []protocol.Message
-	used int
+	msgs   []protocol.Message
+	system string
+	tools  []protocol.ToolDef
+	used   int
 }
 
 // MaxHeld is how many conversations a Held keeps: a client continues the
@@ -30,8 +34,10 @@ type heldConv struct {
 const MaxHeld = 16
 
 // Expand turns a request that continues a held conversation into the
-// whole request. A request without after is left as it is; one whose
-// conversation is not held gets an *Error of kind not_held.
+// whole request: the held messages, then the request's; the held system
+// prompt and tools where the request leaves them out. A request without
+// after is left as it is; one whose conversation is not held gets an
+// *Error of kind not_held.
 func (h *Held) Expand(req *protocol.Request) error {
 	if req.After == "" {
 		return nil
@@ -45,6 +51,12 @@ func (h *Held) Expand(req *protocol.Request) error {
 	h.use++
 	c.used = h.use
 	req.Messages = append(c.msgs[:len(c.msgs):len(c.msgs)], req.Messages...)
+	if req.System == "" {
+		req.System = c.system
+	}
+	if len(req.Tools) == 0 {
+		req.Tools = c.tools
+	}
 	req.After = ""
 	return nil
 }
@@ -69,6 +81,7 @@ func (h *Held) Hold(req *protocol.Request, end *protocol.EndEvent) {
 	h.n++
 	h.use++
 	name := "h" + strconv.Itoa(h.n)
-	h.convs[name] = &heldConv{msgs: append(req.Messages[:len(req.Messages):len(req.Messages)], end.Message), used: h.use}
+	h.convs[name] = &heldConv{msgs: append(req.Messages[:len(req.Messages):len(req.Messages)], end.Message),
+		system: req.System, tools: req.Tools, used: h.use}
 	end.Held = name
 }

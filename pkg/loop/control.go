@@ -34,6 +34,7 @@ type Control struct {
 	pending map[string]*pendingApproval
 	order   []string // pending calls, oldest first
 	noMore  bool     // nobody will answer approvals any more (the commands ended)
+	over    bool     // the run has ended: its last line is out, no reply may follow (guarded by gate)
 	runner  *Runner
 	verify  string // the run's --verify, for tasks without their own
 
@@ -87,6 +88,10 @@ func (c *Control) Attach(r *Runner) {
 }
 
 func (c *Control) observe(ev any) {
+	if _, ok := ev.(*protocol.LoopSummaryEvent); ok {
+		c.Over() // the run's last records follow: no reply after them
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch e := ev.(type) {
@@ -312,6 +317,15 @@ func (c *Control) snapshot() *protocol.ServeState {
 	return st
 }
 
+// Over marks the run ended, before its summary and end marker are
+// written: a command read later gets no reply, so the marker stays the
+// last line.
+func (c *Control) Over() {
+	c.gate.Lock()
+	c.over = true
+	c.gate.Unlock()
+}
+
 // EndOfCommands is the end of stdin: queued work still runs, but nothing
 // new can come and no approval can be answered any more.
 func (c *Control) EndOfCommands() {
@@ -374,6 +388,10 @@ func (c *Control) Commands(in io.Reader, ev *Emitter, now func() time.Time) erro
 			continue
 		}
 		c.gate.Lock()
+		if c.over {
+			c.gate.Unlock()
+			return nil
+		}
 		rep, after := c.Do(cmd, now().UTC())
 		ev.Emit(&rep)
 		c.gate.Unlock()

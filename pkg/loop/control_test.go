@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,4 +91,44 @@ func TestControlCommands(t *testing.T) {
 	if rep := doCmd(t, c, protocol.ServeCommand{Type: "prompt", Message: "late"}); rep.OK {
 		t.Errorf("prompt after the end: %+v", rep)
 	}
+}
+
+// TestNoReplyAfterTheEnd: once the run's summary is out, a command read
+// later gets no reply, so the end marker stays the last line.
+func TestNoReplyAfterTheEnd(t *testing.T) {
+	var out strings.Builder
+	ev := NewEmitter(&out, false)
+	c := NewControl(nil)
+	ev.Observe(c.observe)
+	ev.Emit(&protocol.LoopSummaryEvent{Type: protocol.LoopSummary})
+	if err := c.Commands(strings.NewReader(`{"type":"state","id":"late"}`+"\n"), ev, time.Now); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), `"late"`) {
+		t.Errorf("a reply after the summary:\n%s", out.String())
+	}
+}
+
+// FuzzServeCommands: any input to pg-loop serve gets replies or error
+// records, never a panic, and every reply line is a loop event.
+func FuzzServeCommands(f *testing.F) {
+	f.Add(`{"type":"prompt","id":"1","message":"x"}` + "\n" + `{"type":"steer","message":"y"}`)
+	f.Add(`{"type":"approve","call":"c1"}` + "\n{bad\n" + `{"type":"shutdown"}`)
+	f.Add(`{"type":"follow_up","message":"a","verify":"true","extra":1}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		var out strings.Builder
+		ev := NewEmitter(&out, false)
+		c := NewControl(nil)
+		if err := c.Commands(strings.NewReader(in), ev, time.Now); err != nil {
+			return // a read error of the input itself (a line too long)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if line == "" {
+				continue
+			}
+			if _, err := protocol.LoopEvents.Decode([]byte(line)); err != nil {
+				t.Fatalf("not a loop event: %v\n%s", err, line)
+			}
+		}
+	})
 }

@@ -13,13 +13,16 @@ import (
 
 // TestServeLLMSendsWhatIsNew: against a model server that holds
 // conversations, a request that extends the held one sends only its new
-// messages; a request that does not (a compacted context) is whole; a
-// server that has forgotten is asked again with the whole request, and its
-// not_held error is not shown.
+// messages, and neither the system prompt nor the tools while they stay
+// the same; a request that does not extend it (a compacted context) or
+// changes the system prompt is whole; a server that has forgotten is
+// asked again with the whole request, and its not_held error is not
+// shown.
 func TestServeLLMSendsWhatIsNew(t *testing.T) {
+	tools := []protocol.ToolDef{{Name: "echo", Description: "echo", InputSchema: []byte(`{"type":"object"}`)}}
 	for _, mode := range []string{"held", "forget"} {
 		log := filepath.Join(t.TempDir(), "requests.log")
-		l := NewServeLLM(fakeCmd(t, "llm 3 "+mode+" "+log), os.Stderr)
+		l := NewServeLLM(fakeCmd(t, "llm 4 "+mode+" "+log), os.Stderr)
 		msgs := []protocol.Message{{Role: protocol.RoleUser, Content: protocol.Content{{Type: protocol.BlockText, Text: "go"}}}}
 		var kinds []string
 		onEvent := func(ev any) {
@@ -27,26 +30,38 @@ func TestServeLLMSendsWhatIsNew(t *testing.T) {
 				kinds = append(kinds, e.Kind)
 			}
 		}
-		for i := 0; i < 3; i++ {
-			end, err := l.Call(context.Background(), &protocol.Request{Messages: msgs}, onEvent)
+		ask := func(system string, msgs []protocol.Message) *protocol.EndEvent {
+			t.Helper()
+			end, err := l.Call(context.Background(), &protocol.Request{System: system, Tools: tools, Messages: msgs}, onEvent)
 			if err != nil {
-				t.Fatalf("%s: call %d: %v", mode, i, err)
+				t.Fatalf("%s: %v", mode, err)
 			}
+			return end
+		}
+		for i := 0; i < 3; i++ {
+			end := ask("be brief", msgs)
 			call := end.Message.Content.ToolCalls()[0]
 			msgs = append(msgs, end.Message, protocol.Message{Role: protocol.RoleTool, Content: protocol.Content{{Type: protocol.BlockToolResult, ID: call.ID, Output: "ok"}}})
 		}
+		ask("be briefer", msgs)
 		compacted := []protocol.Message{{Role: protocol.RoleUser, Content: protocol.Content{{Type: protocol.BlockText, Text: "a summary"}}}, msgs[len(msgs)-1]}
-		if _, err := l.Call(context.Background(), &protocol.Request{Messages: compacted}, onEvent); err != nil {
-			t.Fatal(err)
-		}
+		ask("be briefer", compacted)
 		l.Close()
 		b, err := os.ReadFile(log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "after= new=1 total=1|after=h1 new=1 total=3|after=h2 new=1 total=5|after= new=2 total=2"
+		want := `after= new=1 total=1 tools=1/1 system="be brief"|` +
+			`after=h1 new=1 total=3 tools=0/1 system="be brief"|` +
+			`after=h2 new=1 total=5 tools=0/1 system="be brief"|` +
+			`after= new=7 total=7 tools=1/1 system="be briefer"|` +
+			`after= new=2 total=2 tools=1/1 system="be briefer"`
 		if mode == "forget" {
-			want = "after= new=1 total=1|after= new=3 total=3|after= new=5 total=5|after= new=2 total=2"
+			want = `after= new=1 total=1 tools=1/1 system="be brief"|` +
+				`after= new=3 total=3 tools=1/1 system="be brief"|` +
+				`after= new=5 total=5 tools=1/1 system="be brief"|` +
+				`after= new=7 total=7 tools=1/1 system="be briefer"|` +
+				`after= new=2 total=2 tools=1/1 system="be briefer"`
 		}
 		if got := strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", "|"); got != want {
 			t.Errorf("%s: the server got\n%s\nwant\n%s", mode, got, want)

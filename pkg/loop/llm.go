@@ -290,6 +290,8 @@ type ServeLLM struct {
 	held   string             // the name of the conversation the server holds, "" for none
 	heldBy int                // the child that holds it (coprocess.starts)
 	msgs   []protocol.Message // that conversation
+	system string             // its system prompt
+	tools  []protocol.ToolDef // and tools
 }
 
 // NewServeLLM returns a model component running cmdline as a coprocess,
@@ -323,10 +325,12 @@ func (l *ServeLLM) call(ctx context.Context, req *protocol.Request, onEvent func
 	sentTo := 0
 	ch, dead, err := l.co.send(r.ID, func(child int) ([]byte, error) {
 		sentTo = child
-		r.After, r.Messages = "", req.Messages
-		if continued && alone {
+		r.After, r.Messages, r.System, r.Tools = "", req.Messages, req.System, req.Tools
+		// A continuation leaves out the system prompt and the tools, which
+		// are the held ones; a request with others goes whole.
+		if continued && alone && l.sameSetup(req) {
 			if after, rest, ok := l.continues(child, req.Messages); ok {
-				r.After, r.Messages = after, rest
+				r.After, r.Messages, r.System, r.Tools = after, rest, "", nil
 			}
 		}
 		return marshalLine(&r)
@@ -348,7 +352,7 @@ func (l *ServeLLM) call(ctx context.Context, req *protocol.Request, onEvent func
 	}
 	end, err := l.await(ctx, ch, dead, onEvent)
 	if alone {
-		l.remember(sentTo, req.Messages, end)
+		l.remember(sentTo, req, end)
 	}
 	return end, err
 }
@@ -368,17 +372,36 @@ func (l *ServeLLM) continues(child int, msgs []protocol.Message) (string, []prot
 	return l.held, msgs[len(l.msgs):], true
 }
 
-// remember notes the conversation the server holds after a call: the
-// request's messages and the answer, when the end event names it.
-func (l *ServeLLM) remember(child int, msgs []protocol.Message, end *protocol.EndEvent) {
+// sameSetup reports whether a request has the system prompt and the tools
+// of the held conversation.
+func (l *ServeLLM) sameSetup(req *protocol.Request) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.held, l.msgs = "", nil
+	if req.System != l.system || len(req.Tools) != len(l.tools) {
+		return false
+	}
+	for i := range req.Tools {
+		a, b := &req.Tools[i], &l.tools[i]
+		if a.Name != b.Name || a.Description != b.Description || !bytes.Equal(a.InputSchema, b.InputSchema) {
+			return false
+		}
+	}
+	return true
+}
+
+// remember notes the conversation the server holds after a call: the
+// request's messages and the answer, with its system prompt and tools,
+// when the end event names it.
+func (l *ServeLLM) remember(child int, req *protocol.Request, end *protocol.EndEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held, l.msgs, l.system, l.tools = "", nil, "", nil
 	if end == nil || end.Held == "" {
 		return
 	}
 	l.held, l.heldBy = end.Held, child
-	l.msgs = append(msgs[:len(msgs):len(msgs)], end.Message)
+	l.msgs = append(req.Messages[:len(req.Messages):len(req.Messages)], end.Message)
+	l.system, l.tools = req.System, req.Tools
 }
 
 // await collects the events of one request until its end or error.

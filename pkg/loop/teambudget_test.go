@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,3 +72,48 @@ func fileTeam(d teamdir.Dir) store.Team {
 	}
 	return tm
 }
+
+// The operator's velocity in the team's store (pg-dash's keys) wins over
+// the worker's own velocity file: a store velocity of 0 pauses a worker
+// whose file says full speed, and the default, 1, hands the pace back to
+// the file.
+func TestStoreVelocityWins(t *testing.T) {
+	vf := filepath.Join(t.TempDir(), "v")
+	os.WriteFile(vf, []byte("1000\n"), 0o644)
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	d, _ := teamdir.New(t.TempDir(), "tm")
+	tm := opaqueTeam{fileTeam(d)}
+	ctx := context.Background()
+	if err := tm.Workers().SetVelocity(ctx, "1", 0); err != nil {
+		t.Fatal(err)
+	}
+	h.opts.Team, h.opts.Worker, h.opts.VelocityFile = tm, "1", vf
+	done := make(chan Result, 1)
+	go func() {
+		r, _ := NewRunner(h.opts)
+		done <- r.Run(context.Background())
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if w, err := tm.Workers().Read(ctx, "1"); err == nil && w.Paused {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store's velocity 0 never paused the worker")
+		}
+	}
+	if err := tm.Workers().SetVelocity(ctx, "1", 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if res.State != Done {
+			t.Fatalf("%+v", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker stayed paused")
+	}
+}
+
+// opaqueTeam hides the file store behind the interface alone.
+type opaqueTeam struct{ store.Team }

@@ -43,10 +43,10 @@ type Request struct {
 	ToolChoice string   `json:"tool_choice,omitempty"`
 	Stop       []string `json:"stop,omitempty"`
 	// After names a conversation pg-llm serve holds (the held field of an
-	// earlier end event): the request's messages follow its messages, so
-	// only what is new is sent. Serve mode only; a full request never
-	// needs it.
-	After string `json:"after,omitempty" jsonschema:"description=serve mode: the held name of an earlier end event; messages then holds only the messages that follow that conversation"`
+	// earlier end event): the request's messages follow its messages, and
+	// a system prompt or tools left out are the held ones, so only what
+	// is new is sent. Serve mode only; a full request never needs it.
+	After string `json:"after,omitempty" jsonschema:"description=serve mode: the held name of an earlier end event; messages then holds only the messages that follow that conversation\\, and system and tools left out are the held ones"`
 }
 
 // Thinking configures extended thinking.

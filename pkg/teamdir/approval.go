@@ -21,15 +21,12 @@ func (d Dir) Approval(n string) string {
 // ErrNoApproval: the worker waits on no approval, or on another call.
 var ErrNoApproval = errors.New("no pending approval")
 
-// Answer answers worker n's pending approval of call, after checking its
-// record shows that call waiting.
-func (d Dir) Answer(a protocol.ApprovalAnswer) error {
+// Answer answers a worker's pending approval of a call, after checking
+// its record w (read from the team's store) shows that call waiting. The
+// answer is a file of the team directory: the worker reads it on its host.
+func (d Dir) Answer(a protocol.ApprovalAnswer, w *protocol.Worker) error {
 	if err := ValidName("worker", a.Worker); err != nil {
 		return err
-	}
-	w, err := d.ReadWorker(a.Worker)
-	if err != nil {
-		return fmt.Errorf("worker %s: %w", a.Worker, err)
 	}
 	switch {
 	case w.Approval == nil:

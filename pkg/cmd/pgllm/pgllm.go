@@ -25,7 +25,7 @@ pg-llm reads a request ({"model","system","messages","tools","max_tokens","tempe
 
 Model ids are provider/model: anthropic/claude-sonnet-4-5, openai/gpt-4o, ollama/qwen3:8b, llamacpp/..., vllm/..., openrouter/..., any provider named under the config key providers ({"name": {"kind": "openai-compatible", "base_url": "http://host:8080/v1", "api_key_env": "VAR"}}), and replay/FILE. --model a,b,c is a fallback chain: a model whose retryable failures (rate_limit, overloaded, server, network, timeout) outlast --retries hands the call to the next, and so does a 404 (a model the server does not have, as Ollama says of one never pulled), which is not retried. auth, bad_request and context_overflow are never retried, and neither is response_too_large: one answer may hold at most 32 MiB of text, thinking and tool input (and no line or event of its stream may be longer), so a server that never ends its stream ends the call instead of taking all the memory. An attempt that already streamed content is not retried either, nor a call whose usage no call can have (negative tokens, a cost that is not a number): that is kind server, not retryable, with no usage or end event, so no budget counts it. Retries wait with exponential backoff and jitter, or as long as the server's retry-after-ms / retry-after asks.
 
-Serve: pg-llm serve reads one request per line, each with an id that its events carry, and keeps connections warm. It holds the last 16 conversations it answered: each end event names one ("held":"h1"), and a later request with "after":"h1" sends only the messages that follow it, for a client that calls once per step (docs/protocol.md, "Held conversations"); a name it no longer holds is an error of kind not_held, and the whole request, always valid, goes instead.
+Serve: pg-llm serve reads one request per line, each with an id that its events carry, and keeps connections warm. It holds the last 16 conversations it answered: each end event names one ("held":"h1"), and a later request with "after":"h1" sends only the messages that follow it (and no system prompt or tools while they stay the held ones), for a client that calls once per step (docs/protocol.md, "Held conversations"); a name it no longer holds is an error of kind not_held, and the whole request, always valid, goes instead.
 
 Replay: --replay FILE (or --model replay/FILE) answers from a recorded session with no network and no key; --record FILE appends every call made to FILE in the same format. ` + llm.ReplayFormat + `
 
@@ -75,8 +75,9 @@ type CallCmd struct {
 //
 // Serve holds the last 16 conversations it answered: each end event names
 // one ("held":"h1"), and a later request with "after":"h1" sends only the
-// messages that follow it (docs/protocol.md, "Held conversations"). A whole
-// request is always valid.
+// messages that follow it, and no system prompt or tools while they stay
+// the held ones (docs/protocol.md, "Held conversations"). A whole request
+// is always valid.
 type ServeCmd struct {
 	Concurrency int `default:"8" help:"Calls in flight at once."`
 }

@@ -186,7 +186,7 @@ func TestServeHeldConversation(t *testing.T) {
 		t.Fatalf("no end: %v %s", lines.Err(), errb.String())
 		return nil
 	}
-	end := ask(`{"id":"r1","messages":[{"role":"user","content":"first question"}]}`)
+	end := ask(`{"id":"r1","system":"be brief","tools":[{"name":"bash","description":"run","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"first question"}]}`)
 	held, _ := end["held"].(string)
 	if end["type"] != "end" || held == "" {
 		t.Fatalf("first answer %v", end)
@@ -197,6 +197,8 @@ func TestServeHeldConversation(t *testing.T) {
 	}
 	reqs := srv.Requests()
 	var body struct {
+		System   []struct{ Text string }
+		Tools    []struct{ Name string }
 		Messages []struct {
 			Role    string
 			Content []struct{ Text string }
@@ -204,6 +206,11 @@ func TestServeHeldConversation(t *testing.T) {
 	}
 	if err := json.Unmarshal(reqs[1].Body, &body); err != nil {
 		t.Fatal(err)
+	}
+	// The system prompt and the tools the continuation left out are the
+	// held ones.
+	if len(body.System) != 1 || body.System[0].Text != "be brief" || len(body.Tools) != 1 || body.Tools[0].Name != "bash" {
+		t.Fatalf("the provider got system %v and tools %v: %s", body.System, body.Tools, reqs[1].Body)
 	}
 	var got []string
 	for _, m := range body.Messages {

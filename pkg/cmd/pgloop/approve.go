@@ -8,6 +8,8 @@ import (
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -17,6 +19,7 @@ import (
 //	$ pg-loop approve --team web 3 call_7_1 --deny --reason 'no pushes on Fridays'
 type ApproveCmd struct {
 	Team   string `help:"The team (default: the config key team, env POWERGLIDE_TEAM)." placeholder:"T"`
+	Store  string `help:"Where the team's state lives (as pg-loop --store); the answer itself is a file of the team directory on this host, the worker's." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL"`
 	Worker string `arg:"" help:"The worker waiting." placeholder:"WORKER"`
 	Call   string `arg:"" help:"The id of the call it waits on (pg-dash shows it; so do worker-<n>.json's approval.call and the approval event)." placeholder:"CALL"`
 	Deny   bool   `help:"Deny the call instead: it is not run, and the model reads why."`
@@ -37,8 +40,26 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
+	if err := teamdir.ValidName("worker", a.Worker); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tm, err := st.Team(team)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	rec, err := tm.Workers().Read(rt.Ctx, a.Worker)
+	if errors.Is(err, os.ErrNotExist) {
+		return cli.Usagef("team %s has no worker %s", team, a.Worker)
+	} else if err != nil {
+		return cli.Failf("approve", "worker %s: %v", a.Worker, err)
+	}
 	ans := protocol.ApprovalAnswer{Worker: a.Worker, Call: a.Call, Approved: !a.Deny, Reason: a.Reason, By: "pg-loop approve", TS: time.Now().UTC()}
-	switch err := d.Answer(ans); {
+	switch err := d.Answer(ans, rec); {
 	case errors.Is(err, os.ErrNotExist):
 		return cli.Usagef("team %s has no worker %s", team, a.Worker)
 	case errors.Is(err, teamdir.ErrNoApproval):

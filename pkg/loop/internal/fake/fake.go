@@ -23,7 +23,7 @@ var ToolDefs = []protocol.ToolDef{{Name: "echo", Description: "returns its input
 // With held "held" it holds conversations as pg-llm serve does (after and
 // held, docs/protocol.md); with "forget" it names them but has forgotten
 // them when asked. log, when not nil, gets a line per request:
-// "after=NAME new=N total=N".
+// "after=NAME new=N total=N tools=SENT/ALL system=S".
 func LLM(in io.Reader, out io.Writer, steps int, held string, log io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
@@ -36,7 +36,7 @@ func LLM(in io.Reader, out io.Writer, steps int, held string, log io.Writer) err
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			return err
 		}
-		after, sent := req.After, len(req.Messages)
+		after, sent, tools := req.After, len(req.Messages), len(req.Tools)
 		if after != "" && held == "forget" {
 			req.After = "forgotten"
 		}
@@ -48,7 +48,7 @@ func LLM(in io.Reader, out io.Writer, steps int, held string, log io.Writer) err
 			continue
 		}
 		if log != nil {
-			fmt.Fprintf(log, "after=%s new=%d total=%d\n", after, sent, len(req.Messages))
+			fmt.Fprintf(log, "after=%s new=%d total=%d tools=%d/%d system=%q\n", after, sent, len(req.Messages), tools, len(req.Tools), req.System)
 		}
 		var msg protocol.Message
 		stop := "tool_use"

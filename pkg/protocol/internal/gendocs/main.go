@@ -58,10 +58,11 @@ var intro = map[string]string{
 		"### Held conversations (`pg-llm serve`)\n\n" +
 		"A whole request is always valid, for `pg-llm` and on every line of `pg-llm serve`; nothing below is needed to call or to replace either. " +
 		"An agent loop sends its conversation again at every step with a message or two more, so `pg-llm serve` keeps what it answered: " +
-		"the `end` event of each call carries `held`, a name under which it holds that conversation (the request's `messages`, then the `end` event's `message`). " +
-		"A later request with `\"after\": NAME` sends in `messages` only the messages that follow it; every other field (`model`, `system`, `tools`, ...) is given as in a whole request. " +
+		"the `end` event of each call carries `held`, a name under which it holds that conversation (the request's `messages`, then the `end` event's `message`, with the request's `system` and `tools`). " +
+		"A later request with `\"after\": NAME` sends in `messages` only the messages that follow it, and may leave out `system` and `tools`, which are then the held ones; every other field (`model`, `max_tokens`, ...) is given as in a whole request. " +
+		"To drop the system prompt or the tools, send a whole request. " +
 		"`pg-llm serve` holds the last 16 conversations. A request naming one it no longer holds gets an `error` event of kind `not_held` (nothing is sent to the provider), and the client sends the whole request instead. " +
-		"A client that never reads `held` never sends `after`, and a component that does not hold conversations never writes `held`: `pg-loop` sends `after` only to a component whose last `end` named what it holds, and only while its own conversation extends exactly that one.\n\n" +
+		"A client that never reads `held` never sends `after`, and a component that does not hold conversations never writes `held`: `pg-loop` sends `after` only to a component whose last `end` named what it holds, and only while its own conversation extends exactly that one with the same system prompt and tools.\n\n" +
 		"```\n" +
 		`{"id":"r1","messages":[{"role":"user","content":"fix the test"}]}` + "\n" +
 		`{"type":"end","id":"r1",...,"message":{"role":"assistant","content":[{"type":"tool_call","id":"t1","name":"bash","input":{"command":"go test ./..."}}]},...,"held":"h1"}` + "\n" +

@@ -1,24 +1,29 @@
 // Command queuebench measures pg-queue through its command line, a fresh
 // process per call, as workers driven by shell scripts use it: claim+complete
-// cycles at several queue sizes and the throughput of concurrent workers.
-// scripts/bench-queue.sh runs it.
+// cycles at several queue sizes and the throughput of concurrent workers,
+// on the team directory or, with -store, on another team store.
+// scripts/bench-queue.sh and scripts/bench-store.sh run it.
 package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
 var (
@@ -29,8 +34,21 @@ var (
 	workers  = flag.Int("workers", 8, "concurrent workers for the throughput run")
 	dur      = flag.Duration("duration", 10*time.Second, "longest throughput run")
 	modes    = flag.String("sync", "true,false", "values of queue_sync to measure")
+	store    = flag.String("store", "", "the team store (POWERGLIDE_STORE) of every call; default the team directory")
+	postgres = flag.Bool("postgres", false, "start a PostgreSQL server of the benchmark's own (fsync on, a free local port) and use it as the store")
+	only     = flag.String("scenarios", "version,sizes,finished,concurrent", "the scenarios to run")
 	syncFlag = "true"
 )
+
+// runs says whether scenario name was asked for.
+func runs(name string) bool {
+	for _, s := range strings.Split(*only, ",") {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
 
 func main() {
 	flag.Parse()
@@ -48,43 +66,90 @@ func main() {
 		fail(err)
 	}
 	*bin = abs
-	fmt.Printf("pg-queue benchmark: %s, a fresh process per call\n", *bin)
+	if *postgres {
+		srv, err := pgtest.NewServer(pgtest.Options{Durable: true})
+		if err != nil {
+			fail(fmt.Errorf("start PostgreSQL: %w", err))
+		}
+		atExit = func() { _ = srv.Remove() }
+		defer atExit()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			<-sig
+			atExit()
+			os.Exit(130)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		*store, err = srv.CreateDB(ctx)
+		cancel()
+		if err != nil {
+			fail(err)
+		}
+		bin, _ := pgtest.Bin()
+		fmt.Printf("PostgreSQL (%s): a server of the benchmark's own on %s:%d, fsync and synchronous commit on\n", bin, srv.Host, srv.Port)
+	}
+	where := "the team directory"
+	if *store != "" {
+		where = "the store of -store"
+		if runs("finished") {
+			fail(fmt.Errorf("the finished scenario writes team files: leave it out with -store (-scenarios)"))
+		}
+	}
+	fmt.Printf("pg-queue benchmark: %s, a fresh process per call, team state in %s\n", *bin, where)
 	fmt.Printf("%-34s %8s %8s %8s %8s %8s %8s\n", "scenario (claim+complete cycle)", "cycles", "p50 ms", "p99 ms", "claim50", "compl50", "cpu50")
 
-	floor := measureVersion(root)
-	fmt.Printf("%-34s %8d %8.2f %8.2f %8s %8s %8s\n", "one process (pg-queue --version)", len(floor), pct(floor, 50), pct(floor, 99), "-", "-", "-")
+	if runs("version") {
+		floor := measureVersion(root)
+		fmt.Printf("%-34s %8d %8.2f %8.2f %8s %8s %8s\n", "one process (pg-queue --version)", len(floor), pct(floor, 50), pct(floor, 99), "-", "-", "-")
+	}
 
 	for _, syncMode := range strings.Split(*modes, ",") {
 		syncFlag = syncMode
-		fmt.Printf("-- queue_sync=%s\n", syncFlag)
+		if *store == "" {
+			fmt.Printf("-- queue_sync=%s\n", syncFlag)
+		}
 		for _, s := range strings.Split(*sizes, ",") {
+			if !runs("sizes") {
+				break
+			}
 			var live int
 			fmt.Sscan(s, &live)
 			n := *cycles
-			if live >= 100000 {
-				n = min(n, 40)
+			if live >= 100000 && *store == "" {
+				n = min(n, 40) // a cycle at 100k live tasks in files takes a third of a second
 			}
 			team := fmt.Sprintf("live%d-%s", live, syncFlag)
+			t0 := time.Now()
 			addTasks(root, team, "t", live)
+			fmt.Fprintf(os.Stderr, "queuebench: added %d tasks in %.1fs\n", live, time.Since(t0).Seconds())
 			report(fmt.Sprintf("%d live tasks", live), runCycles(root, team, n))
 		}
 
 		// 100,000 finished tasks (archived, as the queue leaves them)
 		// next to 1,000 live ones, 500 of them recently finished.
-		team := "finished100k-" + syncFlag
-		seedFinished(root, team, 100000, 500, 1000)
-		report("1000 live + 100000 finished", runCycles(root, team, *cycles))
+		if runs("finished") {
+			team := "finished100k-" + syncFlag
+			seedFinished(root, team, 100000, 500, 1000)
+			report("1000 live + 100000 finished", runCycles(root, team, *cycles))
+		}
 
-		team = "concurrent-" + syncFlag
-		addTasks(root, team, "c", 1000)
-		done, elapsed, errs := runConcurrent(root, team, *workers, *dur)
-		fmt.Printf("%d concurrent workers, 1000 live tasks: %d cycles in %.1fs = %.0f cycles/s (%d errors)\n",
-			*workers, done, elapsed.Seconds(), float64(done)/elapsed.Seconds(), errs)
+		if runs("concurrent") {
+			team := "concurrent-" + syncFlag
+			addTasks(root, team, "c", 1000)
+			done, elapsed, errs := runConcurrent(root, team, *workers, *dur)
+			fmt.Printf("%d concurrent workers, 1000 live tasks: %d cycles in %.1fs = %.0f cycles/s (%d errors)\n",
+				*workers, done, elapsed.Seconds(), float64(done)/elapsed.Seconds(), errs)
+		}
 	}
 }
 
+// atExit undoes what the benchmark started (its server).
+var atExit = func() {}
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "queuebench:", err)
+	atExit()
 	os.Exit(1)
 }
 
@@ -95,7 +160,11 @@ func env(root, team string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "POWERGLIDE_HOME="+root, "POWERGLIDE_TEAM="+team, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "POWERGLIDE_QUEUE_SYNC="+syncFlag)
+	out = append(out, "POWERGLIDE_HOME="+root, "POWERGLIDE_TEAM="+team, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "POWERGLIDE_QUEUE_SYNC="+syncFlag)
+	if *store != "" {
+		out = append(out, "POWERGLIDE_STORE="+*store)
+	}
+	return out
 }
 
 // cpuLast is the CPU time (user+system) of the last call run.

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The team store on PostgreSQL next to the team directory (issue 17):
+#   1. claim+complete through pg-queue's command line, a fresh process per
+#      call (queuebench, as bench-queue.sh runs it): p50 and p99 at 1k, 10k
+#      and 100k live tasks, on the team directory (queue_sync on) and on a
+#      PostgreSQL server of the benchmark's own on a free local port (pgtest,
+#      fsync and synchronous commit on); the tasks are added with one
+#      `pg-queue add -` of a JSONL file;
+#   2. the two comparisons of the issue: PostgreSQL's p50 over the file
+#      store's at 1k (target <= 1.5x), and PostgreSQL's p50 at 100k over its
+#      p50 at 1k (target: flat, about 1x);
+#   3. pgstore's in-process benchmark, BenchmarkClaimComplete32: 32
+#      goroutine workers claiming and completing over one pool (target
+#      >= 1,000 cycles/s), with synchronous commit on and off.
+# Needs PostgreSQL's server programs (scripts/test-deps.sh installs them).
+# Extra arguments go to both queuebench runs, e.g.
+#   scripts/bench-store.sh -sizes 1000 -cycles 50
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tmp/pg-queue" ./cmd/pg-queue
+go build -o "$tmp/queuebench" ./pkg/queue/internal/queuebench
+qb=("$tmp/queuebench" -bin "$tmp/pg-queue" -sync true -scenarios sizes -cycles 200)
+
+echo "-- claim+complete through the CLI, a fresh pg-queue per call, the team directory (queue_sync on)"
+"${qb[@]}" -dir "$tmp/file" "$@" | tee "$tmp/file.out"
+echo
+echo "-- the same on PostgreSQL (--store postgres://...)"
+"${qb[@]}" -dir "$tmp/pg" -postgres "$@" | tee "$tmp/pg.out"
+echo
+
+# p50 SIZE FILE: the p50 (ms) of the "SIZE live tasks" line of a run.
+p50() { awk -v s="$1" '$1 == s && $2 == "live" { print $5; exit }' "$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+f1k=$(p50 1000 "$tmp/file.out")
+p1k=$(p50 1000 "$tmp/pg.out")
+p10k=$(p50 10000 "$tmp/pg.out")
+p100k=$(p50 100000 "$tmp/pg.out")
+echo "postgres vs file at 1000 live tasks: p50 ${p1k:-?} ms vs ${f1k:-?} ms = $(ratio "$p1k" "$f1k")x (target <= 1.5x)"
+echo "postgres from 1000 to 100000 live tasks: p50 ${p1k:-?} -> ${p10k:-?} -> ${p100k:-?} ms = $(ratio "$p100k" "$p1k")x (target flat)"
+echo
+
+echo "-- in-process: 32 workers claim+complete on one PostgreSQL store (pgstore's BenchmarkClaimComplete32; target >= 1,000 cycles/s)"
+go test -run '^$' -bench 'BenchmarkClaimComplete32$' -benchtime 3000x -count 1 ./pkg/store/pgstore | tee "$tmp/go.out" | grep -E '^Benchmark'
+awk '/^Benchmark/ { for (i = 3; i < NF; i++) if ($(i + 1) == "cycles/s") { name = $1; sub(/^BenchmarkClaimComplete32\//, "", name); sub(/-[0-9]+$/, "", name); printf "pgstore in-process, 32 workers, %s: %s cycles/s (target >= 1000)\n", name, $i } }' "$tmp/go.out"
