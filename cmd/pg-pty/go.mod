@@ -8,7 +8,6 @@ require (
 	github.com/alecthomas/kong v1.17.0 // indirect
 	github.com/alecthomas/mango-kong v0.1.0 // indirect
 	github.com/creack/pty v1.1.24 // indirect
-	github.com/gofrs/flock v0.13.1 // indirect
 	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02 // indirect
 	github.com/muesli/mango v0.1.1-0.20220205060214-77e2058169ab // indirect
 	github.com/muesli/roff v0.1.0 // indirect

@@ -2,8 +2,7 @@ package dash
 
 import (
 	"os"
-	"os/exec"
-	"syscall"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,49 +24,22 @@ func FuzzDashKill(f *testing.F) {
 	f.Add(-6, "", true) // the test's own child
 	host, _ := os.Hostname()
 	rec := &proctest.Recorder{}
+	rel := proctest.ReadRelatives()
 	f.Fuzz(func(t *testing.T, pid int, start string, child bool) {
 		d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
 		if err := d.Ensure(); err != nil {
 			t.Fatal(err)
 		}
-		allowed := map[int]bool{}
+		var allowed []int
 		if child {
-			c := exec.Command("sleep", "60")
-			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { c.Process.Kill(); c.Wait() }()
-			allowed[c.Process.Pid] = true
+			c, _ := proctest.Child(t)
+			allowed = append(allowed, c)
 			if pid == -6 {
-				pid = c.Process.Pid
+				pid = c
 			}
 		}
-		self, _ := proc.ReadStat(os.Getpid())
-		hostile := map[int]bool{1: true, 0: true, -1: true, os.Getpid(): true, os.Getppid(): true, self.PGID: true, self.SID: true}
-		switch pid {
-		case -2:
-			pid = os.Getpid()
-		case -3:
-			pid = os.Getppid()
-		case -4:
-			pid = self.PGID
-		case -5:
-			pid = self.SID
-		}
-		real, _ := proc.StartTime(pid)
-		switch {
-		case hostile[pid] || allowed[pid]:
-			if start == "" {
-				start = real // the real one: only the guards stand in the way
-			}
-		case start == real:
-			// Any other live process named with its true start time is
-			// what a worker record is: the start time is the identity
-			// (DESIGN.md §4). Such records are the fuzzer's to vary, not
-			// to guess.
-			start += "0"
-		}
+		pid = rel.Seed(pid)
+		start = proctest.RecordStart(pid, start, rel.Hostile(pid) || slices.Contains(allowed, pid))
 		m := New(Options{Dir: d, Host: host, Signals: &proc.Signaler{Sender: rec}})
 		m.snap = Snapshot{Workers: []WorkerInfo{{Worker: protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: host,
 			State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}}}}
@@ -77,13 +49,11 @@ func FuzzDashKill(f *testing.F) {
 			cmd()
 		}
 		sent := rec.Sent()
-		if allowed[pid] && start == startOf(pid) && len(sent) != 1 {
+		if slices.Contains(allowed, pid) && start == startOf(pid) && len(sent) != 1 {
 			t.Fatalf("the kill key on the test's own child sent %+v, want one SIGTERM", sent)
 		}
-		for _, s := range sent {
-			if !allowed[s.Pid] && !allowed[s.Group] {
-				t.Fatalf("record pid %d start %q: signal %v to pid %d group %d, not a process of this test", pid, start, s.Sig, s.Pid, s.Group)
-			}
+		if stray := proctest.Stray(sent, allowed...); len(stray) > 0 {
+			t.Fatalf("record pid %d start %q: signals %+v, not to a process of this test", pid, start, stray)
 		}
 	})
 }

@@ -37,12 +37,7 @@ func TestWatchNeverSignalsHostileRecords(t *testing.T) {
 	if !proctest.InNamespace(t) {
 		return
 	}
-	bystander := exec.Command("sleep", "60")
-	if err := bystander.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer bystander.Process.Kill()
-	bstart, _ := proc.StartTime(bystander.Process.Pid)
+	bystander := proctest.StartBystander(t)
 	w, _ := newWatcher(t)
 	w.Opts.Grace = 10 * time.Millisecond
 	old := time.Now().Add(-time.Hour)
@@ -66,9 +61,7 @@ func TestWatchNeverSignalsHostileRecords(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !proc.Matches(bystander.Process.Pid, bstart) {
-		t.Fatal("a bystander was killed")
-	}
+	bystander.Check(t)
 }
 
 // FuzzWatchSignals runs watch passes over random worker records
@@ -86,59 +79,29 @@ func FuzzWatchSignals(f *testing.F) {
 		f.Add(seed.pid, seed.start, seed.beat, true)
 	}
 	rec := &proctest.Recorder{}
+	rel := proctest.ReadRelatives()
 	f.Fuzz(func(t *testing.T, pid int, start string, beat int64, withChild bool) {
 		w, _ := newWatcher(t)
 		w.Opts.Grace = 0
 		w.Signals = &proc.Signaler{Sender: rec}
 		// Negative seeds name this process's relatives.
-		self, _ := proc.ReadStat(os.Getpid())
-		switch pid {
-		case -2:
-			pid = os.Getpid()
-		case -3:
-			pid = os.Getppid()
-		case -4:
-			pid = self.PGID
-		case -5:
-			pid = self.SID
-		}
-		hostile := map[int]bool{1: true, 0: true, -1: true, os.Getpid(): true, os.Getppid(): true, self.PGID: true, self.SID: true}
-		real, _ := proc.StartTime(pid)
-		switch {
-		case hostile[pid]:
-			if start == "" {
-				start = real // the real one: only the guards stand in the way
-			}
-		case start == real:
-			// Any other live process named with its true start time is
-			// what a worker record is: the start time is the identity
-			// (DESIGN.md §4). Such records are the fuzzer's to vary, not
-			// to guess.
-			start += "0"
-		}
+		pid = rel.Seed(pid)
+		start = proctest.RecordStart(pid, start, rel.Hostile(pid))
 		now := time.Now()
 		writeRecord(t, w, "9", pid, start, w.Host, now.Add(time.Duration(beat)*time.Second))
-		allowed := map[int]bool{}
+		var allowed []int
 		if withChild {
-			c := exec.Command("sleep", "60")
-			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { c.Process.Kill(); c.Wait() }()
-			cs, _ := proc.StartTime(c.Process.Pid)
-			allowed[c.Process.Pid] = true
-			writeRecord(t, w, "1", c.Process.Pid, cs, w.Host, now.Add(-time.Hour))
+			c, cs := proctest.Child(t)
+			allowed = append(allowed, c)
+			writeRecord(t, w, "1", c, cs, w.Host, now.Add(-time.Hour))
 		}
 		for range 2 {
 			if _, err := w.Pass(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for _, s := range rec.Sent() {
-			if !allowed[s.Pid] && !allowed[s.Group] {
-				t.Fatalf("record pid %d start %q beat %d: signal %v to pid %d group %d, not a process of this test", pid, start, beat, s.Sig, s.Pid, s.Group)
-			}
+		if stray := proctest.Stray(rec.Sent(), allowed...); len(stray) > 0 {
+			t.Fatalf("record pid %d start %q beat %d: signals %+v, not to a process of this test", pid, start, beat, stray)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package proc_test
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -26,19 +27,25 @@ func startGroup(t *testing.T) (*exec.Cmd, string, int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	var b [32]byte
-	n, _ := out.Read(b[:])
-	var sleep int
-	for _, c := range b[:n] {
-		if c >= '0' && c <= '9' {
-			sleep = sleep*10 + int(c-'0')
-		}
-	}
+	sleep := readPID(out)
 	start, err := proc.StartTime(cmd.Process.Pid)
 	if err != nil || sleep == 0 {
 		t.Fatalf("start time %v, sleep pid %d", err, sleep)
 	}
 	return cmd, start, sleep
+}
+
+// readPID reads the pid a shell printed with `echo $!` (0 if none).
+func readPID(r io.Reader) int {
+	var b [32]byte
+	n, _ := r.Read(b[:])
+	pid := 0
+	for _, c := range b[:n] {
+		if c >= '0' && c <= '9' {
+			pid = pid*10 + int(c-'0')
+		}
+	}
+	return pid
 }
 
 // Nothing is ever sent to pid 1 and below, this process, its ancestors,
@@ -106,22 +113,13 @@ func TestSignalInNamespace(t *testing.T) {
 	if !proctest.InNamespace(t) {
 		return
 	}
-	bystander := exec.Command("sleep", "60")
-	if err := bystander.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer bystander.Process.Kill()
-	bstart := startOf(bystander.Process.Pid)
+	bystander := proctest.StartBystander(t)
 	for _, pid := range []int{-1, 0, 1} {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 			proc.Default.SignalGroup(proc.Target{PID: pid, Start: startOf(1)}, sig)
 			proc.Default.Signal(proc.Target{PID: pid, Start: startOf(1)}, sig)
-			proc.Default.SignalLeftovers(pid, []proc.Member{{PID: bystander.Process.Pid, Start: bstart}}, sig)
+			proc.Default.SignalLeftovers(pid, []proc.Member{{PID: bystander.PID(), Start: bystander.Start()}}, sig)
 		}
-	}
-	time.Sleep(50 * time.Millisecond)
-	if !proc.Matches(bystander.Process.Pid, bstart) {
-		t.Fatal("a signal meant for pid 1, 0 or -1 reached a bystander")
 	}
 	cmd, start, sleep := startGroup(t)
 	sstart := startOf(sleep)
@@ -130,9 +128,7 @@ func TestSignalInNamespace(t *testing.T) {
 	}
 	cmd.Wait()
 	waitGone(t, sleep, sstart)
-	if !proc.Matches(bystander.Process.Pid, bstart) {
-		t.Fatal("the group kill reached a bystander")
-	}
+	bystander.Check(t)
 }
 
 func waitGone(t *testing.T, pid int, start string) {
@@ -156,14 +152,7 @@ func TestChildGroupOnlyUntilReaped(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var b [32]byte
-	n, _ := out.Read(b[:])
-	sleep := 0
-	for _, ch := range b[:n] {
-		if ch >= '0' && ch <= '9' {
-			sleep = sleep*10 + int(ch-'0')
-		}
-	}
+	sleep := readPID(out)
 	sstart := startOf(sleep)
 	// The shell has exited (unreaped); its background sleep lives on in
 	// the group until Wait ends it.
@@ -189,14 +178,7 @@ func TestChildCancelKillsGroup(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var b [32]byte
-	n, _ := out.Read(b[:])
-	sleep := 0
-	for _, ch := range b[:n] {
-		if ch >= '0' && ch <= '9' {
-			sleep = sleep*10 + int(ch-'0')
-		}
-	}
+	sleep := readPID(out)
 	sstart := startOf(sleep)
 	cancel()
 	c.Wait()

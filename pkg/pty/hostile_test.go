@@ -3,7 +3,6 @@ package pty
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -22,13 +21,8 @@ func TestKillHostileSessionFile(t *testing.T) {
 	if !proctest.InNamespace(t) {
 		return
 	}
-	bystander := exec.Command("sleep", "60")
-	if err := bystander.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer bystander.Process.Kill()
-	bpid := bystander.Process.Pid
-	bstart, _ := proc.StartTime(bpid)
+	bystander := proctest.StartBystander(t)
+	bpid, bstart := bystander.PID(), bystander.Start()
 	one, _ := proc.StartTime(1)
 	s := Store{Root: t.TempDir()}
 	for name, st := range map[string]protocol.PtySession{
@@ -52,8 +46,5 @@ func TestKillHostileSessionFile(t *testing.T) {
 			cancel()
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
-	if !proc.Matches(bpid, bstart) {
-		t.Fatal("a hand-written session file led to a signal that reached a bystander")
-	}
+	bystander.Check(t)
 }

@@ -91,12 +91,15 @@ func TestMCPServerKilledDuringCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := srv.pid()
+	// The kill comes well after the call went out (the server is up and
+	// the call is sent at once; 2 s leaves room for a loaded machine) and
+	// long before the operation would end.
 	go func() {
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(2 * time.Second)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}()
 	// A long operation that the kill interrupts.
-	r := s.Call(ctx, protocol.ToolCall{ID: "long", Name: "mcp__ev__trigger-long-running-operation", Input: []byte(`{"duration":5,"steps":5}`)})
+	r := s.Call(ctx, protocol.ToolCall{ID: "long", Name: "mcp__ev__trigger-long-running-operation", Input: []byte(`{"duration":30,"steps":30}`)})
 	if r.OK || r.Error == nil || !strings.Contains(*r.Error, "mcp server ev died during the call") || !strings.Contains(*r.Error, "restarted on the next call") {
 		t.Fatalf("want a died-during-the-call error, got %+v", r.ToolResult)
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 const description = `Show a powerglide team live in the terminal: queue progress, workers, their logs.
-pg-dash watches $POWERGLIDE_HOME/teams/<team>/ (task-queue.json, events.jsonl, worker-<n>.json, worker-<n>.velocity and logs/worker-<n>.jsonl) with file notifications, polling every --refresh where those are not available, and redraws as the files change. Files that are missing, rotated, truncated or hold invalid lines are reported on a warning line; the view keeps going.
+pg-dash watches $POWERGLIDE_HOME/teams/<team>/ (task-queue.json, events.jsonl, worker-<n>.json, worker-<n>.velocity and logs/worker-<n>.jsonl) with file notifications, polling every --refresh where those are not available, and redraws as the files change. Files that are missing, rotated, truncated or hold invalid lines are reported on a warning line; the view keeps going. With --store postgres://... the team is read from PostgreSQL (every host's workers; the logs are this host's), polled every --refresh, its journal followed through the database.
 
 Views (Tab cycles): the team overview (counts, progress, tokens, cost, elapsed time, ETA and the workers table), the selected worker's live log (thinking, tool calls with their arguments, truncated results, verify outcomes, state changes), and the tasks (filter by status or text with /, Enter for a task's detail and result).
 

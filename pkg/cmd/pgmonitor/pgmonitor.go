@@ -53,6 +53,9 @@ When the worker ends on SIGTERM but members of its group remain, they get SIGKIL
 only while a member seen before is still alive in the group (so the group id was not reused).
 The claimed tasks of a dead worker are released through pg-queue (with their fencing token) at
 once. Every action is appended to events.jsonl with its reason.
+With --store postgres://... the worker records and the journal live in PostgreSQL, shared by
+hosts: each pg-monitor signals only processes of its own host, and reports another host's
+workers (stale once their heartbeat is old) without acting on them; their leases expire.
 
 Several watchers may run at once (a run supervisor, cron, a person): a pass holds an flock on
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each
