@@ -57,6 +57,7 @@ type Server struct {
 	Port   int
 	bin    string
 	cred   *syscall.Credential // the postgres user when run as root
+	owner  *os.File            // locked while this process owns the server
 	opts   Options
 	mu     sync.Mutex
 	nextDB atomic.Int64
@@ -104,13 +105,16 @@ func NewServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Whose server it is: a run killed before its cleanup leaves it to
-	// the next run's reapOrphans.
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	// Whose server it is: the owner holds a lock on ownerFile for as long
+	// as it lives, so a run killed before its cleanup leaves it to the
+	// next run's reapOrphans. A lock, not a pid: runs in other pid
+	// namespaces (containers, unshare) share /tmp and see other pids.
+	owner, err := lockOwner(dir)
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{Dir: dir, Host: opts.Listen, bin: bin, opts: opts}
+	s := &Server{Dir: dir, Host: opts.Listen, bin: bin, opts: opts, owner: owner}
 	if os.Geteuid() == 0 {
 		if s.cred, err = postgresUser(); err != nil {
 			os.RemoveAll(dir)
@@ -128,23 +132,36 @@ func NewServer(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// ownerFile holds the pid of the process that started a server.
-const ownerFile = "owner.pid"
+// ownerFile is the file whose lock the process that started a server
+// holds while it lives.
+const ownerFile = "owner.lock"
+
+// orphanAge is how old an unlocked ownerFile must be to count as an
+// orphan's: a server being set up has created it but not locked it yet.
+const orphanAge = time.Minute
+
+func lockOwner(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, ownerFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
 
 // reapOrphans stops and removes the servers of test processes that died
 // without their cleanup (a test binary killed by its -timeout).
 func reapOrphans() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "pgtest-*"))
 	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
+		if !orphaned(dir) {
 			continue
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			continue // its owner lives (or is not ours to judge)
-		}
 		s := &Server{Dir: dir}
+		var err error
 		if s.bin, err = Bin(); err != nil {
 			return
 		}
@@ -154,6 +171,20 @@ func reapOrphans() {
 		s.run("pg_ctl", "stop", "-w", "-t", "30", "-m", "immediate", "-D", s.data())
 		os.RemoveAll(dir)
 	}
+}
+
+// orphaned reports whether dir's owner is gone: its lock is free and it
+// was not just created.
+func orphaned(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, ownerFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || time.Since(fi.ModTime()) < orphanAge {
+		return false
+	}
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
 }
 
 // postgresUser is the credential of the postgres system user.
@@ -302,6 +333,9 @@ func (s *Server) Remove() error {
 	err := s.Stop()
 	if rerr := os.RemoveAll(s.Dir); err == nil {
 		err = rerr
+	}
+	if s.owner != nil {
+		s.owner.Close()
 	}
 	if err != nil && !strings.Contains(err.Error(), "Is server running?") {
 		return err

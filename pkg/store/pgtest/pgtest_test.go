@@ -3,9 +3,7 @@ package pgtest
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -129,12 +127,21 @@ func TestOrphanIsReaped(t *testing.T) {
 		Unavailable(t, err)
 	}
 	defer s.Remove()
-	// Its owner "dies": a pid that is not running.
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
+	// Its owner "dies": the lock is released, and the file is older than
+	// a server being set up.
+	s.owner.Close()
+	s.owner = nil
+	old := time.Now().Add(-2 * orphanAge)
+	if err := os.Chtimes(filepath.Join(s.Dir, ownerFile), old, old); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(s.Dir, ownerFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	// A server whose owner lives is left alone, however old.
+	live, err := NewServer(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Remove()
+	if err := os.Chtimes(filepath.Join(live.Dir, ownerFile), old, old); err != nil {
 		t.Fatal(err)
 	}
 	url := s.URL("postgres")
@@ -144,6 +151,9 @@ func TestOrphanIsReaped(t *testing.T) {
 	}
 	if _, err := pgx.Connect(t.Context(), url); err == nil {
 		t.Fatal("the orphan still answers")
+	}
+	if _, err := os.Stat(live.Dir); err != nil {
+		t.Fatalf("a live owner's server was reaped: %v", err)
 	}
 	if query(t, s2.URL("postgres")) != 42 {
 		t.Fatal("the new server does not answer")
