@@ -64,6 +64,11 @@ func Params(dir string) testscript.Params {
 				env.Setenv(k, v)
 			}
 			env.Setenv("GOTOOLCHAIN", "local")
+			// The tools are this test binary, race-built under make test;
+			// such a binary sleeps a second before it exits, so that
+			// races in other goroutines get reported. Races are still
+			// reported as they happen; the scripts run hundreds of tools.
+			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			return os.MkdirAll(home, 0o755)
 		},
 		Condition: condition,
