@@ -11,9 +11,10 @@ import (
 // Approver answers tool calls that need approval (pg-loop serve's approve
 // and deny).
 type Approver interface {
-	// Wait blocks until the call of ev (a pending approval event, already
-	// emitted) is answered, or ctx ends.
-	Wait(ctx context.Context, ev protocol.LoopApprovalEvent) (approved bool, reason string, err error)
+	// Wait makes the call of ev (a pending approval event) answerable,
+	// then calls emit to announce it, then blocks until it is answered or
+	// ctx ends. An answer sent as soon as the event is seen is never lost.
+	Wait(ctx context.Context, ev protocol.LoopApprovalEvent, emit func()) (approved bool, reason string, err error)
 }
 
 // approvalPoll is how often a team worker looks for the answer to its
@@ -39,8 +40,8 @@ func (r *Runner) approval(tr *taskRun, c protocol.ToolCall) (res protocol.ToolRe
 	var reason string
 	switch {
 	case r.o.Approver != nil:
-		r.o.Events.Emit(&ev)
-		approved, reason, err = r.waitApproval(func() (bool, string, error) { return r.o.Approver.Wait(tr.ctx, ev) })
+		emit := func() { r.o.Events.Emit(&ev) }
+		approved, reason, err = r.waitApproval(func() (bool, string, error) { return r.o.Approver.Wait(tr.ctx, ev, emit) })
 	case r.o.Team != nil:
 		r.o.Events.Emit(&ev)
 		approved, reason, err = r.waitApproval(func() (bool, string, error) { return r.teamApproval(tr.ctx, ev) })

@@ -180,12 +180,14 @@ func (c *Control) Release(context.Context, *protocol.Task) error {
 
 func (c *Control) Renew(context.Context, *protocol.Task) error { return nil }
 
-// Wait is the approver of serve mode: the pending event is out, and the
-// call waits for approve or deny by its id.
-func (c *Control) Wait(ctx context.Context, ev protocol.LoopApprovalEvent) (bool, string, error) {
+// Wait is the approver of serve mode: the call is registered first, so
+// that an approve or deny sent the moment the pending event (emit) is
+// read finds it, and then waits for the answer by its id.
+func (c *Control) Wait(ctx context.Context, ev protocol.LoopApprovalEvent, emit func()) (bool, string, error) {
 	c.mu.Lock()
 	if c.noMore {
 		c.mu.Unlock()
+		emit()
 		return false, "the commands ended (stdin closed): nobody can approve it", nil
 	}
 	p := &pendingApproval{ev: ev, answer: make(chan approvalAnswer, 1)}
@@ -193,6 +195,7 @@ func (c *Control) Wait(ctx context.Context, ev protocol.LoopApprovalEvent) (bool
 	c.order = append(c.order, ev.Call.ID)
 	c.mu.Unlock()
 	defer c.forget(ev.Call.ID)
+	emit()
 	select {
 	case a := <-p.answer:
 		return a.ok, a.reason, nil

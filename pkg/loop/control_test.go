@@ -54,9 +54,21 @@ func TestControlCommands(t *testing.T) {
 	_ = c.Release(ctx, task)
 	// An approval waits until answered; an unknown call is an error.
 	ev := protocol.LoopApprovalEvent{Type: "approval", Call: protocol.ToolCall{ID: "c1", Name: "bash"}, Status: "pending"}
+	none := func() {}
+	// A client that approves the moment it reads the pending event finds
+	// the call waiting: emit runs once the call is registered.
+	fast := protocol.LoopApprovalEvent{Type: "approval", Call: protocol.ToolCall{ID: "c0", Name: "bash"}, Status: "pending"}
+	ok, _, _ := c.Wait(ctx, fast, func() {
+		if rep := doCmd(t, c, protocol.ServeCommand{Type: "approve", Call: "c0"}); !rep.OK {
+			t.Errorf("approve sent on the pending event: %+v", rep)
+		}
+	})
+	if !ok {
+		t.Error("a call approved on its pending event was not approved")
+	}
 	got := make(chan bool, 1)
 	go func() {
-		ok, _, _ := c.Wait(ctx, ev)
+		ok, _, _ := c.Wait(ctx, ev, none)
 		got <- ok
 	}()
 	for len(doCmd(t, c, protocol.ServeCommand{Type: "state"}).State.Approvals) == 0 {
@@ -72,7 +84,7 @@ func TestControlCommands(t *testing.T) {
 	// The end of the commands denies what waits and what comes, and
 	// Next reports the end once the queue is empty.
 	go func() {
-		ok, reason, _ := c.Wait(ctx, protocol.LoopApprovalEvent{Call: protocol.ToolCall{ID: "c2"}})
+		ok, reason, _ := c.Wait(ctx, protocol.LoopApprovalEvent{Call: protocol.ToolCall{ID: "c2"}}, none)
 		got <- ok || reason == ""
 	}()
 	for len(doCmd(t, c, protocol.ServeCommand{Type: "state"}).State.Approvals) == 0 {
@@ -82,7 +94,7 @@ func TestControlCommands(t *testing.T) {
 	if <-got {
 		t.Error("a pending approval survived the end of the commands")
 	}
-	if ok, reason, _ := c.Wait(ctx, ev); ok || reason == "" {
+	if ok, reason, _ := c.Wait(ctx, ev, none); ok || reason == "" {
 		t.Error("an approval after the end of the commands was not denied")
 	}
 	if t4, err := c.Next(ctx); t4 != nil || err != nil {
