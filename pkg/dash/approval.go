@@ -42,8 +42,19 @@ func (m *Model) approvalLine(w int) string {
 	if a == nil {
 		return ""
 	}
-	s := fmt.Sprintf("worker %s asks to run %s %s (--ask %s): y approve, n deny", m.selected().Worker.Worker, a.Tool, a.Input, a.Pattern)
+	sel := m.selected().Worker
+	s := fmt.Sprintf("worker %s asks to run %s %s (--ask %s): y approve, n deny", sel.Worker, a.Tool, a.Input, a.Pattern)
+	if !m.answerable(sel) {
+		s = fmt.Sprintf("worker %s asks to run %s %s (--ask %s): answer it on its host %q", sel.Worker, a.Tool, a.Input, a.Pattern, sel.Host)
+	}
 	return stWarn.Render(fit(termtext.Line(s), w))
+}
+
+// answerable reports whether this pg-dash can answer the worker: the
+// answer is a file in the worker's own team directory, which only its
+// host reads (with a shared store too).
+func (m *Model) answerable(rec protocol.Worker) bool {
+	return m.opt.Host != "" && rec.Host == m.opt.Host
 }
 
 // approvalKeys answers the selected worker's pending call with y or n.
@@ -54,6 +65,9 @@ func (m *Model) approvalKeys(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	}
 	rec := m.selected().Worker
 	id := rec.Worker
+	if !m.answerable(rec) {
+		return nil, true // the line says where to answer it
+	}
 	m.answered[id] = a.Call
 	ans := protocol.ApprovalAnswer{Worker: id, Call: a.Call, Approved: key.Matches(msg, approveKey), By: "pg-dash", TS: time.Now().UTC()}
 	if !ans.Approved {

@@ -82,6 +82,20 @@ func TestApprovalKeys(t *testing.T) {
 	}
 }
 
+// TestApprovalOtherHost: the answer is a file on the worker's host, so a
+// pg-dash on another host (sharing a store) refuses to give it.
+func TestApprovalOtherHost(t *testing.T) {
+	d := fixtureDir(t)
+	withApproval(t, d)
+	h := startHarness(t, Options{Dir: d, Host: "elsewhere"}, 120, 30)
+	h.waitFor(`answer it on its host "`)
+	h.keys("y")
+	time.Sleep(300 * time.Millisecond)
+	if _, err := os.Stat(d.Approval("1")); !os.IsNotExist(err) {
+		t.Fatalf("an answer was written for a worker of another host: %v", err)
+	}
+}
+
 // TestNoApprovalNoKeys: without a pending call, y and n do nothing.
 func TestNoApprovalNoKeys(t *testing.T) {
 	d := fixtureDir(t)

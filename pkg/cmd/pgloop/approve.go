@@ -58,6 +58,11 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 	} else if err != nil {
 		return cli.Failf("approve", "worker %s: %v", a.Worker, err)
 	}
+	// The answer is a file in the worker's own team directory, which only
+	// its host reads (with a shared store too): answer it there.
+	if host, _ := os.Hostname(); rec.Host != host {
+		return cli.Failf("approve", "worker %s runs on host %q, not on this one (%q): answer it there", a.Worker, rec.Host, host)
+	}
 	ans := protocol.ApprovalAnswer{Worker: a.Worker, Call: a.Call, Approved: !a.Deny, Reason: a.Reason, By: "pg-loop approve", TS: time.Now().UTC()}
 	switch err := d.Answer(ans, rec); {
 	case errors.Is(err, os.ErrNotExist):
@@ -74,7 +79,7 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 
 // Help is the detailed help of the command (--help and the man page).
 func (ApproveCmd) Help() string {
-	return `A team worker started with --ask PATTERN that reaches a matching call writes it into its worker record (worker-<n>.json: approval {call, tool, input, pattern, since}) and waits. pg-loop approve answers it: it checks the worker waits on that call, writes the answer to worker-<n>.approval in the team directory, and prints it as a JSON line {type:"approval_answer", worker, call, approved, reason, by, ts}; the worker picks it up within a fraction of a second. pg-dash's y and n keys do the same. Exit 3 when the worker waits on no call, or on another one; 2 for an unknown team or worker.
+	return `A team worker started with --ask PATTERN that reaches a matching call writes it into its worker record (worker-<n>.json: approval {call, tool, input, pattern, since}) and waits. pg-loop approve answers it: it checks the worker waits on that call, writes the answer to worker-<n>.approval in the team directory, and prints it as a JSON line {type:"approval_answer", worker, call, approved, reason, by, ts}; the worker picks it up within a fraction of a second. pg-dash's y and n keys do the same. Exit 3 when the worker waits on no call, or on another one; 2 for an unknown team or worker; 1 for a worker on another host (the answer file is read on the worker's host only, even with a shared --store).
 
   $ pg-loop approve --team web 3 call_7_1
   $ pg-loop approve --team web 3 call_7_1 --deny --reason 'no pushes on Fridays'`
