@@ -1445,10 +1445,18 @@ func (r *Runner) writeWorker() {
 		r.worker.ProgressAt = r.worker.HeartbeatAt
 	}
 	r.lastWrite = time.Now()
-	if err := r.o.Team.Workers().Write(context.Background(), r.worker); err != nil {
+	// A store that does not answer (a database behind a network that
+	// drops packets) must not hold the loop: the write gives up, and the
+	// next beat tries again.
+	ctx, cancel := context.WithTimeout(context.Background(), workerWriteTimeout)
+	defer cancel()
+	if err := r.o.Team.Workers().Write(ctx, r.worker); err != nil {
 		fmt.Fprintf(r.o.Stderr, "pg-loop: worker record: %v\n", err)
 	}
 }
+
+// workerWriteTimeout bounds one write of the worker record.
+const workerWriteTimeout = 10 * time.Second
 
 // heartbeat refreshes heartbeat_at and renews the task's lease.
 func (r *Runner) heartbeat(ctx context.Context, done chan struct{}) {
