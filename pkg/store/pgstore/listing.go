@@ -97,6 +97,9 @@ func (q *tasks) Show(id string) (*protocol.Task, error) {
 func (q *tasks) Archive(olderThan time.Duration) (int, error) {
 	n := 0
 	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
+		if _, err := tx.Exec(ctx, lockDeps, depsKey(q.team)); err != nil {
+			return err
+		}
 		rows, _ := tx.Query(ctx, `WITH moved AS (
 				UPDATE tasks t SET archived_at = now()
 				WHERE t.team = $1 AND t.archived_at IS NULL AND t.status IN ('done', 'failed', 'cancelled')
@@ -123,6 +126,9 @@ func (q *tasks) Archive(olderThan time.Duration) (int, error) {
 func (q *tasks) Prune(olderThan time.Duration) (int, error) {
 	n := 0
 	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
+		if _, err := tx.Exec(ctx, lockDeps, depsKey(q.team)); err != nil {
+			return err
+		}
 		// Archived ones first, as the file store reports them.
 		rows, _ := tx.Query(ctx, `WITH gone AS (
 				DELETE FROM tasks t WHERE t.team = $1 AND t.status IN ('done', 'failed', 'cancelled')

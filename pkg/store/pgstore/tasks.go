@@ -125,6 +125,15 @@ func (q *tasks) mutate(fn func(ctx context.Context, tx *txn, c *change) error) e
 	return tx.commit(ctx, q.team, recs)
 }
 
+// lockDeps serializes, per team, what checks dependencies (Add) with what
+// removes the tasks and pruned rows they name (Archive, Prune): without
+// it an Add could find a dependency that a concurrent Prune deletes
+// without recording it in pruned, and the new task would wait forever.
+// Claims and other changes do not take it.
+const lockDeps = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
+
+func depsKey(team string) string { return "powerglide/deps/" + team }
+
 // analyzeAfter is the size of an Add after which the tasks table is
 // analyzed.
 const analyzeAfter = 1000
@@ -170,10 +179,15 @@ func (q *tasks) add(ctx context.Context, tx *txn, in []protocol.Task, c *change)
 		look = append(look, in[i].DependsOn...)
 	}
 	b := &pgx.Batch{}
+	b.Queue(lockDeps, depsKey(q.team))
 	b.Queue("SELECT now()")
 	b.Queue("SELECT id, status, archived_at IS NOT NULL FROM tasks WHERE team = $1 AND id = ANY($2)", q.team, look)
 	b.Queue("SELECT id, status FROM pruned WHERE team = $1 AND id = ANY($2)", q.team, look)
 	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return err
+	}
 	var now time.Time
 	if err := br.QueryRow().Scan(&now); err != nil {
 		br.Close()
