@@ -14,6 +14,10 @@ func (q *tasks) Stats() (*protocol.QueueStats, error) {
 	defer cancel()
 	st := &protocol.QueueStats{Type: "stats"}
 	b := &pgx.Batch{}
+	// One snapshot for every count: under READ COMMITTED each statement
+	// would see its own, and a task added between two of them could make
+	// the queue look drained (stuck = pending) while a task is free.
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 	b.Queue(`SELECT now(),
 			count(*) FILTER (WHERE archived_at IS NULL),
 			count(*) FILTER (WHERE archived_at IS NOT NULL),
@@ -43,8 +47,12 @@ func (q *tasks) Stats() (*protocol.QueueStats, error) {
 			count(*)
 		FROM journal WHERE team = $1 AND op = 'complete' AND ts > now() - interval '15 minutes'
 		  AND record->>'type' = 'task'`, q.team)
+	b.Queue("COMMIT")
 	br := q.s.pool.SendBatch(ctx, b)
 	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
 
 	var now time.Time
 	var free int
