@@ -282,7 +282,7 @@ func (srv *mcpServer) callError(ctx, cctx context.Context, name string, dead cha
 		// Over HTTP every failure that is not the server's answer is the
 		// connection's: the next call connects again.
 		_ = srv.stop(true)
-		return fmt.Errorf("mcp server %s: %s: the connection was lost during the call (%v); it will be opened again on the next call", srv.name, name, err)
+		return fmt.Errorf("mcp server %s: %s: the connection was lost during the call (%s); it will be opened again on the next call", srv.name, name, srv.http.scrub(err))
 	}
 	// Give the connection watcher a moment to notice a dead server.
 	select {

@@ -61,6 +61,7 @@ type httpEndpoint struct {
 	name    string
 	url     string
 	shown   string // the URL without its query, for messages
+	query   string // the raw query, kept out of messages
 	scheme  string // where the headers may go
 	host    string
 	headers http.Header // values expanded
@@ -95,7 +96,7 @@ func newHTTPEndpoint(name, raw string) (*httpEndpoint, error) {
 			}
 		}
 	}
-	e := &httpEndpoint{name: name, url: raw, shown: shown, scheme: u.Scheme, host: u.Host, headers: http.Header{}}
+	e := &httpEndpoint{name: name, url: raw, shown: shown, query: u.RawQuery, scheme: u.Scheme, host: u.Host, headers: http.Header{}}
 	e.client = &http.Client{Transport: e}
 	return e, nil
 }
@@ -216,11 +217,22 @@ func (e *httpEndpoint) connect(ctx context.Context, s *Session) (*mcp.ClientSess
 		if sseErr == nil {
 			return cs, nil
 		}
-		return nil, fmt.Errorf("mcp server %s (%s) not connected: streamable HTTP: %s (HTTP %d); legacy SSE: %s", e.name, e.shown, termtext.FirstLine(err.Error()), st, termtext.FirstLine(sseErr.Error()))
+		return nil, fmt.Errorf("mcp server %s (%s) not connected: streamable HTTP: %s (HTTP %d); legacy SSE: %s", e.name, e.shown, e.scrub(err), st, e.scrub(sseErr))
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		return nil, fmt.Errorf("mcp server %s (%s) not connected: HTTP %d %s: check its headers (--mcp-header %s:Authorization=..., config mcp_headers)", e.name, e.shown, st, http.StatusText(int(st)), e.name)
 	}
-	return nil, fmt.Errorf("mcp server %s (%s) not connected: %s", e.name, e.shown, termtext.FirstLine(err.Error()))
+	return nil, fmt.Errorf("mcp server %s (%s) not connected: %s", e.name, e.shown, e.scrub(err))
+}
+
+// scrub is the first line of err with the URL's query left out: the
+// transport's errors quote the whole URL, and a query may hold a key
+// whose name does not say so (?sig=, ?code=).
+func (e *httpEndpoint) scrub(err error) string {
+	msg := termtext.FirstLine(err.Error())
+	if e.query == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, "?"+e.query, "?…")
 }
 
 // detached connects a transport whose connection lives in the context it

@@ -352,3 +352,27 @@ func TestMCPHTTPHeadersStayHome(t *testing.T) {
 		t.Fatalf("the redirect target got the header: %q", v)
 	}
 }
+
+// TestMCPHTTPQueryNotShown: a query value whose name does not look secret
+// (?sig=) stays out of the messages of a server that cannot be reached,
+// though the transport's errors quote the whole URL.
+func TestMCPHTTPQueryNotShown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	s, err := NewSession(Options{Root: t.TempDir(), MCP: []string{"web=http://" + addr + "/mcp?sig=q7Hy2sigvalue"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Tools(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "not connected") {
+		t.Fatalf("want a connect error, got %v", err)
+	}
+	if strings.Contains(err.Error(), "q7Hy2sigvalue") {
+		t.Errorf("the query's value is in the message: %v", err)
+	}
+}
