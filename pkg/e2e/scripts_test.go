@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/powerglide/powerglide/pkg/store/pgtest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -27,22 +25,7 @@ func TestScripts(t *testing.T) {
 func TestScriptsPostgres(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{})
-	p := scriptsParams(t, "scripts-pg")
-	setup := p.Setup
-	p.Setup = func(env *testscript.Env) error {
-		if err := setup(env); err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		url, err := srv.CreateDB(ctx)
-		if err != nil {
-			return err
-		}
-		env.Setenv("STORE", url)
-		return nil
-	}
-	testscript.Run(t, p)
+	testscript.Run(t, withDatabase(scriptsParams(t, "scripts-pg"), srv, "STORE"))
 }
 
 // scriptsParams are the settings of the scripts' tests: $REPO is the

@@ -31,7 +31,12 @@ func TestStorePostgres(t *testing.T) {
 }
 
 func storeScripts(t *testing.T, srv *pgtest.Server) {
-	p := withLoopDoubles(t, Params(scriptDir("store-postgres")))
+	testscript.Run(t, withDatabase(withLoopDoubles(t, Params(scriptDir("store-postgres"))), srv, "POWERGLIDE_STORE"))
+}
+
+// withDatabase gives every script a database of its own on srv, its URL
+// in the environment variable name.
+func withDatabase(p testscript.Params, srv *pgtest.Server, name string) testscript.Params {
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
@@ -43,10 +48,10 @@ func storeScripts(t *testing.T, srv *pgtest.Server) {
 		if err != nil {
 			return err
 		}
-		env.Setenv("POWERGLIDE_STORE", url)
+		env.Setenv(name, url)
 		return nil
 	}
-	testscript.Run(t, p)
+	return p
 }
 
 // otherHost: a worker record of another host, in the shared store, whose

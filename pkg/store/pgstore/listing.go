@@ -97,7 +97,7 @@ func (q *tasks) Show(id string) (*protocol.Task, error) {
 func (q *tasks) Archive(olderThan time.Duration) (int, error) {
 	n := 0
 	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
-		if _, err := tx.Exec(ctx, lockDeps, depsKey(q.team)); err != nil {
+		if err := lockTeamDeps(ctx, tx, q.team); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `WITH moved AS (
@@ -126,7 +126,7 @@ func (q *tasks) Archive(olderThan time.Duration) (int, error) {
 func (q *tasks) Prune(olderThan time.Duration) (int, error) {
 	n := 0
 	err := q.mutate(func(ctx context.Context, tx *txn, c *change) error {
-		if _, err := tx.Exec(ctx, lockDeps, depsKey(q.team)); err != nil {
+		if err := lockTeamDeps(ctx, tx, q.team); err != nil {
 			return err
 		}
 		// Archived ones first, as the file store reports them.

@@ -134,6 +134,12 @@ const lockDeps = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
 
 func depsKey(team string) string { return "powerglide/deps/" + team }
 
+// lockTeamDeps takes lockDeps for team in tx (Add queues it in its batch).
+func lockTeamDeps(ctx context.Context, tx *txn, team string) error {
+	_, err := tx.Exec(ctx, lockDeps, depsKey(team))
+	return err
+}
+
 // analyzeAfter is the size of an Add after which the tasks table is
 // analyzed.
 const analyzeAfter = 1000
