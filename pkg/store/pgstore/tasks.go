@@ -186,13 +186,16 @@ func (q *tasks) add(ctx context.Context, tx *txn, in []protocol.Task, c *change)
 	}
 	b := &pgx.Batch{}
 	b.Queue(lockDeps, depsKey(q.team))
+	b.Queue(ensureTeam, q.team)
 	b.Queue("SELECT now()")
 	b.Queue("SELECT id, status, archived_at IS NOT NULL FROM tasks WHERE team = $1 AND id = ANY($2)", q.team, look)
 	b.Queue("SELECT id, status FROM pruned WHERE team = $1 AND id = ANY($2)", q.team, look)
 	br := tx.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return err
+	for range 2 { // lockDeps, ensureTeam
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
 	}
 	var now time.Time
 	if err := br.QueryRow().Scan(&now); err != nil {
@@ -326,7 +329,7 @@ var claimSQL = `WITH spent AS (
 	SELECT now(), ` + colsOf("c") + ` FROM claimed c`
 
 // Claim leases the best claimable task to worker (see queue.Queue.Claim),
-// in one statement.
+// in one statement (and one round trip: Store.change).
 func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
 	if err := teamdir.ValidName("worker", worker); err != nil {
 		return nil, &queue.InputError{Index: -1, Msg: err.Error()}
@@ -339,7 +342,9 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err = q.s.pool.QueryRow(ctx, claimSQL, q.team, worker, lease.Microseconds()).Scan(append([]any{&now}, r.dest()...)...)
+	err = q.s.change(ctx, claimSQL, []any{q.team, worker, lease.Microseconds()}, func(row pgx.Row) error {
+		return row.Scan(append([]any{&now}, r.dest()...)...)
+	})
 	if isNoRows(err) {
 		return nil, queue.ErrNothing
 	}

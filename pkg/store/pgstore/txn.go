@@ -100,7 +100,8 @@ func (tx *txn) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string
 	return tx.conn.CopyFrom(ctx, table, cols, src)
 }
 
-// commit appends recs to the team's journal and commits, in one round trip.
+// commit appends recs to the team's journal, commits, and notifies the
+// team's channel (notifyAfter), in one round trip.
 func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 	if !tx.begun {
 		return nil // nothing was sent
@@ -110,17 +111,60 @@ func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 		queueAppend(b, team, recs)
 	}
 	b.Queue("COMMIT")
+	b.Queue(notifyAfter)
 	br := tx.conn.SendBatch(ctx, b)
 	var err error
 	if len(recs) > 0 {
-		if _, err = br.Exec(); err != nil {
+		if _, err = br.Exec(); err == nil {
+			_, err = br.Exec()
+		}
+		if err != nil {
 			err = fmt.Errorf("append to the journal of team %s: %w", team, err)
 		}
 	}
 	if err == nil {
-		var tag pgconn.CommandTag
-		if tag, err = br.Exec(); err == nil && tag.String() != "COMMIT" {
-			err = fmt.Errorf("commit: the transaction was rolled back (%s)", tag)
+		err = committed(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// committed reads the results of COMMIT and notifyAfter. Once COMMIT
+// succeeded the change is made: a failed notification is not its error
+// (followers and waiting claims look again at least every second).
+func committed(br pgx.BatchResults) error {
+	tag, err := br.Exec()
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("commit: the transaction was rolled back (%s)", tag)
+	}
+	if err != nil {
+		return err
+	}
+	br.Exec() // notifyAfter
+	return nil
+}
+
+// change runs sql, one statement that changes the team's tasks and
+// appends its events (appendEvents), as a transaction followed by
+// notifyAfter, in one round trip. scan reads the statement's row; it
+// gets pgx.ErrNoRows when the statement returned none.
+func (s *Store) change(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error {
+	tx, err := s.beginTxn(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.end()
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	b.Queue(notifyAfter)
+	br := tx.SendBatch(ctx, b)
+	err = scan(br.QueryRow())
+	if err == nil || isNoRows(err) {
+		if cerr := committed(br); cerr != nil {
+			err = cerr
 		}
 	}
 	if cerr := br.Close(); err == nil {
