@@ -14,7 +14,6 @@ import (
 	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/dash"
 	"github.com/powerglide/powerglide/pkg/store/dial"
-	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -115,7 +114,7 @@ func (c *ShowCmd) Run(rt *cli.Runtime) error {
 		if err != nil {
 			return cli.Usagef("%v", err)
 		}
-		st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+		st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
 		if err != nil {
 			return err
 		}

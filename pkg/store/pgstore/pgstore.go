@@ -49,11 +49,32 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// Options tune a store.
+type Options struct {
+	// OneShot: the process makes a few calls and exits (a pg-queue
+	// command). Statements are sent without preparing them first
+	// (pgx.QueryExecModeExec): one round trip each instead of two, while
+	// preparing would pay off only over many calls of a long-lived pool.
+	OneShot bool
+}
+
 // Open connects to the database of url (a postgres:// URL or a libpq
 // keyword string; PG* variables fill what it leaves out) and brings its
 // schema up to date.
 func Open(ctx context.Context, url string) (store.Store, error) {
-	s, err := OpenStore(ctx, url)
+	return OpenOptions(ctx, url, Options{})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(ctx context.Context, url string, o Options) (store.Store, error) {
+	cfg, err := parseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	if o.OneShot && !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	s, err := openConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
