@@ -75,6 +75,7 @@ func Spec() *cli.Spec {
 		Description: description,
 		CLI:         &CLI{},
 		Schemas:     []string{"loop-event", "serve-command", "approval-answer", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
+		Waits:       true,
 	}
 }
 
