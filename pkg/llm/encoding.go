@@ -37,15 +37,15 @@ type cachedMessage struct {
 // collision costs an encoding, never a wrong message. Entries a call did
 // not use are dropped once the cache holds many more than a call needs.
 type encodingCache struct {
-	mu    sync.Mutex
-	seed  maphash.Seed
-	m     map[uint64]*cachedMessage
-	gen   uint64
+	mu   sync.Mutex
+	seed maphash.Seed
+	m    map[uint64]*cachedMessage
+	gen  uint64
 	// last holds the entries of the last call in its order: a call that
 	// extends the conversation finds its earlier messages at the same
 	// places, confirmed equal without hashing them (an equal string
 	// shares its bytes with the cached copy and compares at once).
-	last []*cachedMessage
+	last  []*cachedMessage
 	tools struct { // the tool definitions of the last call, encoded
 		defs []protocol.ToolDef
 		b    []byte
