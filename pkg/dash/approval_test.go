@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -113,7 +114,7 @@ func TestNoApprovalNoKeys(t *testing.T) {
 func TestOnceShowsApproval(t *testing.T) {
 	d := fixtureDir(t)
 	withApproval(t, d)
-	r := Loader{Dir: d}.Load(TailPos{}, fixtureNow)
+	r := Loader{Dir: d}.Load(jsonl.Pos{}, fixtureNow)
 	rec := Record(&r.Snap, fixtureNow, 30*time.Second, nil)
 	var text, js strings.Builder
 	if err := WriteText(&text, rec); err != nil {
