@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -57,7 +58,7 @@ func loadedModel(b *testing.B, d teamdir.Dir, w, h int, view string) *Model {
 	b.Helper()
 	m := New(Options{Dir: d, Now: func() time.Time { return fixtureNow }, View: view})
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	m.Update(loadedMsg{m.loader.Load(TailPos{}, fixtureNow), 1})
+	m.Update(loadedMsg{m.loader.Load(jsonl.Pos{}, fixtureNow), 1})
 	m.logFor = m.selectedID()
 	return m
 }
@@ -117,7 +118,7 @@ func BenchmarkFrameLogFlood(b *testing.B) {
 func BenchmarkLoad64(b *testing.B) {
 	d := bigTeam(b, 64)
 	l := Loader{Dir: d}
-	pos := TailPos{Path: d.Events()}
+	pos := jsonl.Pos{Path: d.Events()}
 	b.ReportAllocs()
 	for b.Loop() {
 		r := l.Load(pos, fixtureNow)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -120,105 +121,6 @@ func TestETA(t *testing.T) {
 	}
 }
 
-func appendFile(t *testing.T, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-}
-
-func lines(r TailRead) string {
-	var out []string
-	for _, l := range r.Lines {
-		out = append(out, string(l))
-	}
-	return strings.Join(out, "|")
-}
-
-func TestReadTail(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "log.jsonl")
-	pos := TailPos{Path: path}
-
-	r, err := ReadTail(pos, 0)
-	if err != nil || !r.Missing || len(r.Lines) != 0 {
-		t.Fatalf("missing file: %+v %v", r, err)
-	}
-	appendFile(t, path, "a\nb\npart")
-	r, _ = ReadTail(r.Pos, 0)
-	if lines(r) != "a|b" {
-		t.Fatalf("lines = %q", lines(r))
-	}
-	appendFile(t, path, "ial\n\nc\n")
-	r, _ = ReadTail(r.Pos, 0)
-	if lines(r) != "partial|c" || r.Reset != "" {
-		t.Fatalf("lines = %q reset %q", lines(r), r.Reset)
-	}
-	// Nothing new.
-	r, _ = ReadTail(r.Pos, 0)
-	if len(r.Lines) != 0 {
-		t.Fatalf("lines = %q", lines(r))
-	}
-	// Truncated in place.
-	if err := os.WriteFile(path, []byte("d\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, _ = ReadTail(r.Pos, 0)
-	if lines(r) != "d" || r.Reset != "truncated" {
-		t.Fatalf("after truncation: %q reset %q", lines(r), r.Reset)
-	}
-	// Rotated: renamed away and a new file made.
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
-	}
-	appendFile(t, path, "e\nf\n")
-	r, _ = ReadTail(r.Pos, 0)
-	if lines(r) != "e|f" || r.Reset != "rotated" {
-		t.Fatalf("after rotation: %q reset %q", lines(r), r.Reset)
-	}
-	// Removed.
-	os.Remove(path)
-	r, _ = ReadTail(r.Pos, 0)
-	if !r.Missing || r.Reset != "removed" {
-		t.Fatalf("after removal: %+v", r)
-	}
-	// Its successor is a new file, read from the start.
-	appendFile(t, path, "g\n")
-	r, _ = ReadTail(r.Pos, 1)
-	if lines(r) != "g" || r.Reset != "rotated" {
-		t.Fatalf("after re-creation: %q reset %q", lines(r), r.Reset)
-	}
-}
-
-func TestReadTailBacklog(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "big.jsonl")
-	var b strings.Builder
-	for i := 0; i < 1000; i++ {
-		b.WriteString(strings.Repeat("x", 99) + "\n")
-	}
-	b.WriteString("last\n")
-	appendFile(t, path, b.String())
-	r, err := ReadTail(TailPos{Path: path}, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 1000 bytes back lands inside a line: that partial line is dropped.
-	n := len(r.Lines)
-	if n != 10 || string(r.Lines[n-1]) != "last" {
-		t.Fatalf("got %d lines", n)
-	}
-	for _, l := range r.Lines[:n-1] {
-		if len(l) != 99 {
-			t.Fatalf("partial line kept: %q", l)
-		}
-	}
-}
-
 // Every loop event type, the signals and bad lines.
 func TestDecodeEntry(t *testing.T) {
 	cases := []struct {
@@ -297,7 +199,7 @@ func TestStreamState(t *testing.T) {
 
 func TestLoadFixture(t *testing.T) {
 	d := fixtureDir(t)
-	r := Loader{Dir: d, Host: "elsewhere"}.Load(TailPos{}, fixtureNow)
+	r := Loader{Dir: d, Host: "elsewhere"}.Load(jsonl.Pos{}, fixtureNow)
 	s := r.Snap
 	if len(s.Workers) != 6 || len(s.Tasks) != 12 || !s.QueueExists {
 		t.Fatalf("workers %d tasks %d", len(s.Workers), len(s.Tasks))
@@ -349,7 +251,7 @@ func TestLoadFixture(t *testing.T) {
 
 func TestSnapshotJSON(t *testing.T) {
 	d := fixtureDir(t)
-	r := Loader{Dir: d}.Load(TailPos{}, fixtureNow)
+	r := Loader{Dir: d}.Load(jsonl.Pos{}, fixtureNow)
 	r.Snap.Started = StartOf(r.First, &r.Snap)
 	rec := Record(&r.Snap, fixtureNow, 30*time.Second, r.Warnings())
 	var b strings.Builder
@@ -420,4 +322,16 @@ func TestLogViewScroll(t *testing.T) {
 	if l.Len() > maxEntries || l.Dropped == 0 {
 		t.Fatalf("len %d dropped %d", l.Len(), l.Dropped)
 	}
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/powerglide/powerglide/pkg/jsonl"
 )
 
 func FuzzDecodeQueue(f *testing.F) {
@@ -68,8 +69,8 @@ func splitLines(b []byte) [][]byte {
 func TestNarrowSizes(t *testing.T) {
 	d := fixtureDir(t)
 	now := func() time.Time { return fixtureNow }
-	r := Loader{Dir: d}.Load(TailPos{}, fixtureNow)
-	tail := readLog(TailPos{Path: d.Log("1")}, 0, fixtureNow)
+	r := Loader{Dir: d}.Load(jsonl.Pos{}, fixtureNow)
+	tail := readLog(jsonl.Pos{Path: d.Log("1")}, 0, fixtureNow)
 	for _, view := range []string{ViewOverview, ViewWorker, ViewTasks, "detail", "help"} {
 		for _, size := range [][2]int{{20, 5}, {30, 8}, {45, 12}, {60, 15}, {79, 23}, {81, 25}, {300, 100}} {
 			m := New(Options{Dir: d, Now: now})

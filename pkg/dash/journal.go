@@ -9,7 +9,7 @@ import (
 )
 
 // A team kept in files has its journal read with the rest of a load
-// (ReadTail on events.jsonl, see Loader.Load). A team in another store has
+// (jsonl.ReadFrom on events.jsonl, see Loader.Load). A team in another store has
 // it followed through the store (store.Journal.Follow): every event once,
 // in order, from the first, by a goroutine that the model drains with
 // journalFeed.next.

@@ -2,7 +2,7 @@
 // workers and their logs) in the terminal, or of one loop's event stream.
 //
 // Everything that touches a file runs in a tea.Cmd that takes values (a
-// Loader, a TailPos) and returns a message; Update only folds messages into
+// Loader, a jsonl.Pos) and returns a message; Update only folds messages into
 // the model. Components are plain structs rendering at a width.
 package dash
 
@@ -19,6 +19,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
@@ -74,7 +75,7 @@ type Model struct {
 	snap     Snapshot
 	started  time.Time // first journal event
 	journal  []JournalLine
-	jpos     TailPos
+	jpos     jsonl.Pos
 	problems []Problem               // of the last load
 	lineWarn map[string]*lineWarning // invalid lines, by file
 	warnKeys []string
@@ -83,7 +84,7 @@ type Model struct {
 	selID      string // its id, to keep the selection across reloads
 	log        LogView
 	logFor     string // the worker whose log is loaded
-	logPos     TailPos
+	logPos     jsonl.Pos
 	logMissing bool
 	logGen     int
 	tasksSel   int
@@ -194,7 +195,7 @@ func New(opt Options) *Model {
 		}
 	} else {
 		m.snap.Team = opt.Dir.Team
-		m.jpos = TailPos{Path: opt.Dir.Events()}
+		m.jpos = jsonl.Pos{Path: opt.Dir.Events()}
 	}
 	return m
 }
@@ -208,7 +209,7 @@ type (
 	loadTimerMsg struct{}
 	tailMsg      struct {
 		gen     int
-		read    TailRead
+		read    jsonl.Read
 		err     error
 		entries []*Entry
 		invalid []string
@@ -337,7 +338,7 @@ func (m *Model) requestTail() tea.Cmd {
 		m.logFor = id
 		m.logGen++
 		m.log.Reset()
-		m.logPos = TailPos{Path: m.opt.Dir.Log(id)}
+		m.logPos = jsonl.Pos{Path: m.opt.Dir.Log(id)}
 		m.tailing = false // a read of the old log is ignored when it lands
 	}
 	if m.tailing {
@@ -356,8 +357,8 @@ func (m *Model) requestTail() tea.Cmd {
 	return func() tea.Msg { return readLog(pos, gen, now) }
 }
 
-func readLog(pos TailPos, gen int, now time.Time) tailMsg {
-	r, err := ReadTail(pos, tailBacklog)
+func readLog(pos jsonl.Pos, gen int, now time.Time) tailMsg {
+	r, err := jsonl.ReadFrom(pos, tailBacklog, 0)
 	msg := tailMsg{gen: gen, read: r, err: err}
 	if r.Reset != "" && r.Reset != "removed" {
 		msg.entries = append(msg.entries, noteEntry(now, "log "+r.Reset+": reading the new file from its start"))

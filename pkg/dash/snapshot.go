@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
@@ -151,7 +152,7 @@ type Loader struct {
 // LoadResult is a snapshot and the journal read since the last load.
 type LoadResult struct {
 	Snap     Snapshot
-	Journal  TailRead
+	Journal  jsonl.Read
 	JLines   []JournalLine
 	JInvalid []string // errors of invalid journal lines
 	First    time.Time
@@ -177,7 +178,7 @@ func (l Loader) Files() bool {
 
 // Load reads the whole team; jpos is where the journal was left (in files;
 // another store's journal is followed by the model, see Model.Init).
-func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
+func (l Loader) Load(jpos jsonl.Pos, now time.Time) LoadResult {
 	var r LoadResult
 	s := &r.Snap
 	s.Team = l.Dir.Team
@@ -225,7 +226,7 @@ func (l Loader) Load(jpos TailPos, now time.Time) LoadResult {
 	if jpos.Path == "" {
 		jpos.Path = l.Dir.Events()
 	}
-	jr, err := ReadTail(jpos, 64<<10)
+	jr, err := jsonl.ReadFrom(jpos, 64<<10, 0)
 	if err != nil {
 		s.Problems = append(s.Problems, Problem{teamdir.EventsFile, err.Error()})
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
@@ -58,7 +59,7 @@ func TestLoadThroughStore(t *testing.T) {
 	if l.Files() {
 		t.Fatal("an opaque store taken for files")
 	}
-	r := l.Load(TailPos{}, now)
+	r := l.Load(jsonl.Pos{}, now)
 	s := r.Snap
 	if len(s.Problems) != 0 {
 		t.Fatalf("problems: %+v", s.Problems)

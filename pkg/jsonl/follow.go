@@ -1,10 +1,8 @@
 package jsonl
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -16,34 +14,29 @@ type FollowOptions struct {
 	Poll      time.Duration // how often to look for new data; default 50ms
 }
 
+// followChunk caps one read of a Follower.
+const followChunk = 64 << 10
+
 // Follower reads lines appended to a file, like `tail -F`: it waits for a
-// file that does not exist yet, starts over when the file is truncated and
-// switches to the new file when it is replaced (after draining the old
-// one). A line is returned only once its newline has been written.
+// file that does not exist yet, starts over when the file is truncated or
+// rewritten in place and switches to the new file when it is replaced
+// (after draining the old one). A line is returned only once its newline
+// has been written; blank lines are left out. It reads through ReadFrom's
+// position (Pos), keeping the file open between reads.
 type Follower struct {
-	path      string
 	poll      time.Duration
 	fromStart bool
 	f         *os.File
-	off       int64
-	buf       []byte
-	chunk     []byte
-	// tail holds the last bytes read before off. After an idle poll they
-	// must still be there: a file truncated and written past off again
-	// between two polls would otherwise be read from the middle.
-	tail []byte
-	idle bool
+	pos       Pos
+	lines     [][]byte
 }
-
-// tailLen is how many bytes before the offset identify the file's content.
-const tailLen = 64
 
 // Follow starts following path. Nothing is opened until the first Next.
 func Follow(path string, opts FollowOptions) *Follower {
 	if opts.Poll <= 0 {
 		opts.Poll = 50 * time.Millisecond
 	}
-	return &Follower{path: path, poll: opts.Poll, fromStart: opts.FromStart, chunk: make([]byte, 64<<10)}
+	return &Follower{poll: opts.Poll, fromStart: opts.FromStart, pos: Pos{Path: path}}
 }
 
 // Start opens the file now, when it exists, rather than at the first
@@ -57,18 +50,14 @@ func (fl *Follower) Start() error {
 	return err
 }
 
-// Offset is the byte offset in the current file up to which lines were
-// returned.
-func (fl *Follower) Offset() int64 { return fl.off - int64(len(fl.buf)) }
-
 // Next returns the next whole line without its newline. It blocks until one
 // is there or ctx ends. The slice is valid until the next call.
 func (fl *Follower) Next(ctx context.Context) ([]byte, error) {
 	for {
-		if i := bytes.IndexByte(fl.buf, '\n'); i >= 0 {
-			line := fl.buf[:i]
-			fl.buf = fl.buf[i+1:]
-			return bytes.TrimSuffix(line, []byte{'\r'}), nil
+		if len(fl.lines) > 0 {
+			line := fl.lines[0]
+			fl.lines = fl.lines[1:]
+			return line, nil
 		}
 		progressed, err := fl.step()
 		if err != nil {
@@ -90,7 +79,7 @@ func (fl *Follower) Next(ctx context.Context) ([]byte, error) {
 // step reads what is there; it reports whether anything changed.
 func (fl *Follower) step() (bool, error) {
 	if fl.f == nil {
-		f, err := os.Open(fl.path)
+		f, err := os.Open(fl.pos.Path)
 		if errors.Is(err, fs.ErrNotExist) {
 			// Once we waited for the file, it is read from the start.
 			fl.fromStart = true
@@ -99,75 +88,40 @@ func (fl *Follower) step() (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		fl.f, fl.off = f, 0
-		if !fl.fromStart {
-			if fl.off, err = f.Seek(0, io.SeekEnd); err != nil {
+		fl.f = f
+		if !fl.fromStart && !fl.pos.Open {
+			if fl.pos, err = atEnd(f, fl.pos.Path); err != nil {
 				return false, err
 			}
 		}
 		fl.fromStart = true
 		return true, nil
 	}
-	// Keep buf compact so a long stream does not grow it.
-	if len(fl.buf) == 0 {
-		fl.buf = fl.buf[:0:0]
-	}
-	n, err := fl.f.ReadAt(fl.chunk, fl.off)
-	if n > 0 && fl.idle && len(fl.tail) > 0 {
-		fl.idle = false
-		if !fl.sameTail() {
-			fl.off, fl.buf, fl.tail = 0, nil, nil
-			return true, nil
-		}
-	}
-	if n > 0 {
-		fl.off += int64(n)
-		fl.buf = append(fl.buf, fl.chunk[:n]...)
-		fl.keepTail(fl.chunk[:n])
-		return true, nil
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
+	r, err := readOpen(fl.f, fl.pos, 0, followChunk)
+	if err != nil {
 		return false, err
 	}
-	// At the end of the open file: has it been truncated or replaced?
+	moved := r.Pos.Off != fl.pos.Off || r.Reset != ""
+	fl.pos, fl.lines = r.Pos, r.Lines
+	if moved {
+		return true, nil
+	}
+	// At the end of the open file: has it been replaced or removed?
 	cur, err := fl.f.Stat()
 	if err != nil {
 		return false, err
 	}
-	if cur.Size() < fl.off {
-		fl.off, fl.buf, fl.tail = 0, nil, nil
-		return true, nil
-	}
-	st, err := os.Stat(fl.path)
+	st, err := os.Stat(fl.pos.Path)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !os.SameFile(st, cur)) {
 		fl.f.Close()
-		fl.f, fl.off, fl.buf, fl.tail = nil, 0, nil, nil
+		fl.f, fl.pos = nil, Pos{Path: fl.pos.Path, Gone: true}
 		return true, nil
 	}
-	fl.idle = true
 	return false, nil
 }
 
-// keepTail remembers the last tailLen bytes read.
-func (fl *Follower) keepTail(read []byte) {
-	if len(read) >= tailLen {
-		fl.tail = append(fl.tail[:0], read[len(read)-tailLen:]...)
-		return
-	}
-	fl.tail = append(fl.tail, read...)
-	if over := len(fl.tail) - tailLen; over > 0 {
-		fl.tail = append(fl.tail[:0], fl.tail[over:]...)
-	}
-}
-
-// sameTail reports whether the bytes before off are still the ones read.
-func (fl *Follower) sameTail() bool {
-	got := make([]byte, len(fl.tail))
-	n, _ := fl.f.ReadAt(got, fl.off-int64(len(fl.tail)))
-	return n == len(got) && bytes.Equal(got, fl.tail)
-}
-
-// Close releases the open file.
+// Close releases the open file. A Next after Close opens it again and goes
+// on from where the follower was.
 func (fl *Follower) Close() error {
 	if fl.f == nil {
 		return nil

@@ -74,8 +74,10 @@ type RunResult struct {
 	Stats    Stats
 	CostUSD  float64
 	Restarts int
-	// Failed and Done count the tasks that failed, or were done, during
-	// the run (the queue's counts at its end less those at its start).
+	// Failed and Done count the tasks the run ended: on a drained queue
+	// those that its workers claimed and that then failed, or were done
+	// (from the journal); otherwise the queue's counts at the end less
+	// those at the start.
 	Failed, Done int
 	// GaveUp says why each worker that was given up on (an exit a restart
 	// cannot heal, or its restarts used up) was.
@@ -156,6 +158,11 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	}
 	s.exits = make(chan exitMsg, o.Workers)
 	res := &RunResult{}
+	ta, err := startTally(ctx, s.W.team())
+	if err != nil {
+		return nil, err
+	}
+	defer ta.close()
 	if err := s.writeBudget(ctx); err != nil {
 		return nil, err
 	}
@@ -171,6 +178,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 	}
 	for i := 1; i <= o.Workers; i++ {
 		sl := &slot{name: o.Prefix + strconv.Itoa(i)}
+		ta.names[sl.name] = true
 		s.slots = append(s.slots, sl)
 		if err := s.spawn(ctx, sl, ActSpawn, "start of run"); err != nil {
 			s.stopAll(context.WithoutCancel(ctx), "a worker could not be started")
@@ -239,7 +247,14 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 				reason += fmt.Sprintf("; %d pending task(s) can never run: a dependency failed or was cancelled", st.Stuck)
 				s.logf("%d pending task(s) can never run: a dependency failed or was cancelled", st.Stuck)
 			}
-			_ = s.W.Emit(protocol.MonitorEvent{Action: ActDone, Reason: reason})
+			end := protocol.MonitorEvent{TS: time.Now().UTC(), Action: ActDone, Reason: reason}
+			if err := s.W.Emit(end); err != nil {
+				s.logf("journal: %v; the run's tasks are counted from the queue's totals", err)
+			} else if done, failed, err := ta.count(ctx, end); err != nil {
+				s.logf("%v; the run's tasks are counted from the queue's totals", err)
+			} else {
+				res.Done, res.Failed = done, failed
+			}
 			res.Outcome = OutcomeDone
 			return res, nil
 		}

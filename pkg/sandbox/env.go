@@ -28,18 +28,19 @@ func envAllowed(name string, pass []string) bool {
 // allowed or named in pass, with TMPDIR pointing at the private temporary
 // directory when there is one.
 func (sb *Sandbox) Env(environ, pass []string) []string {
+	tmp := sb.TempDir()
 	out := make([]string, 0, 24)
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "TMPDIR" && sb.policy.TempDir != "" {
+		if name == "TMPDIR" && tmp != "" {
 			continue
 		}
 		if envAllowed(name, pass) {
 			out = append(out, kv)
 		}
 	}
-	if sb.policy.TempDir != "" {
-		out = append(out, "TMPDIR="+sb.policy.TempDir)
+	if tmp != "" {
+		out = append(out, "TMPDIR="+tmp)
 	}
 	return out
 }

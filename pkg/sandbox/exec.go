@@ -22,8 +22,8 @@ func (sb *Sandbox) Wrap(helper string, argv []string) ([]string, error) {
 	if sb.policy.Mode == Off {
 		return argv, nil
 	}
-	if sb.planErr != nil {
-		return nil, sb.planErr
+	if err := sb.prepare(); err != nil {
+		return nil, err
 	}
 	b, err := json.Marshal(sb.policy)
 	if err != nil {

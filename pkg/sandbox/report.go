@@ -12,6 +12,7 @@ import (
 // Report says what is in force: the mode, whether this machine can enforce
 // it, and what enforces each rule. env is the environment commands get.
 func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
+	planErr := sb.prepare()
 	p := sb.policy
 	abi, _ := ll.LandlockGetABIVersion()
 	r := protocol.SandboxReport{Type: "sandbox", Mode: string(p.Mode), Available: true, Landlock: abi,
@@ -22,8 +23,12 @@ func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
 		return r
 	}
 	var ue *UnavailableError
-	if errors.As(sb.planErr, &ue) {
+	switch {
+	case errors.As(planErr, &ue):
 		r.Available, r.Missing = false, ue.Missing
+		return r
+	case planErr != nil:
+		r.Available, r.Missing = false, []string{planErr.Error()}
 		return r
 	}
 	pl := sb.plan

@@ -88,10 +88,13 @@ type Policy struct {
 // Sandbox starts commands under a Policy. Its methods are safe for
 // concurrent use.
 type Sandbox struct {
-	policy  Policy
-	ownTmp  bool
-	plan    *plan // nil when Mode is Off
-	planErr error // why the mode cannot be enforced
+	// policy and the fields below it up to mu are set by prepare, under
+	// mu; read them after calling prepare.
+	policy   Policy
+	ownTmp   bool
+	plan     *plan // nil when Mode is Off
+	planErr  error // why the mode cannot be enforced
+	prepared bool
 
 	once   sync.Once
 	reqs   chan startReq
@@ -106,44 +109,64 @@ type startReq struct {
 	done chan error
 }
 
-// New prepares a sandbox: it creates the private TMPDIR and works out the
-// rules. A kernel that cannot enforce the mode is not an error here: it is
-// reported by Report and by every Start.
+// New checks the policy. The private TMPDIR and the rules (a walk of the
+// tree around the secret paths) are made when first needed, so a pg-tool
+// that runs nothing (list, schema) pays for neither. A kernel that cannot
+// enforce the mode is not an error here: it is reported by Err, Report and
+// every Start.
 func New(p Policy) (*Sandbox, error) {
 	m, err := ParseMode(string(p.Mode))
 	if err != nil {
 		return nil, err
 	}
 	p.Mode = m
-	sb := &Sandbox{policy: p, closed: make(chan struct{})}
-	if m == Off {
-		return sb, nil
-	}
-	if p.Root == "" || !filepath.IsAbs(p.Root) {
+	if m != Off && (p.Root == "" || !filepath.IsAbs(p.Root)) {
 		return nil, fmt.Errorf("sandbox: the workspace root must be an absolute path, got %q", p.Root)
 	}
+	return &Sandbox{policy: p, prepared: m == Off, closed: make(chan struct{})}, nil
+}
+
+// prepare makes the private TMPDIR and works out the rules, once; it
+// returns why commands cannot run (Err).
+func (sb *Sandbox) prepare() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	switch {
+	case sb.prepared:
+		return sb.planErr
+	case sb.done:
+		return errors.New("sandbox: closed")
+	}
+	sb.prepared = true
 	if sb.policy.TempDir == "" {
 		dir, err := os.MkdirTemp("", "pg-tool-tmp-")
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: private temporary directory: %w", err)
+			sb.planErr = fmt.Errorf("sandbox: private temporary directory: %w", err)
+			return sb.planErr
 		}
 		sb.policy.TempDir, sb.ownTmp = dir, true
 	}
 	sb.plan, sb.planErr = newPlan(sb.policy)
-	return sb, nil
+	return sb.planErr
 }
 
 // Mode is the mode in force.
-func (sb *Sandbox) Mode() Mode { return sb.policy.Mode }
+func (sb *Sandbox) Mode() Mode { return sb.policy.Mode } // never changes: no prepare
 
 // Policy is the policy, with the private TMPDIR filled in.
-func (sb *Sandbox) Policy() Policy { return sb.policy }
+func (sb *Sandbox) Policy() Policy {
+	_ = sb.prepare()
+	return sb.policy
+}
 
 // TempDir is the private TMPDIR ("" when the mode is off).
-func (sb *Sandbox) TempDir() string { return sb.policy.TempDir }
+func (sb *Sandbox) TempDir() string {
+	_ = sb.prepare()
+	return sb.policy.TempDir
+}
 
 // Err says why the mode cannot be enforced on this machine (nil when it can).
-func (sb *Sandbox) Err() error { return sb.planErr }
+func (sb *Sandbox) Err() error { return sb.prepare() }
 
 // UnavailableError is the refusal to run a command unconfined.
 type UnavailableError struct {
@@ -167,8 +190,8 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	if sb.policy.Mode == Off {
 		return cmd.Start()
 	}
-	if sb.planErr != nil {
-		return sb.planErr
+	if err := sb.prepare(); err != nil {
+		return err
 	}
 	// The launcher thread lives as long as the sandbox, so this kills the
 	// command only when pg-tool goes away.

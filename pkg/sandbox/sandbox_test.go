@@ -59,12 +59,19 @@ func newSandbox(t *testing.T, p Policy) *Sandbox {
 	}
 	t.Cleanup(func() { sb.Close() })
 	if err := sb.Err(); err != nil && !slices.Contains(p.Disable, "landlock") && len(p.Disable) == 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the sandbox cannot be set up on this machine: %v", err)
-		}
-		t.Skipf("the sandbox cannot be set up on this machine: %v", err)
+		skipOrFail(t, err)
 	}
 	return sb
+}
+
+// skipOrFail ends a test on a machine that cannot set the sandbox up: a
+// failure under CI, a skip that says why elsewhere.
+func skipOrFail(t *testing.T, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the sandbox cannot be set up on this machine: %v", err)
+	}
+	t.Skipf("the sandbox cannot be set up on this machine: %v", err)
 }
 
 // run runs a bash line in the sandbox and returns its output and error.
@@ -96,11 +103,48 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestEnvAllowList(t *testing.T) {
-	sb := &Sandbox{policy: Policy{TempDir: "/private/tmp"}}
+	sb := &Sandbox{policy: Policy{TempDir: "/private/tmp"}, prepared: true}
 	env := sb.Env([]string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "TMPDIR=/tmp", "ANTHROPIC_API_KEY=sk-1", "GITHUB_TOKEN=t", "AWS_SECRET_ACCESS_KEY=s", "GOCACHE=/c", "MINE=1"}, []string{"MINE"})
 	want := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "GOCACHE=/c", "MINE=1", "TMPDIR=/private/tmp"}
 	if !slices.Equal(env, want) {
 		t.Errorf("Env = %q, want %q", env, want)
+	}
+}
+
+// TestPreparedWhenNeeded: New makes nothing; the private TMPDIR and the
+// rules come with the first command (or the first question about them),
+// so a pg-tool that runs nothing (list) pays for neither, and Close
+// removes what was made.
+func TestPreparedWhenNeeded(t *testing.T) {
+	f := newFixture(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	sb, err := New(Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Fatalf("New made %v in TMPDIR", entries)
+	}
+	if sb.Mode() != WorkspaceWrite {
+		t.Errorf("Mode = %q", sb.Mode())
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Fatalf("Mode made %v in TMPDIR", entries)
+	}
+	if err := sb.Err(); err != nil {
+		skipOrFail(t, err)
+	}
+	if out, err := run(t, sb, f.root, `echo "$TMPDIR"`); err != nil || !strings.HasPrefix(out, tmp+"/pg-tool-tmp-") {
+		t.Fatalf("TMPDIR of a command: %q, %v", out, err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 1 {
+		t.Fatalf("TMPDIR holds %v, want one private directory", entries)
+	}
+	sb.Close()
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("Close left %v", entries)
 	}
 }
 

@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/powerglide/powerglide/pkg/shell"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/powerglide/powerglide/pkg/shell"
 )
 
 const (
@@ -125,32 +129,40 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	dir := filepath.Join(s.rootPath, cwd)
 
-	// The final working directory comes back through a file, so "cd"
-	// carries over: written after the command (which may have set an EXIT
-	// trap of its own), and by an EXIT trap for a command that calls
-	// "exit N". A command that ends in "exec prog" replaces the shell, so
-	// its cd is lost (the description says so). A file, not a pipe: a
-	// daemon the command leaves behind must not hold the call open.
+	// The final working directory comes back on a file descriptor, so
+	// "cd" carries over: written after the command (which may have set an
+	// EXIT trap of its own), and by an EXIT trap for a command that calls
+	// "exit N", whichever comes first. A command that ends in "exec prog"
+	// replaces the shell, so its cd is lost (the description says so).
+	// The descriptor is an anonymous memory file (memfd), not a pipe: a
+	// daemon the command leaves behind must not hold the call open; and
+	// no file in TMPDIR: the command never sees it, and a call costs no
+	// file creation, write-back and unlink on a disk.
 	script := in.Command
-	var cwdFile string
+	var cwdOut *os.File
 	if s.opts.PersistCwd && in.Workdir == nil {
-		f, err := os.CreateTemp(s.sandbox.TempDir(), "pg-tool-cwd-*")
+		fd, err := unix.MemfdCreate("pg-tool-cwd", unix.MFD_CLOEXEC)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("bash: working directory channel: %w", err)
 		}
-		cwdFile = f.Name()
-		f.Close()
-		defer os.Remove(cwdFile)
-		save := "pwd -P > " + shell.Quote(cwdFile) + " 2>/dev/null"
+		cwdOut = os.NewFile(uintptr(fd), "pg-tool-cwd")
+		defer cwdOut.Close()
+		// It arrives as fd 3 and moves out of the way of the command's
+		// own use of low descriptors (exec 3>file).
+		save := `[ -n "${__pg_saved-}" ] || { __pg_saved=1; pwd -P >&"${__pg_cwd-}"; } 2>/dev/null`
 		// The blank line ends a command left open by a final backslash.
-		script = "trap " + shell.Quote(save) + " EXIT\n" + in.Command +
+		script = "exec {__pg_cwd}>&3 3>&-\ntrap " + shell.Quote(save) + " EXIT\n" + in.Command +
 			"\n\n__pg_status=$?; " + save + "; exit $__pg_status\n"
 	}
 	out := &lockedBuffer{}
-	code, runErr := s.runGroup(ctx, timeout, dir, s.env(), []byte{}, out, out, "bash", "-c", script)
+	r := run{timeout: timeout, dir: dir, env: s.env(), stdout: out, stderr: out}
+	if cwdOut != nil {
+		r.extra = []*os.File{cwdOut}
+	}
+	code, runErr := s.runGroup(ctx, r, "bash", "-c", script)
 	var newDir string
-	if cwdFile != "" {
-		b, _ := os.ReadFile(cwdFile)
+	if cwdOut != nil {
+		b, _ := io.ReadAll(io.NewSectionReader(cwdOut, 0, 1<<20))
 		newDir = strings.TrimSpace(string(b))
 	}
 
@@ -158,7 +170,7 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	if text != "" && !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
-	if cwdFile != "" && runErr == nil {
+	if cwdOut != nil && runErr == nil {
 		if newDir != "" {
 			if r, err := filepath.Rel(s.rootPath, newDir); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
 				s.mu.Lock()

@@ -263,7 +263,7 @@ func (s *Session) missingDirs(r string) []string {
 func (s *Session) verify(ctx context.Context) (bool, string, error) {
 	var out bytes.Buffer
 	lb := &lockedBuffer{}
-	code, err := s.runGroup(ctx, s.opts.VerifyTimeout, s.rootPath, s.env(), []byte{}, lb, lb, "bash", "-c", s.opts.Verify)
+	code, err := s.runGroup(ctx, run{timeout: s.opts.VerifyTimeout, dir: s.rootPath, env: s.env(), stdout: lb, stderr: lb}, "bash", "-c", s.opts.Verify)
 	out.WriteString(lb.String())
 	if errors.Is(err, errTimeout) {
 		return false, out.String() + fmt.Sprintf("[verify timed out after %s]\n", s.opts.VerifyTimeout), nil

@@ -94,7 +94,7 @@ func (s *Session) loadExternals(ctx context.Context) ([]*Tool, error) {
 
 func (s *Session) loadExternal(ctx context.Context, exe string) (*Tool, error) {
 	var stdout, stderr bytes.Buffer
-	code, err := s.runGroup(ctx, externalSchemaTimeout, s.rootPath, s.env(), []byte{}, &stdout, &stderr, exe, "--schema")
+	code, err := s.runGroup(ctx, run{timeout: externalSchemaTimeout, dir: s.rootPath, env: s.env(), stdout: &stdout, stderr: &stderr}, exe, "--schema")
 	if err != nil {
 		return nil, fmt.Errorf("%s --schema: %w", exe, err)
 	}
@@ -128,7 +128,7 @@ func (s *Session) loadExternal(ctx context.Context, exe string) (*Tool, error) {
 			dir := filepath.Join(s.rootPath, s.cwd)
 			s.mu.Unlock()
 			env := append(append([]string{}, s.env()...), "POWERGLIDE_TOOL_ROOT="+s.rootPath)
-			code, err := s.runGroup(ctx, externalCallTimeout, dir, env, input, &stdout, &stderr, exe)
+			code, err := s.runGroup(ctx, run{timeout: externalCallTimeout, dir: dir, env: env, stdin: input, stdout: &stdout, stderr: &stderr}, exe)
 			if err == errTimeout {
 				return stdout.String(), fmt.Errorf("external tool %s timed out after %s", def.Name, externalCallTimeout)
 			}

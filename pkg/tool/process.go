@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,30 +46,45 @@ func (s *Session) ptyEnv() []string {
 	return env
 }
 
+// run is one command a session runs to its end.
+type run struct {
+	timeout        time.Duration // 0: none
+	dir            string
+	env            []string
+	stdin          []byte // nil or empty: /dev/null
+	stdout, stderr io.Writer
+	extra          []*os.File // the command's fds 3, 4, ...
+}
+
 // runGroup runs a command under the session's sandbox and kills every
 // process it started on timeout or cancellation, and when it ends: a
 // sandboxed command is the init of its own PID namespace, so its end ends
 // them all; unsandboxed, what is left of its process group is killed. It
 // returns the exit code (128+n for a signal).
-func (s *Session) runGroup(ctx context.Context, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
-	return runIn(ctx, s.sandbox, timeout, dir, env, stdin, stdout, stderr, name, args...)
+func (s *Session) runGroup(ctx context.Context, r run, name string, args ...string) (int, error) {
+	return runIn(ctx, s.sandbox, r, name, args...)
 }
+
+// devNull is the stdin of commands that read nothing: one open file for
+// all of them, where exec.Cmd would open /dev/null for each.
+var devNull = sync.OnceValue(func() *os.File {
+	f, _ := os.Open(os.DevNull)
+	return f // nil on failure: exec.Cmd opens it itself
+})
 
 // runIn is runGroup under a given sandbox: pg-pty, pg-tool's own helper,
 // runs unconfined (the programs it starts enter the sandbox themselves).
-func runIn(ctx context.Context, sb *sandbox.Sandbox, timeout time.Duration, dir string, env []string, stdin []byte, stdout, stderr any, name string, args ...string) (int, error) {
+func runIn(ctx context.Context, sb *sandbox.Sandbox, r run, name string, args ...string) (int, error) {
 	cmd := proc.Command(exec.Command(name, args...))
-	cmd.Dir = dir
-	cmd.Env = env
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Dir = r.dir
+	cmd.Env = r.env
+	if len(r.stdin) > 0 {
+		cmd.Stdin = bytes.NewReader(r.stdin)
+	} else if f := devNull(); f != nil {
+		cmd.Stdin = f
 	}
-	if w, ok := stdout.(interface{ Write([]byte) (int, error) }); ok {
-		cmd.Stdout = w
-	}
-	if w, ok := stderr.(interface{ Write([]byte) (int, error) }); ok {
-		cmd.Stderr = w
-	}
+	cmd.Stdout, cmd.Stderr = r.stdout, r.stderr
+	cmd.ExtraFiles = r.extra
 	// Background children left behind in the group are ended when the
 	// command exits, before it is reaped: a call must not leak processes.
 	// (A sandboxed command's PID namespace has ended them all already.)
@@ -91,8 +108,8 @@ func runIn(ctx context.Context, sb *sandbox.Sandbox, timeout time.Duration, dir 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var timer <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
+	if r.timeout > 0 {
+		t := time.NewTimer(r.timeout)
 		defer t.Stop()
 		timer = t.C
 	}
@@ -134,6 +151,11 @@ func (s *Session) sandboxed(argv []string) ([]string, error) {
 	}
 	return s.sandbox.Wrap(s.opts.Helper, argv)
 }
+
+// PrepareSandbox makes the sandbox ready for the first command (its
+// private TMPDIR and rules, made when first needed); serve calls it in the
+// background while it waits for the first call.
+func (s *Session) PrepareSandbox() { _ = s.sandbox.Err() }
 
 // SandboxReport says what confines the session's commands.
 func (s *Session) SandboxReport() protocol.SandboxReport {

@@ -51,7 +51,7 @@ func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...str
 	dir := filepath.Join(s.rootPath, s.cwd)
 	s.mu.Unlock()
 	args = append([]string{args[0], "--json"}, args[1:]...)
-	code, err := runIn(ctx, unconfined, timeout, dir, s.ptyEnv(), []byte{}, &stdout, &stderr, bin, args...)
+	code, err := runIn(ctx, unconfined, run{timeout: timeout, dir: dir, env: s.ptyEnv(), stdout: &stdout, stderr: &stderr}, bin, args...)
 	rec := lastLine(stdout.Bytes())
 	if errors.Is(err, errTimeout) {
 		return rec, fmt.Errorf("pg-pty %s timed out after %s", args[0], timeout)

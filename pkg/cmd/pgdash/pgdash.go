@@ -13,6 +13,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/dash"
+	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/store/dial"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -167,7 +168,7 @@ func (c *ShowCmd) once(rt *cli.Runtime, opt dash.Options) error {
 		return err
 	}
 	l := dash.Loader{Dir: opt.Dir, Team: opt.Team, Host: opt.Host}
-	r := l.Load(dash.TailPos{}, now)
+	r := l.Load(jsonl.Pos{}, now)
 	if !l.Files() {
 		r.First = dash.FirstJournalTS(rt.Ctx, opt.Team, 5*time.Second)
 	}

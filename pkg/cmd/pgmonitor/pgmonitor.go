@@ -64,7 +64,9 @@ if longer) after it was meant; a SIGKILL that was sent is never repeated.
 
 Failure is not success: run prints <POWERGLIDE_DONE> when the queue is drained (every task
 ended), but exits 0 only when none of the tasks the run ended failed and no worker was given up;
-otherwise 1, as a lone pg-loop does when one of its tasks failed. Exit codes: 0 every task of the
+otherwise 1, as a lone pg-loop does when one of its tasks failed. The run's tasks are those its
+own workers claimed (read from the journal): a task that a worker of another run or host failed
+meanwhile does not count. Exit codes: 0 every task of the
 run done, 1 a task failed, tasks were left or a worker was given up, 2 usage error, 4 the team
 budget stopped the workers with work left, 130/143 a signal.`,
 		CLI:     &CLI{},

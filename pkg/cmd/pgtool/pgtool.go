@@ -304,6 +304,7 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if err != nil {
 		return err
 	}
+	go s.PrepareSandbox()
 	err = s.Serve(rt.Ctx, rt.IO.In, rt.IO.Out, sc.Parallel)
 	if cerr := s.Close(); err == nil && cerr != nil {
 		fmt.Fprintf(rt.IO.Err, "pg-tool: warning: %v\n", cerr)
