@@ -14,6 +14,6 @@ ALTER TABLE teams DROP COLUMN next_seq;
 -- earlier a transaction that has notified holds a database-wide lock until
 -- its commit has reached the disk, which serialized every commit. pgstore
 -- now notifies in a transaction of its own right after the commit, in the
--- same round trip (journal_notify.go).
+-- same round trip (notifyAfter in journal.go).
 DROP TRIGGER journal_notify ON journal;
 DROP FUNCTION journal_notify();
