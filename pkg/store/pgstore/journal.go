@@ -70,8 +70,10 @@ func appendArgs(team string, recs []record) []any {
 }
 
 // queueAppend queues the append of records to a batch that commits right
-// after it.
+// after it (records the team in teams, gives the transaction its xid,
+// appends): three results to read.
 func queueAppend(b *pgx.Batch, team string, recs []record) {
+	b.Queue(ensureTeam, team)
 	b.Queue(assignXID)
 	b.Queue(appendSQL, appendArgs(team, recs)...)
 }
@@ -102,8 +104,5 @@ func (j *journal) Append(ctx context.Context, records ...any) error {
 		return err
 	}
 	defer tx.end()
-	if _, err := tx.Exec(ctx, ensureTeam, j.team); err != nil {
-		return fmt.Errorf("append to the journal of team %s: %w", j.team, err)
-	}
 	return tx.commit(ctx, j.team, recs)
 }

@@ -186,16 +186,13 @@ func (q *tasks) add(ctx context.Context, tx *txn, in []protocol.Task, c *change)
 	}
 	b := &pgx.Batch{}
 	b.Queue(lockDeps, depsKey(q.team))
-	b.Queue(ensureTeam, q.team)
 	b.Queue("SELECT now()")
 	b.Queue("SELECT id, status, archived_at IS NOT NULL FROM tasks WHERE team = $1 AND id = ANY($2)", q.team, look)
 	b.Queue("SELECT id, status FROM pruned WHERE team = $1 AND id = ANY($2)", q.team, look)
 	br := tx.SendBatch(ctx, b)
-	for range 2 { // lockDeps, ensureTeam
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return err
-		}
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return err
 	}
 	var now time.Time
 	if err := br.QueryRow().Scan(&now); err != nil {

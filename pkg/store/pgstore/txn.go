@@ -103,7 +103,7 @@ func (tx *txn) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string
 // commit appends recs to the team's journal, commits, and notifies the
 // team's channel (notifyAfter), in one round trip.
 func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
-	if !tx.begun {
+	if !tx.begun && len(recs) == 0 {
 		return nil // nothing was sent
 	}
 	b := &pgx.Batch{}
@@ -112,13 +112,10 @@ func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 	}
 	b.Queue("COMMIT")
 	b.Queue(notifyAfter)
-	br := tx.conn.SendBatch(ctx, b)
+	br := tx.SendBatch(ctx, b)
 	var err error
-	if len(recs) > 0 {
-		if _, err = br.Exec(); err == nil {
-			_, err = br.Exec()
-		}
-		if err != nil {
+	for i := 0; i < len(b.QueuedQueries)-2 && err == nil; i++ { // the append
+		if _, err = br.Exec(); err != nil {
 			err = fmt.Errorf("append to the journal of team %s: %w", team, err)
 		}
 	}
