@@ -359,7 +359,7 @@ type anthropicUsage struct {
 // event is a failure even after HTTP 200.
 func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 	d := &anthropicStream{em: em, end: &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}}
-	sse := newSSEReader(body, em.limit())
+	sse := newSSEReader(body, em.limit(), em.wait)
 	for {
 		name, data, err := sse.Next()
 		if err != nil {

@@ -388,7 +388,7 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 		finish   string
 		gotUsage bool
 		end      = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
-		sse      = newSSEReader(body, em.limit())
+		sse      = newSSEReader(body, em.limit(), em.wait)
 	)
 	for {
 		_, data, err := sse.Next()
