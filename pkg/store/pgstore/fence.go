@@ -74,10 +74,9 @@ func (q *tasks) oneShot(id string, token int64, sql string, args ...any) (*proto
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err := q.s.change(ctx, sql, append([]any{q.team, id, token}, args...), func(row pgx.Row) error {
-		return row.Scan(append([]any{&now}, r.dest()...)...)
-	})
+	err := q.s.pool.QueryRow(ctx, sql, append([]any{q.team, id, token}, args...)...).Scan(append([]any{&now}, r.dest()...)...)
 	if err == nil {
+		q.s.notes.changed(q.team)
 		return r.task()
 	}
 	if !isNoRows(err) {

@@ -27,14 +27,11 @@ type record struct {
 }
 
 // appendSQL numbers the records from journal_seq and inserts them in
-// order. Its RETURNING sets powerglide.notify for the statement that
-// follows the commit (notifyAfter). The transaction must have its xid
-// before it takes a number (see follower.fill): commit and Append write
-// or ask for it first.
+// order. The transaction must have its xid before it takes a number (see
+// follower): queueAppend asks for it first.
 const appendSQL = `INSERT INTO journal (team, seq, op, record)
 	SELECT $1, nextval('journal_seq'), nullif(o.op, ''), o.rec::json
-	FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS o(rec, op, n) ORDER BY o.n
-	RETURNING set_config('powerglide.notify', $1, false)`
+	FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS o(rec, op, n) ORDER BY o.n`
 
 // appendEvents is the end of a statement that appends the rows of a CTE
 // events(ord, op, rec) to the journal of team $1, in ord order. The rows
@@ -43,23 +40,13 @@ const appendSQL = `INSERT INTO journal (team, seq, op, record)
 const appendEvents = `,
 	jr AS (
 		INSERT INTO journal (team, seq, op, record)
-		SELECT $1, nextval('journal_seq'), ev.op, ev.rec::json FROM (SELECT * FROM events ORDER BY ord) ev
-		RETURNING set_config('powerglide.notify', $1, false))`
+		SELECT $1, nextval('journal_seq'), ev.op, ev.rec::json FROM (SELECT * FROM events ORDER BY ord) ev)`
 
 // assignXID gives the transaction its xid (before appendSQL numbers).
 const assignXID = "SELECT pg_current_xact_id()"
 
 // ensureTeam records the team in teams (Exists), once.
 const ensureTeam = "INSERT INTO teams (team) VALUES ($1) ON CONFLICT DO NOTHING"
-
-// notifyAfter follows the COMMIT of a change in the same round trip: in a
-// transaction of its own (which writes nothing and so waits for no disk),
-// it notifies the team's channel when the change appended to the journal,
-// and forgets that it did. A NOTIFY inside the change would hold a
-// database-wide lock until the change's commit reached the disk
-// (PostgreSQL 15 and earlier), one commit at a time.
-const notifyAfter = `SELECT pg_notify(team_channel(n), ''), set_config('powerglide.notify', '', false)
-	FROM current_setting('powerglide.notify', true) AS n WHERE n <> ''`
 
 func appendArgs(team string, recs []record) []any {
 	data, ops := make([]string, len(recs)), make([]string, len(recs))

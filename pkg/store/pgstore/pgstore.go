@@ -12,9 +12,10 @@
 //   - renew, complete, fail and release check the fencing token in the
 //     WHERE clause of the statement that changes the row;
 //   - every change appends its journal events in its own transaction,
-//     numbered from the team's row in teams, whose lock orders the
-//     commits as the numbers; a NOTIFY on the team's channel wakes
-//     followers and waiting claimers, which catch up by number;
+//     numbered from a sequence, and after the commit a NOTIFY on the
+//     team's channel (notifier) wakes followers and waiting claimers,
+//     which catch up by number (follower: numbers have gaps and may
+//     commit out of order);
 //   - times come from the server's clock (now()), one clock for every host.
 package pgstore
 
@@ -43,8 +44,9 @@ const opTimeout = time.Minute
 
 // Store is the PostgreSQL team store.
 type Store struct {
-	pool *pgxpool.Pool
-	cfg  *pgxpool.Config
+	pool  *pgxpool.Pool
+	cfg   *pgxpool.Config
+	notes *notifier
 }
 
 var _ store.Store = (*Store)(nil)
@@ -99,7 +101,9 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 		pool.Close()
 		return nil, connectErr(cfg, err)
 	}
-	return &Store{pool: pool, cfg: cfg}, nil
+	s := &Store{pool: pool, cfg: cfg}
+	s.notes = newNotifier(s)
+	return s, nil
 }
 
 // badURL is a store URL the driver cannot read: bad input.
@@ -139,8 +143,9 @@ func connectErr(cfg *pgxpool.Config, err error) error {
 // Kind is "postgres".
 func (s *Store) Kind() string { return "postgres" }
 
-// Close closes the pool.
+// Close wakes the listeners of the last changes and closes the pool.
 func (s *Store) Close() error {
+	s.notes.close()
 	s.pool.Close()
 	return nil
 }

@@ -326,7 +326,8 @@ var claimSQL = `WITH spent AS (
 	SELECT now(), ` + colsOf("c") + ` FROM claimed c`
 
 // Claim leases the best claimable task to worker (see queue.Queue.Claim),
-// in one statement (and one round trip: Store.change).
+// in one statement. (A claim that claims nothing but fails spent tasks
+// wakes no one: followers see those events within a second.)
 func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
 	if err := teamdir.ValidName("worker", worker); err != nil {
 		return nil, &queue.InputError{Index: -1, Msg: err.Error()}
@@ -339,14 +340,13 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err = q.s.change(ctx, claimSQL, []any{q.team, worker, lease.Microseconds()}, func(row pgx.Row) error {
-		return row.Scan(append([]any{&now}, r.dest()...)...)
-	})
+	err = q.s.pool.QueryRow(ctx, claimSQL, q.team, worker, lease.Microseconds()).Scan(append([]any{&now}, r.dest()...)...)
 	if isNoRows(err) {
 		return nil, queue.ErrNothing
 	}
 	if err != nil {
 		return nil, err
 	}
+	q.s.notes.changed(q.team)
 	return r.task()
 }

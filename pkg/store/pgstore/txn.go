@@ -17,6 +17,7 @@ import (
 // (commit). So the team's row, which the append locks, is held for no
 // round trip to the client: the server appends and commits in one go.
 type txn struct {
+	s     *Store
 	conn  *pgxpool.Conn
 	begun bool
 }
@@ -26,7 +27,7 @@ func (s *Store) beginTxn(ctx context.Context) (*txn, error) {
 	if err != nil {
 		return nil, connectErr(s.cfg, err)
 	}
-	return &txn{conn: conn}, nil
+	return &txn{s: s, conn: conn}, nil
 }
 
 // start sends BEGIN alone, for statements sent one by one.
@@ -100,8 +101,8 @@ func (tx *txn) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string
 	return tx.conn.CopyFrom(ctx, table, cols, src)
 }
 
-// commit appends recs to the team's journal, commits, and notifies the
-// team's channel (notifyAfter), in one round trip.
+// commit appends recs to the team's journal and commits, in one round
+// trip, and has the team's listeners woken.
 func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 	if !tx.begun && len(recs) == 0 {
 		return nil // nothing was sent
@@ -111,61 +112,24 @@ func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 		queueAppend(b, team, recs)
 	}
 	b.Queue("COMMIT")
-	b.Queue(notifyAfter)
 	br := tx.SendBatch(ctx, b)
 	var err error
-	for i := 0; i < len(b.QueuedQueries)-2 && err == nil; i++ { // the append
+	for i := 0; i < len(b.QueuedQueries)-1 && err == nil; i++ { // the append
 		if _, err = br.Exec(); err != nil {
 			err = fmt.Errorf("append to the journal of team %s: %w", team, err)
 		}
 	}
 	if err == nil {
-		err = committed(br)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// committed reads the results of COMMIT and notifyAfter. Once COMMIT
-// succeeded the change is made: a failed notification is not its error
-// (followers and waiting claims look again at least every second).
-func committed(br pgx.BatchResults) error {
-	tag, err := br.Exec()
-	if err == nil && tag.String() != "COMMIT" {
-		err = fmt.Errorf("commit: the transaction was rolled back (%s)", tag)
-	}
-	if err != nil {
-		return err
-	}
-	br.Exec() // notifyAfter
-	return nil
-}
-
-// change runs sql, one statement that changes the team's tasks and
-// appends its events (appendEvents), as a transaction followed by
-// notifyAfter, in one round trip. scan reads the statement's row; it
-// gets pgx.ErrNoRows when the statement returned none.
-func (s *Store) change(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error {
-	tx, err := s.beginTxn(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.end()
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	b.Queue("COMMIT")
-	b.Queue(notifyAfter)
-	br := tx.SendBatch(ctx, b)
-	err = scan(br.QueryRow())
-	if err == nil || isNoRows(err) {
-		if cerr := committed(br); cerr != nil {
-			err = cerr
+		var tag pgconn.CommandTag
+		if tag, err = br.Exec(); err == nil && tag.String() != "COMMIT" {
+			err = fmt.Errorf("commit: the transaction was rolled back (%s)", tag)
 		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && len(recs) > 0 {
+		tx.s.notes.changed(team)
 	}
 	return err
 }
