@@ -3,9 +3,7 @@ package pgstore
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,12 +43,14 @@ func (j *journal) Follow(ctx context.Context, fromStart bool) (store.Follower, e
 // the change commits, so they have gaps (other teams' records, rolled-back
 // changes) and a change may commit after one with a bigger number. A
 // follower that passed a number still being committed would lose that
-// record. So it passes a gap only when no transaction that could still
-// fill it is running: every change has its xid before it takes a number,
-// so when a snapshot shows a record numbered n, whatever holds a missing
-// number below n was in that snapshot's list of running transactions
-// (xip). Once none of those runs any more, a number still missing is a
-// hole for good.
+// record. So at a gap it waits until every transaction that could still
+// fill it has ended. Every change has its transaction id (xid) before it
+// takes a number, so whatever holds a number missing below a record seen
+// in a snapshot got its xid before that snapshot. The follower then asks
+// for an xid of its own (next): bigger than all of those. Once a later
+// snapshot's xmin (the oldest xid still running) reaches next, they have
+// all ended, and a number still missing below the record is a hole for
+// good.
 type follower struct {
 	mu     sync.Mutex // Next and Close
 	s      *Store
@@ -69,11 +69,12 @@ type follower struct {
 	backoff time.Duration
 }
 
-// gapHold is a gap seen in a snapshot: the transactions that were running
-// (they hold what is missing below upTo), and the newest number visible.
+// gapHold is a gap seen in a snapshot: what is missing below upTo (the
+// newest number that snapshot showed) is settled once no xid below next
+// runs.
 type gapHold struct {
-	running map[uint64]bool
-	upTo    int64
+	upTo int64
+	next uint64
 }
 
 // catchUpBatch bounds the records one query reads.
@@ -124,8 +125,9 @@ func (f *follower) Next(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// fillSQL reads the records after $2 with the snapshot the read used.
-const fillSQL = `SELECT s.snap::text, j.seq, j.record
+// fillSQL reads the records after $2 with the xmin of the snapshot the
+// read used.
+const fillSQL = `SELECT pg_snapshot_xmin(s.snap)::text, j.seq, j.record
 	FROM (SELECT pg_current_snapshot() AS snap) s
 	LEFT JOIN LATERAL (SELECT seq, record FROM journal WHERE team = $1 AND seq > $2 ORDER BY seq LIMIT $3) j ON true
 	ORDER BY j.seq`
@@ -137,7 +139,7 @@ func (f *follower) fill(ctx context.Context) bool {
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	rows, _ := f.s.pool.Query(qctx, fillSQL, f.team, f.last, catchUpBatch)
-	var snapText string
+	var xminText string
 	var seq *int64
 	var rec []byte
 	type row struct {
@@ -145,7 +147,7 @@ func (f *follower) fill(ctx context.Context) bool {
 		rec []byte
 	}
 	var got []row
-	_, err := pgx.ForEachRow(rows, []any{&snapText, &seq, &rec}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&xminText, &seq, &rec}, func() error {
 		if seq != nil {
 			got = append(got, row{*seq, bytes.Clone(rec)})
 		}
@@ -154,26 +156,19 @@ func (f *follower) fill(ctx context.Context) bool {
 	if err != nil {
 		return false // keep what we have: the rows are read again
 	}
-	snap, err := parseSnapshot(snapText)
+	xmin, err := strconv.ParseUint(xminText, 10, 64)
 	if err != nil {
 		return false
 	}
-	newest := f.last
-	if len(got) > 0 {
-		newest = got[len(got)-1].seq
-	}
-	if f.hold != nil && !snap.overlaps(f.hold.running) {
+	if f.hold != nil && xmin >= f.hold.next {
 		f.safe = max(f.safe, f.hold.upTo) // the holders have ended
 		f.hold = nil
-	}
-	if len(snap.running) == 0 {
-		f.safe = max(f.safe, newest) // nothing runs that could fill a gap
 	}
 	last, n := f.last, 0
 	for _, r := range got {
 		if r.seq != last+1 && r.seq > f.safe {
 			if f.hold == nil {
-				f.hold = &gapHold{running: snap.running, upTo: newest}
+				f.holdGap(qctx, got[len(got)-1].seq)
 			}
 			break
 		}
@@ -193,39 +188,20 @@ func (f *follower) fill(ctx context.Context) bool {
 	return true
 }
 
-// snapshot is a pg_snapshot: the transactions running when it was taken.
-type snapshot struct {
-	running map[uint64]bool
-}
-
-// parseSnapshot reads pg_snapshot's text form, xmin:xmax:xip,xip,...
-func parseSnapshot(s string) (snapshot, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 {
-		return snapshot{}, fmt.Errorf("snapshot %q: want xmin:xmax:xip", s)
+// holdGap starts waiting at a gap below upTo, the newest number the read
+// that found it saw: it takes an xid (in a transaction of its own, begun
+// after that read) to know when every transaction that could fill the gap
+// has ended.
+func (f *follower) holdGap(ctx context.Context, upTo int64) {
+	var next string
+	if err := f.s.pool.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&next); err != nil {
+		return // look again later
 	}
-	snap := snapshot{running: map[uint64]bool{}}
-	if parts[2] == "" {
-		return snap, nil
+	n, err := strconv.ParseUint(next, 10, 64)
+	if err != nil {
+		return
 	}
-	for _, x := range strings.Split(parts[2], ",") {
-		n, err := strconv.ParseUint(x, 10, 64)
-		if err != nil {
-			return snapshot{}, fmt.Errorf("snapshot %q: %w", s, err)
-		}
-		snap.running[n] = true
-	}
-	return snap, nil
-}
-
-// overlaps reports whether any of xids still runs in the snapshot.
-func (s snapshot) overlaps(xids map[uint64]bool) bool {
-	for x := range xids {
-		if s.running[x] {
-			return true
-		}
-	}
-	return false
+	f.hold = &gapHold{upTo: upTo, next: n}
 }
 
 // Close stops the follower.

@@ -12,10 +12,9 @@ import (
 	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
-// holdNumber opens a transaction that takes the next journal number for a
-// record of team and does not commit: the change of another process still
-// on its way to the disk.
-func holdNumber(t *testing.T, url, team, rec string) pgx.Tx {
+// begin opens a transaction on a connection of its own and gives it its
+// xid, as a change has before it takes a journal number.
+func begin(t *testing.T, url string) pgx.Tx {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {
@@ -29,6 +28,15 @@ func holdNumber(t *testing.T, url, team, rec string) pgx.Tx {
 	if _, err := tx.Exec(t.Context(), "SELECT pg_current_xact_id()"); err != nil {
 		t.Fatal(err)
 	}
+	return tx
+}
+
+// holdNumber opens a transaction that takes the next journal number for a
+// record of team and does not commit: the change of another process still
+// on its way to the disk.
+func holdNumber(t *testing.T, url, team, rec string) pgx.Tx {
+	t.Helper()
+	tx := begin(t, url)
 	if _, err := tx.Exec(t.Context(), `INSERT INTO journal (team, seq, record) VALUES ($1, nextval('journal_seq'), $2)`, team, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +62,11 @@ func nextWithin(t *testing.T, f store.Follower, d time.Duration) string {
 // is still being committed comes out after n, not before it and not
 // instead of it (a reader that asked only for numbers above the last one
 // it returned would print n+1 and lose n). A number whose transaction
-// rolls back is passed as soon as that transaction has ended.
+// rolls back is passed as soon as that transaction has ended. In
+// "older-xid", the transaction of n+1 began (took its xid) before that of
+// n: the holder of n is then newer than every transaction that had ended
+// when n+1 became visible, so it is not in that snapshot's list of
+// running transactions.
 func TestFollowOutOfOrderCommit(t *testing.T) {
 	url := pgtest.DB(t)
 	s, err := pgstore.OpenStore(t.Context(), url)
@@ -67,22 +79,35 @@ func TestFollowOutOfOrderCommit(t *testing.T) {
 	if err := j.Append(t.Context(), map[string]any{"type": "x", "n": 0}); err != nil {
 		t.Fatal(err)
 	}
-	for _, commit := range []bool{true, false} {
-		name := map[bool]string{true: "commit", false: "rollback"}[commit]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		commit, olderXID bool
+	}{{"commit", true, false}, {"rollback", false, false}, {"older-xid", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			f, err := j.Follow(t.Context(), false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
+			var after pgx.Tx
+			if tc.olderXID {
+				after = begin(t, url)
+			}
 			held := holdNumber(t, url, "t", `{"type":"x","n":"held"}`)
-			if err := j.Append(t.Context(), map[string]any{"type": "x", "n": "after"}); err != nil {
+			if after != nil {
+				if _, err := after.Exec(t.Context(), `INSERT INTO journal (team, seq, record) VALUES ('t', nextval('journal_seq'), '{"n":"after","type":"x"}')`); err != nil {
+					t.Fatal(err)
+				}
+				if err := after.Commit(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := j.Append(t.Context(), map[string]any{"type": "x", "n": "after"}); err != nil {
 				t.Fatal(err)
 			}
 			if got := nextWithin(t, f, 500*time.Millisecond); got != "" {
 				t.Fatalf("the follower returned %s while an earlier number was still being committed", got)
 			}
-			if commit {
+			if tc.commit {
 				if err := held.Commit(t.Context()); err != nil {
 					t.Fatal(err)
 				}
@@ -101,7 +126,7 @@ func TestFollowOutOfOrderCommit(t *testing.T) {
 				}
 			}
 			want := `{"type":"x","n":"held"} {"n":"after","type":"x"}`
-			if !commit {
+			if !tc.commit {
 				want = `{"n":"after","type":"x"}`
 			}
 			if g := strings.Join(got, " "); g != want {

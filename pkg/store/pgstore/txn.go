@@ -125,9 +125,7 @@ func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 			err = fmt.Errorf("commit: the transaction was rolled back (%s)", tag)
 		}
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	br.Close() // once COMMIT has succeeded, the change is made, whatever follows
 	if err == nil && len(recs) > 0 {
 		tx.s.notes.changed(team)
 	}
