@@ -44,6 +44,12 @@ type Spec struct {
 	CLI         any    // pointer to the kong grammar; embed Common in it
 	Schemas     []string
 	Options     []kong.Option
+	// Default, when set, returns the grammar of the default command
+	// alone (with Common): Run parses with it when no argument names
+	// another command of CLI or asks for help. kong builds a grammar by
+	// reflection, interpolating every help text: for pg-loop, whose serve
+	// repeats run's flags, half its work before anything runs.
+	Default func() any
 	// Waits marks a tool that spends its life waiting on pipes and
 	// sockets (pg-loop, pg-llm): Main runs its goroutines on one
 	// processor (GOMAXPROCS=1) unless the environment sets GOMAXPROCS.
@@ -215,7 +221,11 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	}
 	opts = append(opts, numberMappers()...)
 	opts = append(opts, spec.Options...)
-	parser, err := kong.New(spec.CLI, opts...)
+	grammar := spec.CLI
+	if spec.Default != nil && defaultSuffices(spec, args) {
+		grammar = spec.Default()
+	}
+	parser, err := kong.New(grammar, opts...)
 	if err != nil {
 		// The grammar is wrong: a programming error, not a usage error.
 		fmt.Fprintf(io.Err, "%s: error: %v\n", spec.Name, err)
