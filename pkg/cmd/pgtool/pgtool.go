@@ -305,7 +305,7 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 		return err
 	}
 	go s.PrepareSandbox()
-	err = s.Serve(rt.Ctx, rt.IO.In, rt.IO.Out, sc.Parallel)
+	err = s.Serve(rt.Ctx, cli.Pollable(rt.IO.In), rt.IO.Out, sc.Parallel)
 	if cerr := s.Close(); err == nil && cerr != nil {
 		fmt.Fprintf(rt.IO.Err, "pg-tool: warning: %v\n", cerr)
 	}
