@@ -130,7 +130,7 @@ complete -c pg-loop -n '__fish_seen_subcommand_from serve' -l ask -r -F -d 'Tool
 complete -c pg-loop -n '__fish_seen_subcommand_from serve' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-loop -n '__fish_seen_subcommand_from serve' -l version -d 'Print the version and exit.'
 complete -c pg-loop -n '__fish_seen_subcommand_from approve' -l team -r -F -d 'The team (default: the config key team, env POWERGLIDE_TEAM).'
-complete -c pg-loop -n '__fish_seen_subcommand_from approve' -l store -r -F -d 'Where the team'\''s state lives (as pg-loop --store); the answer itself is a file of the team directory on this host, the worker'\''s.'
+complete -c pg-loop -n '__fish_seen_subcommand_from approve' -l store -r -F -d 'Where the team'\''s state lives (as pg-loop --store): the answer goes there, so on a shared store any host answers any worker.'
 complete -c pg-loop -n '__fish_seen_subcommand_from approve' -l deny -d 'Deny the call instead: it is not run, and the model reads why.'
 complete -c pg-loop -n '__fish_seen_subcommand_from approve' -l reason -r -F -d 'Why, for the model (with --deny).'
 complete -c pg-loop -n '__fish_seen_subcommand_from approve' -l help -s h -d 'Show context-sensitive help.'

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -331,5 +332,32 @@ func TestRunNumbers(t *testing.T) {
 	env = append(env, "PG_TOY_WAIT=-3s")
 	if code, _, errs := run("num"); code != ExitUsage || !strings.Contains(errs, "not negative") {
 		t.Errorf("PG_TOY_WAIT=-3s: exit %d, %q", code, errs)
+	}
+}
+
+// TestWaitsRunsOnOneProcessor: a tool that mostly waits runs its
+// goroutines on one processor, unless GOMAXPROCS says otherwise; other
+// tools keep the runtime's choice.
+func TestWaitsRunsOnOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct {
+		waits bool
+		env   string
+		want  int
+	}{
+		{false, "", 4},
+		{true, "3", 4},
+		{true, "", 1},
+	} {
+		runtime.GOMAXPROCS(4)
+		oneProcessor(&Spec{Waits: c.waits}, func(k string) string {
+			if k == "GOMAXPROCS" {
+				return c.env
+			}
+			return ""
+		})
+		if got := runtime.GOMAXPROCS(0); got != c.want {
+			t.Errorf("waits %v, GOMAXPROCS=%q: %d processors, want %d", c.waits, c.env, got, c.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -43,6 +44,14 @@ type Spec struct {
 	CLI         any    // pointer to the kong grammar; embed Common in it
 	Schemas     []string
 	Options     []kong.Option
+	// Waits marks a tool that spends its life waiting on pipes and
+	// sockets (pg-loop, pg-llm): Main runs its goroutines on one
+	// processor (GOMAXPROCS=1) unless the environment sets GOMAXPROCS.
+	// A step of an agent hands each reply from goroutine to goroutine;
+	// on one processor that is a switch within a thread, not a wake-up
+	// of another (measured over 200 steps: 40% fewer context switches,
+	// issue 21).
+	Waits bool
 }
 
 // Runtime is bound into every command's Run method.
@@ -130,9 +139,17 @@ type exitSignal struct{ code int }
 // Main runs a binary against the process: it cancels the context on SIGINT
 // or SIGTERM and returns the exit code. main() passes it to os.Exit.
 func Main(spec *Spec, args []string, io *IO) int {
+	oneProcessor(spec, io.Getenv)
 	ctx, stop := SignalContext(context.Background())
 	defer stop()
 	return Run(ctx, spec, args, io)
+}
+
+// oneProcessor applies Spec.Waits.
+func oneProcessor(spec *Spec, getenv func(string) string) {
+	if spec.Waits && getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
 
 // SignalError is the cause of a context cancelled by a signal.

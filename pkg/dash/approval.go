@@ -1,6 +1,7 @@
 package dash
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 // A worker started with pg-loop --ask waits on a tool call until someone
 // answers: its record holds the call (protocol.PendingApproval), the
 // workers table shows it as "approval?", and y or n answer it for the
-// selected worker, as pg-loop approve does.
+// selected worker through the team's store, as pg-loop approve does (from
+// any host, on a shared store).
 
 var (
 	approveKey = key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve"))
@@ -44,17 +46,7 @@ func (m *Model) approvalLine(w int) string {
 	}
 	sel := m.selected().Worker
 	s := fmt.Sprintf("worker %s asks to run %s %s (--ask %s): y approve, n deny", sel.Worker, a.Tool, a.Input, a.Pattern)
-	if !m.answerable(sel) {
-		s = fmt.Sprintf("worker %s asks to run %s %s (--ask %s): answer it on its host %q", sel.Worker, a.Tool, a.Input, a.Pattern, sel.Host)
-	}
 	return stWarn.Render(fit(termtext.Line(s), w))
-}
-
-// answerable reports whether this pg-dash can answer the worker: the
-// answer is a file in the worker's own team directory, which only its
-// host reads (with a shared store too).
-func (m *Model) answerable(rec protocol.Worker) bool {
-	return m.opt.Host != "" && rec.Host == m.opt.Host
 }
 
 // approvalKeys answers the selected worker's pending call with y or n.
@@ -63,19 +55,15 @@ func (m *Model) approvalKeys(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	if a == nil || !key.Matches(msg, approveKey, denyKey) {
 		return nil, false
 	}
-	rec := m.selected().Worker
-	id := rec.Worker
-	if !m.answerable(rec) {
-		return nil, true // the line says where to answer it
-	}
+	id := m.selected().Worker.Worker
 	m.answered[id] = a.Call
 	ans := protocol.ApprovalAnswer{Worker: id, Call: a.Call, Approved: key.Matches(msg, approveKey), By: "pg-dash", TS: time.Now().UTC()}
 	if !ans.Approved {
 		ans.Reason = "denied in pg-dash"
 	}
-	d := m.opt.Dir
+	t := m.loader.team()
 	return func() tea.Msg {
-		if err := d.Answer(ans, &rec); err != nil {
+		if err := t.Workers().Answer(context.Background(), ans); err != nil {
 			return actionMsg{text: fmt.Sprintf("answer worker %s: %v", id, err), tone: "bad", worker: id}
 		}
 		verb := "approved"

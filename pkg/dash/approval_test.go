@@ -83,17 +83,17 @@ func TestApprovalKeys(t *testing.T) {
 	}
 }
 
-// TestApprovalOtherHost: the answer is a file on the worker's host, so a
-// pg-dash on another host (sharing a store) refuses to give it.
+// TestApprovalOtherHost: the answer goes through the team's store, so a
+// pg-dash on another host (sharing the store) answers a worker too.
 func TestApprovalOtherHost(t *testing.T) {
 	d := fixtureDir(t)
 	withApproval(t, d)
 	h := startHarness(t, Options{Dir: d, Host: "elsewhere"}, 120, 30)
-	h.waitFor(`answer it on its host "`)
+	h.waitFor("worker 1 asks to run bash", "y approve, n deny")
 	h.keys("y")
-	time.Sleep(300 * time.Millisecond)
-	if _, err := os.Stat(d.Approval("1")); !os.IsNotExist(err) {
-		t.Fatalf("an answer was written for a worker of another host: %v", err)
+	h.waitFor("worker 1: approved call call_7_1 (bash)")
+	if _, ok, err := d.TakeAnswer("1", "call_7_1"); !ok || err != nil {
+		t.Fatalf("no answer for the worker of another host: %v %v", ok, err)
 	}
 }
 

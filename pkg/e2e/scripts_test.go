@@ -18,14 +18,15 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, scriptsParams(t, "scripts"))
 }
 
-// TestScriptsPostgres runs testdata/script/scripts-pg: the scripts with
-// the team store on PostgreSQL. $STORE is the URL of a database of the
+// TestScriptsPostgres runs testdata/script/scripts-pg: the scripts, and
+// pg-loop with its stand-ins (withLoopDoubles), with the team store on
+// PostgreSQL. $STORE is the URL of a database of the
 // script's own on a server of the test's own (pgtest: under CI=true a
 // server that cannot start fails the test).
 func TestScriptsPostgres(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{})
-	testscript.Run(t, withDatabase(scriptsParams(t, "scripts-pg"), srv, "STORE"))
+	testscript.Run(t, withDatabase(withLoopDoubles(t, scriptsParams(t, "scripts-pg")), srv, "STORE"))
 }
 
 // scriptsParams are the settings of the scripts' tests: $REPO is the

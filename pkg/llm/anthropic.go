@@ -90,9 +90,10 @@ type (
 	}
 	// anthropicRest is everything of a request but its model, max_tokens
 	// and messages.
+	// anthropicRest is what follows the messages, system and tools (which
+	// are written from their cached encodings: through the encoder, a
+	// json.RawMessage is scanned again every call).
 	anthropicRest struct {
-		System        []anthropicSystemParam   `json:"system,omitempty"`
-		Tools         json.RawMessage          `json:"tools,omitempty"`
 		ToolChoice    *anthropicToolChoice     `json:"tool_choice,omitempty"`
 		Thinking      *anthropicThinkingConfig `json:"thinking,omitempty"`
 		Temperature   *float64                 `json:"temperature,omitempty"`
@@ -205,23 +206,20 @@ func (a *Anthropic) body(model string, req *protocol.Request) ([]byte, error) {
 		}
 	}
 	rest := anthropicRest{Stream: true, StopSequences: req.Stop}
+	var system, tools []byte
 	if req.System != "" {
-		sys := anthropicSystemParam{Text: req.System, Type: "text"}
-		if req.Cache {
-			sys.CacheControl = &anthropicCache{Type: "ephemeral"}
+		if system, err = a.cache.systemPrompt(req.System, req.Cache, anthropicSystem); err != nil {
+			return nil, err
 		}
-		rest.System = []anthropicSystemParam{sys}
 	}
 	if len(req.Tools) > 0 {
-		tools, err := a.cache.toolDefs(req.Tools, anthropicTools)
-		if err != nil {
+		if tools, err = a.cache.toolDefs(req.Tools, anthropicTools); err != nil {
 			return nil, err
 		}
 		if req.Cache && req.System == "" {
 			// The breakpoint goes on the last tool.
 			tools = append(append(tools[:len(tools)-2:len(tools)-2], cacheBreakpoint...), ']')
 		}
-		rest.Tools = tools
 	}
 	thinking := req.Thinking != nil && req.Thinking.BudgetTokens > 0
 	if req.Temperature != nil && !thinking { // the API takes no temperature with thinking
@@ -238,7 +236,7 @@ func (a *Anthropic) body(model string, req *protocol.Request) ([]byte, error) {
 		rest.ToolChoice = &anthropicToolChoice{Name: req.ToolChoice, Type: "tool"}
 	}
 
-	body := make([]byte, 0, size+len(turns)*40+len(req.System)+len(rest.Tools)+256)
+	body := make([]byte, 0, size+len(turns)*40+len(system)+len(tools)+256)
 	body = append(body, `{"max_tokens":`...)
 	body = strconv.AppendInt(body, int64(req.MaxTokens), 10)
 	body = append(body, `,"model":`...)
@@ -269,11 +267,26 @@ func (a *Anthropic) body(model string, req *protocol.Request) ([]byte, error) {
 		body = append(body, "]}"...)
 	}
 	body = append(body, "],"...)
+	if system != nil {
+		body = append(append(append(body, `"system":`...), system...), ',')
+	}
+	if tools != nil {
+		body = append(append(append(body, `"tools":`...), tools...), ',')
+	}
 	restJSON, err := appendJSON(nil, rest)
 	if err != nil {
 		return nil, err
 	}
 	return append(body, restJSON[1:]...), nil
+}
+
+// anthropicSystem encodes the system prompt as one text block.
+func anthropicSystem(text string, cache bool) ([]byte, error) {
+	sys := anthropicSystemParam{Text: text, Type: "text"}
+	if cache {
+		sys.CacheControl = &anthropicCache{Type: "ephemeral"}
+	}
+	return appendJSON(nil, []anthropicSystemParam{sys})
 }
 
 // Stream runs one attempt.
@@ -346,7 +359,7 @@ type anthropicUsage struct {
 // event is a failure even after HTTP 200.
 func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
 	d := &anthropicStream{em: em, end: &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}}
-	sse := newSSEReader(body, em.limit())
+	sse := newSSEReader(body, em.limit(), em.wait)
 	for {
 		name, data, err := sse.Next()
 		if err != nil {

@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/llm/llmtest"
+	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
 // bigAnthropic is an SSE stream of n text deltas and a tool call whose
@@ -129,4 +131,47 @@ func TestBigStreamsDecode(t *testing.T) {
 		t.Fatalf("%v %+v", err, end)
 	}
 	_ = text
+}
+
+// agentTools is a tool list of an agent's size (pg-tool list prints about
+// 10 KB): n tools with a paragraph of description and a schema each.
+func agentTools(n int) []protocol.ToolDef {
+	defs := make([]protocol.ToolDef, n)
+	for i := range defs {
+		defs[i] = protocol.ToolDef{Name: fmt.Sprintf("tool%d", i),
+			Description: strings.Repeat("Runs one thing in the workspace and returns what it printed; long outputs keep their head and tail. ", 8),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"the command line"},"timeout":{"type":"integer","description":"seconds"}},"required":["command"]}`)}
+	}
+	return defs
+}
+
+// BenchmarkBody is the building of one request body of an agent's
+// conversation of 10, 100 and 1,000 messages, with a 2 KB system prompt
+// and 10 KB of tools, the encodings of the messages already sent cached
+// (as in serve mode): what it costs beyond copying the bytes sent.
+func BenchmarkBody(b *testing.B) {
+	system := strings.Repeat("You are a coding agent. Work in small steps & check each one. ", 32)
+	tools := agentTools(8)
+	for _, n := range []int{10, 100, 1000} {
+		for _, p := range []struct {
+			name string
+			body func(string, *protocol.Request) ([]byte, error)
+		}{
+			{"anthropic", NewAnthropic("anthropic", "k", "", nil).body},
+			{"openai", NewOpenAI("openai", "k", "", false, nil).body},
+		} {
+			b.Run(fmt.Sprintf("msgs=%d/%s", n, p.name), func(b *testing.B) {
+				req := &protocol.Request{System: system, Tools: tools, Cache: true, MaxTokens: 8192, Messages: growing(n / 2)[:n]}
+				size := 0
+				for b.Loop() {
+					body, err := p.body("claude-sonnet-4-5", req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					size = len(body)
+				}
+				b.SetBytes(int64(size))
+			})
+		}
+	}
 }

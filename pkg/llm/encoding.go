@@ -37,13 +37,23 @@ type cachedMessage struct {
 // collision costs an encoding, never a wrong message. Entries a call did
 // not use are dropped once the cache holds many more than a call needs.
 type encodingCache struct {
-	mu    sync.Mutex
-	seed  maphash.Seed
-	m     map[uint64]*cachedMessage
-	gen   uint64
+	mu   sync.Mutex
+	seed maphash.Seed
+	m    map[uint64]*cachedMessage
+	gen  uint64
+	// last holds the entries of the last call in its order: a call that
+	// extends the conversation finds its earlier messages at the same
+	// places, confirmed equal without hashing them (an equal string
+	// shares its bytes with the cached copy and compares at once).
+	last  []*cachedMessage
 	tools struct { // the tool definitions of the last call, encoded
 		defs []protocol.ToolDef
 		b    []byte
+	}
+	system struct { // the system prompt of the last call, encoded
+		text  string
+		cache bool
+		b     []byte
 	}
 }
 
@@ -55,24 +65,28 @@ func newEncodingCache() *encodingCache {
 // can.
 func (c *encodingCache) messages(msgs []protocol.Message, enc encodeFunc) ([]wireMessage, error) {
 	out := make([]wireMessage, len(msgs))
+	used := make([]*cachedMessage, len(msgs))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	for i := range msgs {
 		m := &msgs[i]
-		h := c.hash(m)
-		if e := c.m[h]; e != nil && e.msg.Equal(m) {
-			e.gen = c.gen
-			out[i] = e.wire
-			continue
+		if i < len(c.last) && c.last[i].msg.Equal(m) {
+			used[i] = c.last[i]
+		} else if e := c.m[c.hash(m)]; e != nil && e.msg.Equal(m) {
+			used[i] = e
+		} else {
+			w, err := enc(m)
+			if err != nil {
+				return nil, err
+			}
+			used[i] = &cachedMessage{msg: cloneMessage(m), wire: w}
+			c.m[c.hash(m)] = used[i]
 		}
-		w, err := enc(m)
-		if err != nil {
-			return nil, err
-		}
-		c.m[h] = &cachedMessage{msg: cloneMessage(m), wire: w, gen: c.gen}
-		out[i] = w
+		used[i].gen = c.gen
+		out[i] = used[i].wire
 	}
+	c.last = used
 	if len(c.m) > 2*len(msgs)+256 {
 		for h, e := range c.m {
 			if e.gen != c.gen {
@@ -101,6 +115,24 @@ func (c *encodingCache) toolDefs(defs []protocol.ToolDef, enc func([]protocol.To
 		c.tools.defs[i] = d
 	}
 	c.tools.b = b
+	return b, nil
+}
+
+// systemPrompt returns the encoding of the system prompt (with a cache
+// breakpoint when cache is set), the last call's when it is the same: a
+// prompt with the project's context files runs to kilobytes, which the
+// encoder would scan for characters to escape every call.
+func (c *encodingCache) systemPrompt(text string, cache bool, enc func(string, bool) ([]byte, error)) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.system.b != nil && c.system.text == text && c.system.cache == cache {
+		return c.system.b, nil
+	}
+	b, err := enc(text, cache)
+	if err != nil {
+		return nil, err
+	}
+	c.system.text, c.system.cache, c.system.b = text, cache, b
 	return b, nil
 }
 

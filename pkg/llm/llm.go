@@ -39,8 +39,9 @@ type Emitter struct {
 	sink  func(any)
 
 	content bool
-	max     int // what one response may hold; 0 means MaxResponseBytes
-	held    int // what this attempt's response holds so far
+	max     int    // what one response may hold; 0 means MaxResponseBytes
+	held    int    // what this attempt's response holds so far
+	wait    func() // see Router.OnWait; nil: nothing
 }
 
 // MaxResponseBytes bounds what one response may hold in memory: its text,
@@ -92,6 +93,14 @@ func NewEmitter(id string, sink func(any)) *Emitter {
 
 // Emit passes a ready event on.
 func (e *Emitter) Emit(ev any) { e.sink(ev) }
+
+// waiting says the call is about to wait (for the network, or before a
+// retry): see Router.OnWait.
+func (e *Emitter) waiting() {
+	if e.wait != nil {
+		e.wait()
+	}
+}
 
 // Content reports whether content events went out.
 func (e *Emitter) Content() bool { return e.content }

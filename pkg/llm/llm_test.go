@@ -501,7 +501,7 @@ data: {"type":"message_stop"}
 func TestSSEFraming(t *testing.T) {
 	// CRLF line ends, comments, multi-line data, an event with no blank
 	// line at the end (cut off).
-	s := newSSEReader(strings.NewReader(": comment\r\nevent: a\r\ndata: 1\r\ndata: 2\r\n\r\ndata: x\n\ndata: tail"), MaxResponseBytes)
+	s := newSSEReader(strings.NewReader(": comment\r\nevent: a\r\ndata: 1\r\ndata: 2\r\n\r\ndata: x\n\ndata: tail"), MaxResponseBytes, nil)
 	name, data, err := s.Next()
 	if err != nil || string(name) != "a" || string(data) != "1\n2" {
 		t.Fatalf("%q %q %v", name, data, err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -84,15 +85,15 @@ type (
 		Type string `json:"type"`
 	}
 	// openaiRest is everything of a request but its model and messages.
+	// openaiRest is what follows the messages, the max tokens and the
+	// tools (which are written from their cached encoding: through the
+	// encoder, a json.RawMessage is scanned again every call).
 	openaiRest struct {
-		MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-		MaxTokens           int             `json:"max_tokens,omitempty"`
-		Tools               json.RawMessage `json:"tools,omitempty"`
-		ToolChoice          any             `json:"tool_choice,omitempty"`
-		Temperature         *float64        `json:"temperature,omitempty"`
-		Stop                []string        `json:"stop,omitempty"`
-		Stream              bool            `json:"stream"`
-		StreamOptions       struct {
+		ToolChoice    any      `json:"tool_choice,omitempty"`
+		Temperature   *float64 `json:"temperature,omitempty"`
+		Stop          []string `json:"stop,omitempty"`
+		Stream        bool     `json:"stream"`
+		StreamOptions struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
 	}
@@ -177,13 +178,14 @@ func (o *OpenAI) body(model string, req *protocol.Request) ([]byte, error) {
 	}
 	rest := openaiRest{Stream: true, Temperature: req.Temperature, Stop: req.Stop}
 	rest.StreamOptions.IncludeUsage = true
-	if o.compatible {
-		rest.MaxTokens = req.MaxTokens
-	} else {
-		rest.MaxCompletionTokens = req.MaxTokens
+	var system, tools []byte
+	if req.System != "" {
+		if system, err = o.cache.systemPrompt(req.System, false, openaiSystem); err != nil {
+			return nil, err
+		}
 	}
 	if len(req.Tools) > 0 {
-		if rest.Tools, err = o.cache.toolDefs(req.Tools, openaiTools); err != nil {
+		if tools, err = o.cache.toolDefs(req.Tools, openaiTools); err != nil {
 			return nil, err
 		}
 	}
@@ -198,21 +200,19 @@ func (o *OpenAI) body(model string, req *protocol.Request) ([]byte, error) {
 		c.Function.Name, c.Type = req.ToolChoice, "function"
 		rest.ToolChoice = c
 	}
-	size := len(req.System) + 256
+	size := len(system) + 256
 	for _, w := range wire {
 		size += len(w.b) + 1
 	}
-	body := make([]byte, 0, size+len(rest.Tools))
+	body := make([]byte, 0, size+len(tools))
 	body = append(body, `{"model":`...)
 	if body, err = appendJSON(body, model); err != nil {
 		return nil, err
 	}
 	body = append(body, `,"messages":[`...)
 	first := true
-	if req.System != "" {
-		if body, err = appendJSON(body, openaiTextMessage{Content: req.System, Role: "system"}); err != nil {
-			return nil, err
-		}
+	if system != nil {
+		body = append(body, system...)
 		first = false
 	}
 	for _, w := range wire {
@@ -226,11 +226,28 @@ func (o *OpenAI) body(model string, req *protocol.Request) ([]byte, error) {
 		first = false
 	}
 	body = append(body, "],"...)
+	// OpenAI's own API takes max_completion_tokens; compatible servers
+	// know max_tokens.
+	switch {
+	case req.MaxTokens == 0:
+	case o.compatible:
+		body = append(strconv.AppendInt(append(body, `"max_tokens":`...), int64(req.MaxTokens), 10), ',')
+	default:
+		body = append(strconv.AppendInt(append(body, `"max_completion_tokens":`...), int64(req.MaxTokens), 10), ',')
+	}
+	if tools != nil {
+		body = append(append(append(body, `"tools":`...), tools...), ',')
+	}
 	restJSON, err := appendJSON(nil, rest)
 	if err != nil {
 		return nil, err
 	}
 	return append(body, restJSON[1:]...), nil
+}
+
+// openaiSystem encodes the system prompt as the first message.
+func openaiSystem(text string, _ bool) ([]byte, error) {
+	return appendJSON(nil, openaiTextMessage{Content: text, Role: "system"})
 }
 
 // Stream runs one attempt.
@@ -371,7 +388,7 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 		finish   string
 		gotUsage bool
 		end      = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
-		sse      = newSSEReader(body, em.limit())
+		sse      = newSSEReader(body, em.limit(), em.wait)
 	)
 	for {
 		_, data, err := sse.Next()

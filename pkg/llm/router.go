@@ -118,7 +118,15 @@ type Router struct {
 	specs     map[string]ProviderSpec
 	mu        sync.Mutex
 	providers map[string]Provider
+	onWait    func()
 }
+
+// OnWait has f called whenever a call has emitted what the provider's
+// stream has brought so far and is about to wait for more: a sink that
+// buffers events writes them out then (pg-llm serve), so the events of
+// one read leave in one write, and none waits on the network. Set it
+// before the first call.
+func (r *Router) OnWait(f func()) { r.onWait = f }
 
 // NewRouter checks the options and builds a router.
 func NewRouter(opts Options) (*Router, error) {
@@ -323,6 +331,7 @@ func (r *Router) build(name string, s ProviderSpec) (Provider, error) {
 func (r *Router) Call(ctx context.Context, req *protocol.Request, sink func(any)) (*protocol.EndEvent, error) {
 	chain := Chain(req.Model)
 	em := NewEmitter(req.ID, sink)
+	em.wait = r.onWait
 	if len(chain) == 0 {
 		e := *errNoModel
 		em.Emit(e.Event(req.ID))
@@ -387,6 +396,7 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 			actx, cancel = context.WithTimeoutCause(ctx, r.opts.AttemptTimeout, errAttemptTimeout)
 		}
 		em.max, em.held = r.opts.MaxResponseBytes, 0 // a bound for each response
+		em.waiting()
 		end, err := p.Stream(actx, model, req, em)
 		attemptDone := actx.Err() != nil
 		cancel()
@@ -426,6 +436,7 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 		}
 		em.Emit(&protocol.RetryEvent{Type: protocol.EventRetry, ID: req.ID, Model: id, Attempt: attempt + 1,
 			DelayMS: delay.Milliseconds(), Reason: e.Kind + ": " + e.Message})
+		em.waiting()
 		if err := r.opts.Backoff.sleep(ctx, delay); err != nil {
 			if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 				return nil, &Error{Kind: protocol.KindTimeout, Model: id, Err: context.DeadlineExceeded,

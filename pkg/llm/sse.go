@@ -14,17 +14,23 @@ import (
 type sseReader struct {
 	r     *bufio.Reader
 	max   int
+	wait  func() // called before a read that waits for the network; nil: none
 	event []byte
 	data  bytes.Buffer
 	long  []byte
 }
 
-func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 32<<10), max: max}
+func newSSEReader(r io.Reader, max int, wait func()) *sseReader {
+	return &sseReader{r: bufio.NewReaderSize(r, 32<<10), max: max, wait: wait}
 }
 
 // line returns the next line without its line end.
 func (s *sseReader) line() ([]byte, error) {
+	if s.wait != nil {
+		if b, _ := s.r.Peek(s.r.Buffered()); bytes.IndexByte(b, '\n') < 0 {
+			s.wait() // the next line is not here yet
+		}
+	}
 	line, err := s.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		s.long = append(s.long[:0], line...)

@@ -76,7 +76,7 @@ func (r *Runner) waitApproval(wait func() (bool, string, error)) (bool, string, 
 }
 
 // teamApproval shows the pending call in the worker record and waits for
-// its answer in worker-<n>.approval.
+// its answer in the team's store (worker-<n>.approval on files).
 func (r *Runner) teamApproval(ctx context.Context, ev protocol.LoopApprovalEvent) (bool, string, error) {
 	input := string(ev.Call.Input)
 	if len(input) > 2000 {
@@ -93,7 +93,7 @@ func (r *Runner) teamApproval(ctx context.Context, ev protocol.LoopApprovalEvent
 	t := time.NewTicker(approvalPoll)
 	defer t.Stop()
 	for {
-		a, ok, err := r.o.TeamDir.TakeAnswer(r.o.Worker, ev.Call.ID)
+		a, ok, err := r.o.Team.Workers().TakeAnswer(ctx, r.o.Worker, ev.Call.ID)
 		if err != nil {
 			r.log("warn", "approval answer: %v", err)
 		} else if ok {

@@ -178,17 +178,30 @@ func (c *coprocess) start() error {
 	return nil
 }
 
-// prestart starts the child in the background, so that it has started
-// by the time the first request comes (pg-loop starts its coprocesses
+// prestart starts the child ahead of the first request, so that it has
+// started by the time that request comes (pg-loop starts its coprocesses
 // while it loads its tasks). A failure is left for that request to meet.
-func (c *coprocess) prestart() {
-	go func() {
+//
+// In the background, the start waits for a processor: pg-loop runs on one
+// (cli.Spec.Waits), which its main goroutine holds until it blocks, and a
+// goroutine blocked in fork and exec holds it until the runtime takes it
+// back, a tick later. So the model, which the first request waits for, is
+// started at once (a fork and exec: well under a millisecond of this
+// process's time), and the tools in the background: they run while the
+// first request is out.
+func (c *coprocess) prestart(background bool) {
+	start := func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if !c.closed {
 			_ = c.start()
 		}
-	}()
+	}
+	if background {
+		go start()
+	} else {
+		start()
+	}
 }
 
 // read routes reply lines to their waiters by id until the child's stdout closes.
@@ -482,8 +495,8 @@ func (l *ServeLLM) await(ctx context.Context, ch chan []byte, dead chan struct{}
 	}
 }
 
-// Start starts the coprocess in the background.
-func (l *ServeLLM) Start() { l.co.prestart() }
+// Start starts the coprocess now (see prestart).
+func (l *ServeLLM) Start() { l.co.prestart(false) }
 
 // Close stops the coprocess.
 func (l *ServeLLM) Close() error { return l.co.Close() }

@@ -21,7 +21,6 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/store"
-	"github.com/powerglide/powerglide/pkg/teamdir"
 	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
@@ -99,10 +98,9 @@ type Options struct {
 	Approver Approver
 	Control  *Control
 
-	Team store.Team // team mode: the worker record is kept here
-	// TeamDir is the team's directory on this host: answers to --ask
-	// approvals arrive there (worker-<n>.approval).
-	TeamDir   teamdir.Dir
+	// Team is the team's store in team mode: the worker record is kept
+	// there, and answers to --ask approvals arrive there.
+	Team      store.Team
 	Worker    string
 	Heartbeat time.Duration
 	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat

@@ -147,7 +147,7 @@ func decodeResult(c protocol.ToolCall, line []byte) protocol.ToolResult {
 func (t *ServeTools) Close() error { return t.co.Close() }
 
 // Start starts the coprocess in the background.
-func (t *ServeTools) Start() { t.co.prestart() }
+func (t *ServeTools) Start() { t.co.prestart(true) }
 
 // CommandTools runs `CMD call NAME INPUT` per call and `CMD list`.
 type CommandTools struct {

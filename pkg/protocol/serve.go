@@ -46,8 +46,9 @@ type PendingApproval struct {
 }
 
 // ApprovalAnswer answers a team worker's pending approval: what
-// `pg-loop approve` (or pg-dash) writes to worker-<n>.approval in the team
-// directory, and the worker reads and removes.
+// `pg-loop approve` (or pg-dash) stores in the team's store
+// (worker-<n>.approval in the team directory, the worker's row on
+// PostgreSQL), and the worker takes.
 type ApprovalAnswer struct {
 	Type     string    `json:"type" jsonschema:"enum=approval_answer"`
 	Worker   string    `json:"worker"`

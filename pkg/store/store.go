@@ -111,6 +111,16 @@ type Workers interface {
 	Velocity(ctx context.Context, worker string) (float64, error)
 	// SetVelocity records the operator's velocity setting for a worker.
 	SetVelocity(ctx context.Context, worker string, v float64) error
+	// Answer records the answer to the approval a worker waits on (pg-loop
+	// approve, pg-dash), from any host that reaches the store, once the
+	// worker's record shows that call waiting: otherwise the error wraps
+	// teamdir.ErrNoApproval, or fs.ErrNotExist when there is no such
+	// worker.
+	Answer(ctx context.Context, a protocol.ApprovalAnswer) error
+	// TakeAnswer returns the answer to the worker's call and removes it;
+	// ok is false while there is none (an answer to an older call is not
+	// one).
+	TakeAnswer(ctx context.Context, worker, call string) (a protocol.ApprovalAnswer, ok bool, err error)
 }
 
 // Budget is the team's budget ledger (budget.json on files). pkg/ledger

@@ -21,18 +21,27 @@ func (d Dir) Approval(n string) string {
 // ErrNoApproval: the worker waits on no approval, or on another call.
 var ErrNoApproval = errors.New("no pending approval")
 
-// Answer answers a worker's pending approval of a call, after checking
-// its record w (read from the team's store) shows that call waiting. The
-// answer is a file of the team directory: the worker reads it on its host.
-func (d Dir) Answer(a protocol.ApprovalAnswer, w *protocol.Worker) error {
-	if err := ValidName("worker", a.Worker); err != nil {
-		return err
-	}
+// Waiting checks that worker record w waits on the call a answers; the
+// error wraps ErrNoApproval.
+func Waiting(a protocol.ApprovalAnswer, w *protocol.Worker) error {
 	switch {
 	case w.Approval == nil:
 		return fmt.Errorf("worker %s: %w", a.Worker, ErrNoApproval)
 	case w.Approval.Call != a.Call:
 		return fmt.Errorf("worker %s waits on call %s, not %s: %w", a.Worker, w.Approval.Call, a.Call, ErrNoApproval)
+	}
+	return nil
+}
+
+// Answer answers a worker's pending approval of a call, after checking
+// its record w shows that call waiting (Waiting). The answer is a file of
+// the team directory, which the worker reads.
+func (d Dir) Answer(a protocol.ApprovalAnswer, w *protocol.Worker) error {
+	if err := ValidName("worker", a.Worker); err != nil {
+		return err
+	}
+	if err := Waiting(a, w); err != nil {
+		return err
 	}
 	a.Type = "approval_answer"
 	b, err := json.Marshal(a)

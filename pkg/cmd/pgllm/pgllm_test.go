@@ -7,8 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,5 +243,59 @@ func TestServeHeldConversation(t *testing.T) {
 		cli.Test(strings.NewReader(`{"after":"h1","messages":[{"role":"user","content":"hi"}]}`), &out, &errb, env...))
 	if code != 2 || !strings.Contains(errb.String(), "after") {
 		t.Fatalf("a single call with after: exit %d: %s", code, errb.String())
+	}
+}
+
+// writeLog records each write apart.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// TestServeWritesWhatArrivedTogether: the events of an answer that
+// arrives in one piece leave serve in two writes, the start (written
+// before serve waits for the stream) and the rest, not one write each, so
+// that the client wakes once for them.
+func TestServeWritesWhatArrivedTogether(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := bytes.Cut(raw, []byte("\n\n"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(body) // one piece
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	out := &writeLog{}
+	var errb bytes.Buffer
+	in := strings.NewReader(`{"id":"q1","messages":[{"role":"user","content":"weather?"}]}` + "\n")
+	sio := cli.Test(in, out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	if code := cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5"}, sio); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var kinds []string
+	for _, w := range out.writes {
+		var k []string
+		for _, l := range strings.Split(strings.TrimSpace(w), "\n") {
+			var ev struct{ Type string }
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatalf("write %q: %v", w, err)
+			}
+			k = append(k, ev.Type)
+		}
+		kinds = append(kinds, strings.Join(k, ","))
+	}
+	want := []string{"start", "text,text,tool_call,tool_call,usage,end"}
+	if strings.Join(kinds, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("writes: %q, want %q", kinds, want)
 	}
 }

@@ -1,6 +1,7 @@
 package pgllm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,29 +19,62 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
-// lockedEncoder writes whole lines from many goroutines. The first write
-// that fails ends serving: it calls stop with the error, and nothing more
-// is written.
-type lockedEncoder struct {
+// eventWriter writes whole lines from many goroutines, held until Flush,
+// so that the events a call emits from one read of the provider's stream
+// leave in one write, and the client wakes once for them: the router
+// flushes whenever a call is about to wait (llm.Router.OnWait), and every
+// call and every error line ends with a flush. The first write that fails
+// ends serving: it calls stop with the error, and nothing more is written.
+type eventWriter struct {
 	mu   sync.Mutex
-	enc  interface{ Encode(any) error }
+	w    io.Writer
+	buf  bytes.Buffer
+	enc  *json.Encoder // into buf
 	stop func(error)
 	err  error
 }
 
-func (l *lockedEncoder) Encode(v any) {
+func newEventWriter(w io.Writer, stop func(error)) *eventWriter {
+	l := &eventWriter{w: w, stop: stop}
+	l.enc = jsonl.NewEncoder(&l.buf)
+	return l
+}
+
+// Encode adds one line.
+func (l *eventWriter) Encode(v any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
 		return
 	}
+	n := l.buf.Len()
 	if err := l.enc.Encode(v); err != nil {
-		l.err = err
-		l.stop(err)
+		l.buf.Truncate(n)
+		l.fail(err)
 	}
 }
 
-func (l *lockedEncoder) failed() error {
+// Flush writes the lines added since the last flush.
+func (l *eventWriter) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil || l.buf.Len() == 0 {
+		return
+	}
+	_, err := l.w.Write(l.buf.Bytes())
+	l.buf.Reset()
+	if err != nil {
+		l.fail(err)
+	}
+}
+
+// fail is called with l.mu held.
+func (l *eventWriter) fail(err error) {
+	l.err = err
+	l.stop(err)
+}
+
+func (l *eventWriter) failed() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
@@ -77,7 +111,8 @@ func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	// cancelled, no more requests are read, and the exit status is 1.
 	ctx, stop := context.WithCancelCause(rt.Ctx)
 	defer stop(nil)
-	out := &lockedEncoder{enc: jsonl.NewEncoder(rt.IO.Out), stop: stop}
+	out := newEventWriter(rt.IO.Out, stop)
+	router.OnWait(out.Flush)
 	var rec *llm.Recorder
 	if c.Record != "" {
 		rec = &llm.Recorder{Path: c.Record}
@@ -116,6 +151,7 @@ func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	bad := func(n int, id string, err error) {
 		out.Encode(&protocol.ErrorEvent{Type: protocol.EventError, ID: id, Tool: "pg-llm", Kind: protocol.KindBadRequest,
 			Message: fmt.Sprintf("stdin:%d: %v", n, err), Line: n})
+		out.Flush()
 	}
 loop:
 	for {
@@ -146,6 +182,7 @@ loop:
 			var e *llm.Error
 			errors.As(err, &e)
 			out.Encode(e.Event(req.ID))
+			out.Flush()
 			continue
 		}
 		reqModel := req.Model
@@ -196,6 +233,7 @@ loop:
 			mu.Lock()
 			delete(inflight, req.ID)
 			mu.Unlock()
+			out.Flush() // the client may reuse the id once it sees the end
 		}()
 	}
 	wg.Wait()

@@ -19,7 +19,7 @@ import (
 //	$ pg-loop approve --team web 3 call_7_1 --deny --reason 'no pushes on Fridays'
 type ApproveCmd struct {
 	Team   string `help:"The team (default: the config key team, env POWERGLIDE_TEAM)." placeholder:"T"`
-	Store  string `help:"Where the team's state lives (as pg-loop --store); the answer itself is a file of the team directory on this host, the worker's." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL"`
+	Store  string `help:"Where the team's state lives (as pg-loop --store): the answer goes there, so on a shared store any host answers any worker." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL"`
 	Worker string `arg:"" help:"The worker waiting." placeholder:"WORKER"`
 	Call   string `arg:"" help:"The id of the call it waits on (pg-dash shows it; so do worker-<n>.json's approval.call and the approval event)." placeholder:"CALL"`
 	Deny   bool   `help:"Deny the call instead: it is not run, and the model reads why."`
@@ -36,8 +36,7 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 	if team == "" {
 		team = cfg.String("team")
 	}
-	d, err := teamdir.New(cfg.String("home"), team)
-	if err != nil {
+	if _, err := teamdir.New(cfg.String("home"), team); err != nil {
 		return cli.Usagef("%v", err)
 	}
 	if err := teamdir.ValidName("worker", a.Worker); err != nil {
@@ -52,25 +51,14 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
-	rec, err := tm.Workers().Read(rt.Ctx, a.Worker)
-	if errors.Is(err, os.ErrNotExist) {
-		return cli.Usagef("team %s has no worker %s", team, a.Worker)
-	} else if err != nil {
-		return cli.Failf("approve", "worker %s: %v", a.Worker, err)
-	}
-	// The answer is a file in the worker's own team directory, which only
-	// its host reads (with a shared store too): answer it there.
-	if host, _ := os.Hostname(); rec.Host != host {
-		return cli.Failf("approve", "worker %s runs on host %q, not on this one (%q): answer it there", a.Worker, rec.Host, host)
-	}
 	ans := protocol.ApprovalAnswer{Worker: a.Worker, Call: a.Call, Approved: !a.Deny, Reason: a.Reason, By: "pg-loop approve", TS: time.Now().UTC()}
-	switch err := d.Answer(ans, rec); {
+	switch err := tm.Workers().Answer(rt.Ctx, ans); {
 	case errors.Is(err, os.ErrNotExist):
 		return cli.Usagef("team %s has no worker %s", team, a.Worker)
 	case errors.Is(err, teamdir.ErrNoApproval):
 		return cli.Nothingf("%v", err)
 	case err != nil:
-		return cli.Failf("approve", "%v", err)
+		return cli.Failf("approve", "worker %s: %v", a.Worker, err)
 	}
 	rt.JSON = true
 	ans.Type = "approval_answer"
@@ -79,7 +67,7 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 
 // Help is the detailed help of the command (--help and the man page).
 func (ApproveCmd) Help() string {
-	return `A team worker started with --ask PATTERN that reaches a matching call writes it into its worker record (worker-<n>.json: approval {call, tool, input, pattern, since}) and waits. pg-loop approve answers it: it checks the worker waits on that call, writes the answer to worker-<n>.approval in the team directory, and prints it as a JSON line {type:"approval_answer", worker, call, approved, reason, by, ts}; the worker picks it up within a fraction of a second. pg-dash's y and n keys do the same. Exit 3 when the worker waits on no call, or on another one; 2 for an unknown team or worker; 1 for a worker on another host (the answer file is read on the worker's host only, even with a shared --store).
+	return `A team worker started with --ask PATTERN that reaches a matching call writes it into its worker record (worker-<n>.json: approval {call, tool, input, pattern, since}) and waits. pg-loop approve answers it: it checks the worker waits on that call, stores the answer in the team's store (worker-<n>.approval in the team directory; the workers row on PostgreSQL, so any host answers any worker), and prints it as a JSON line {type:"approval_answer", worker, call, approved, reason, by, ts}; the worker picks it up within a fraction of a second. pg-dash's y and n keys do the same. Exit 3 when the worker waits on no call, or on another one; 2 for an unknown team or worker; 1 when the store cannot be written.
 
   $ pg-loop approve --team web 3 call_7_1
   $ pg-loop approve --team web 3 call_7_1 --deny --reason 'no pushes on Fridays'`

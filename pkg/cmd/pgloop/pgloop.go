@@ -75,6 +75,7 @@ func Spec() *cli.Spec {
 		Description: description,
 		CLI:         &CLI{},
 		Schemas:     []string{"loop-event", "serve-command", "approval-answer", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
+		Waits:       true,
 	}
 }
 
@@ -743,7 +744,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if q == "" {
 			q = loop.SiblingCommand("pg-queue", "")
 		}
-		o.Team, o.TeamDir, o.Worker, o.Lease, o.IdleWait = tm, d, c.Worker, lease, c.IdleWait
+		o.Team, o.Worker, o.Lease, o.IdleWait = tm, c.Worker, lease, c.IdleWait
 		if c.TeamBudgetUSD != nil {
 			tb, err := ledger.SetBudget(rt.Ctx, tm, *c.TeamBudgetUSD, time.Now())
 			if err != nil {

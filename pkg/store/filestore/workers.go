@@ -114,3 +114,21 @@ func (w *Workers) SetVelocity(_ context.Context, worker string, v float64) error
 	}
 	return atomicfile.WriteFile(w.dir.Velocity(worker), []byte(teamdir.FormatVelocity(v)), teamdir.FileMode)
 }
+
+// Answer writes worker-<n>.approval once worker-<n>.json shows the call
+// waiting.
+func (w *Workers) Answer(ctx context.Context, a protocol.ApprovalAnswer) error {
+	rec, err := w.Read(ctx, a.Worker)
+	if err != nil {
+		return err
+	}
+	return w.dir.Answer(a, rec)
+}
+
+// TakeAnswer reads worker-<n>.approval and removes it once it answers call.
+func (w *Workers) TakeAnswer(_ context.Context, worker, call string) (protocol.ApprovalAnswer, bool, error) {
+	if err := teamdir.ValidName("worker", worker); err != nil {
+		return protocol.ApprovalAnswer{}, false, &inputError{err}
+	}
+	return w.dir.TakeAnswer(worker, call)
+}

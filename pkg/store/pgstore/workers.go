@@ -161,3 +161,59 @@ func (w *workers) SetVelocity(ctx context.Context, worker string, v float64) err
 		ON CONFLICT (team, worker) DO UPDATE SET velocity = excluded.velocity`, w.team, worker, v)
 	return err
 }
+
+// Answer stores the answer on the worker's row, under the row lock, once
+// the record shows the call waiting.
+func (w *workers) Answer(ctx context.Context, a protocol.ApprovalAnswer) error {
+	if err := teamdir.ValidName("worker", a.Worker); err != nil {
+		return badName(err)
+	}
+	a.Type = "approval_answer"
+	ans, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return w.s.inTx(ctx, func(tx pgx.Tx) error {
+		var b []byte
+		err := tx.QueryRow(ctx, `SELECT record FROM workers WHERE team = $1 AND worker = $2 AND record IS NOT NULL FOR UPDATE`,
+			w.team, a.Worker).Scan(&b)
+		if isNoRows(err) {
+			return fmt.Errorf("worker %s of team %s: %w", a.Worker, w.team, fs.ErrNotExist)
+		}
+		if err != nil {
+			return err
+		}
+		rec, err := decodeWorker(a.Worker, b)
+		if err != nil {
+			return err
+		}
+		if err := teamdir.Waiting(a, rec); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE workers SET answer = $3 WHERE team = $1 AND worker = $2`, w.team, a.Worker, ans)
+		return err
+	})
+}
+
+// TakeAnswer clears the worker's answer to call and returns it.
+func (w *workers) TakeAnswer(ctx context.Context, worker, call string) (protocol.ApprovalAnswer, bool, error) {
+	var a protocol.ApprovalAnswer
+	if err := teamdir.ValidName("worker", worker); err != nil {
+		return a, false, badName(err)
+	}
+	var b []byte
+	err := w.s.pool.QueryRow(ctx, `UPDATE workers w SET answer = NULL
+		FROM (SELECT answer FROM workers WHERE team = $1 AND worker = $2 AND answer->>'call' = $3 FOR UPDATE) old
+		WHERE w.team = $1 AND w.worker = $2
+		RETURNING old.answer`, w.team, worker, call).Scan(&b)
+	if isNoRows(err) {
+		return a, false, nil
+	}
+	if err != nil {
+		return a, false, err
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return a, false, fmt.Errorf("worker %s: stored answer: %w", worker, err)
+	}
+	return a, true, nil
+}

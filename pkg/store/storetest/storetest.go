@@ -56,6 +56,7 @@ func Run(t *testing.T, target Target) {
 		{"FollowConcurrentAppends", testFollowConcurrentAppends},
 		{"WatchAcrossRestart", testWatchAcrossRestart},
 		{"Workers", testWorkers},
+		{"Approvals", testApprovals},
 		{"Budget", testBudget},
 		{"ExactlyOnceGoroutines", testExactlyOnceGoroutines},
 		{"ExactlyOnceProcessesKilled", testExactlyOnceProcesses},

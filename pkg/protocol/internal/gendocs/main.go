@@ -91,7 +91,7 @@ var intro = map[string]string{
 		"In strict mode the call is refused with a tool error the model reads (`action: refused`) and the image is removed from the task's result (`action: removed`).",
 	"serve-command": "One line of `pg-loop serve`'s stdin: `prompt` and `follow_up` (`message`, optional `verify`) make a task, `steer` (`message`) adds a message before the current task's next model call, `abort` cancels the current task, `approve` and `deny` (`call`, `reason`) answer an `approval` event, `state` asks for the state, `shutdown` ends the session. " +
 		"Each command is answered by a `reply` loop event with its `id` (`ok`, `error`, the `task` made or concerned, `state`), written before the events the command causes.",
-	"approval-answer": "`worker-<n>.approval` in the team directory: the answer to the call a team worker waits on (its worker record's `approval`), written by `pg-loop approve` or pg-dash's y and n keys, read and removed by the worker.",
+	"approval-answer": "`worker-<n>.approval` in the team directory (the worker's `answer` column on PostgreSQL): the answer to the call a team worker waits on (its worker record's `approval`), written by `pg-loop approve` or pg-dash's y and n keys, on any host that reaches the team's store, and taken by the worker.",
 	"error":           "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
 }
 
