@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -63,3 +65,27 @@ func (o *IO) LookupEnv(key string) (string, bool) {
 // JSON reports whether output should be JSON Lines: forced by --json, or
 // whenever stdout is not a terminal.
 func (o *IO) JSON(forced bool) bool { return forced || !o.OutTTY }
+
+// Pollable returns r, or when r is a file on a pipe, the same pipe opened
+// again non-blocking (through /proc/self/fd): a read then waits in the Go
+// runtime's poller instead of in a read system call. A goroutine blocked
+// in a system call keeps the runtime's monitor thread waking every 20 µs
+// to 10 ms for the first 10 ms of every wait, which a coprocess that
+// waits for its next request between short bursts of work (pg-tool serve,
+// pg-llm serve) pays at every request. The original descriptor is left
+// as it is: its file status flags are shared with whoever else holds it.
+func Pollable(r io.Reader) io.Reader {
+	f, ok := r.(*os.File)
+	if !ok {
+		return r
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return r
+	}
+	g, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return r
+	}
+	return g
+}

@@ -10,11 +10,15 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
@@ -52,15 +56,63 @@ func (e *ModelError) Unrecoverable() bool { return e.Auth() || e.NoModel() }
 
 // shellCommand runs cmd through sh, so components are given as shell
 // command lines ('pg-llm serve', 'python3 my-model.py'); args follow as
-// "$@".
+// "$@". A line of plain words naming a program on PATH (pg-loop's own
+// defaults) runs directly, as sh would run it but without the sh: one
+// process less per component call, and a coprocess that is pg-loop's own
+// child. env is the command's environment (nil: this process's).
 //
 // The command leads a process group of its own; cancelling ctx kills the
 // group, but only until the command is reaped (proc.Child): call its
 // Start and Wait.
-func shellCommand(ctx context.Context, cmd string, args ...string) *proc.Child {
-	c := proc.Command(exec.CommandContext(ctx, "sh", append([]string{"-c", cmd + ` "$@"`, "sh"}, args...)...))
-	c.WaitDelay = 2 * time.Second
-	return c
+func shellCommand(ctx context.Context, env []string, cmd string, args ...string) *proc.Child {
+	var c *exec.Cmd
+	if words, ok := shell.Words(cmd); ok {
+		if path, ok := program(words[0], env); ok {
+			c = exec.CommandContext(ctx, path, append(words[1:], args...)...)
+			c.Args[0] = words[0] // as sh passes it
+		}
+	}
+	if c == nil {
+		c = exec.CommandContext(ctx, "sh", append([]string{"-c", cmd + ` "$@"`, "sh"}, args...)...)
+	}
+	c.Env = env
+	pc := proc.Command(c)
+	pc.WaitDelay = 2 * time.Second
+	return pc
+}
+
+// program finds name as sh would on the PATH of env: an absolute path
+// that is an executable file, or the first such file in a PATH directory.
+// It reports false whenever sh's rules could give another answer (a
+// relative path, an empty or relative PATH entry before a match): the
+// line then runs with sh.
+func program(name string, env []string) (string, bool) {
+	if strings.Contains(name, "/") {
+		return name, filepath.IsAbs(name) && executable(name)
+	}
+	path := os.Getenv("PATH")
+	if env != nil {
+		path = ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				path = v
+			}
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			return "", false
+		}
+		if p := filepath.Join(dir, name); executable(p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func executable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && unix.Access(p, unix.X_OK) == nil
 }
 
 // coprocess is a long-lived child speaking JSON Lines: requests on its
@@ -96,16 +148,15 @@ func (c *coprocess) start() error {
 			return nil
 		}
 	}
-	cmd := shellCommand(context.Background(), c.cmdline)
-	// A coprocess must not outlive pg-loop, even killed by SIGKILL
-	// (PR_SET_PDEATHSIG); what it leaves in its group ends with it.
-	cmd.Tied = true
-	cmd.EndGroup = true
 	env := c.env
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(slices.Clip(env), proc.EnvTied+"=1")
+	cmd := shellCommand(context.Background(), append(slices.Clip(env), proc.EnvTied+"=1"), c.cmdline)
+	// A coprocess must not outlive pg-loop, even killed by SIGKILL
+	// (PR_SET_PDEATHSIG); what it leaves in its group ends with it.
+	cmd.Tied = true
+	cmd.EndGroup = true
 	cmd.Dir = c.dir
 	cmd.Stderr = c.stderr
 	in, err := cmd.StdinPipe()
@@ -365,7 +416,7 @@ func (l *ServeLLM) call(ctx context.Context, req *protocol.Request, onEvent func
 	}
 	end, err := l.await(ctx, ch, dead, onEvent)
 	if alone {
-		l.remember(sentTo, req, end)
+		l.remember(sentTo, req, r.After != "", r.Messages, end)
 	}
 	return end, err
 }
@@ -404,16 +455,24 @@ func (l *ServeLLM) sameSetup(req *protocol.Request) bool {
 
 // remember notes the conversation the server holds after a call: the
 // request's messages and the answer, with its system prompt and tools,
-// when the end event names it.
-func (l *ServeLLM) remember(child int, req *protocol.Request, end *protocol.EndEvent) {
+// when the end event names it. A request that continued the held
+// conversation (after) sent only what follows it: the held messages,
+// which are ours, are extended by those and the answer, not copied again
+// with them at every step.
+func (l *ServeLLM) remember(child int, req *protocol.Request, after bool, sent []protocol.Message, end *protocol.EndEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	held := l.msgs
 	l.held, l.msgs, l.system, l.tools = "", nil, "", nil
 	if end == nil || end.Held == "" {
 		return
 	}
 	l.held, l.heldBy = end.Held, child
-	l.msgs = append(req.Messages[:len(req.Messages):len(req.Messages)], end.Message)
+	if after {
+		l.msgs = append(append(held, sent...), end.Message)
+	} else {
+		l.msgs = append(req.Messages[:len(req.Messages):len(req.Messages)], end.Message)
+	}
 	l.system, l.tools = req.System, req.Tools
 }
 
@@ -486,7 +545,7 @@ func (l *CommandLLM) Call(ctx context.Context, req *protocol.Request, onEvent fu
 	if err != nil {
 		return nil, err
 	}
-	cmd := shellCommand(ctx, l.Cmdline)
+	cmd := shellCommand(ctx, nil, l.Cmdline)
 	cmd.Dir = l.Dir
 	cmd.Stdin = bytes.NewReader(body)
 	cmd.Stderr = l.Stderr

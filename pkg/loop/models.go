@@ -45,7 +45,7 @@ func (m ModelInfo) Cost(in, out, cacheRead, cacheWrite int) float64 {
 // ReadModels runs a `pg-llm models --json`-like command and decodes its
 // lines.
 func ReadModels(ctx context.Context, cmdline, dir string) ([]ModelInfo, error) {
-	cmd := shellCommand(ctx, cmdline)
+	cmd := shellCommand(ctx, nil, cmdline)
 	cmd.Dir = dir
 	var errb bytes.Buffer
 	cmd.Stderr = &errb

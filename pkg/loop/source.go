@@ -188,11 +188,8 @@ func (e *QueueError) Error() string {
 
 func (s *QueueSource) run(ctx context.Context, args ...string) ([]byte, error) {
 	full := append([]string{"--team", s.Team}, args...)
-	cmd := shellCommand(ctx, s.Cmdline, full...)
+	cmd := shellCommand(ctx, s.Env, s.Cmdline, full...)
 	cmd.Dir = s.Dir
-	if s.Env != nil {
-		cmd.Env = s.Env
-	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

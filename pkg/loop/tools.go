@@ -27,8 +27,8 @@ type Tools interface {
 // ListCommand runs a `pg-tool list`-like command and decodes its array.
 // env is the command's environment (nil: this process's).
 func ListCommand(ctx context.Context, cmdline, dir string, env []string, stderr io.Writer, args ...string) ([]protocol.ToolDef, error) {
-	cmd := shellCommand(ctx, cmdline, args...)
-	cmd.Dir, cmd.Env = dir, env
+	cmd := shellCommand(ctx, env, cmdline, args...)
+	cmd.Dir = dir
 	cmd.Stderr = stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -188,8 +188,8 @@ func (t *CommandTools) one(ctx context.Context, c protocol.ToolCall) protocol.To
 		input = "{}"
 	}
 	start := time.Now()
-	cmd := shellCommand(ctx, t.Cmdline, "call", c.Name, input)
-	cmd.Dir, cmd.Env = t.Dir, t.Env
+	cmd := shellCommand(ctx, t.Env, t.Cmdline, "call", c.Name, input)
+	cmd.Dir = t.Dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -89,3 +89,26 @@ func TestSignalLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// TestPollExit: the wait on a pidfd returns once the child has exited,
+// without reaping it (its group may still be signalled), and leaves the
+// reap to Wait, which sees the exit status.
+func TestPollExit(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 0.2; exit 3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if !pollExit(cmd.Process.Pid) {
+		t.Fatal("pollExit: no pidfd on this kernel (Linux 5.3 and later have them)")
+	}
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("pollExit returned after %s, before the child exited", d)
+	}
+	if st, err := State(cmd.Process.Pid); err != nil || st != "Z" {
+		t.Errorf("the child after pollExit: state %q, %v; want a zombie, not yet reaped", st, err)
+	}
+	if err := cmd.Wait(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Errorf("Wait after pollExit: %v, want exit code 3", err)
+	}
+}

@@ -75,7 +75,7 @@ var devNull = sync.OnceValue(func() *os.File {
 // runIn is runGroup under a given sandbox: pg-pty, pg-tool's own helper,
 // runs unconfined (the programs it starts enter the sandbox themselves).
 func runIn(ctx context.Context, sb *sandbox.Sandbox, r run, name string, args ...string) (int, error) {
-	cmd := proc.Command(exec.Command(name, args...))
+	cmd := proc.Command(command(name, args...))
 	cmd.Dir = r.dir
 	cmd.Env = r.env
 	if len(r.stdin) > 0 {
@@ -139,6 +139,23 @@ func runIn(ctx context.Context, sb *sandbox.Sandbox, r run, name string, args ..
 	}
 	return -1, err
 }
+
+// command is exec.Command with the program's path remembered: bash is
+// looked up on pg-tool's PATH (a stat per directory) for every call
+// otherwise. argv[0] stays the name as given.
+func command(name string, args ...string) *exec.Cmd {
+	key := name + "\x00" + os.Getenv("PATH")
+	if p, ok := programs.Load(key); ok {
+		return &exec.Cmd{Path: p.(string), Args: append([]string{name}, args...)}
+	}
+	cmd := exec.Command(name, args...)
+	if cmd.Err == nil && !strings.Contains(name, "/") {
+		programs.Store(key, cmd.Path)
+	}
+	return cmd
+}
+
+var programs sync.Map // name and PATH -> the program's path
 
 // sandboxed is the command line that runs argv under the session's
 // sandbox when another program starts it (pg-pty, the MCP SDK).
