@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -335,29 +336,30 @@ func TestRunNumbers(t *testing.T) {
 	}
 }
 
-// TestWaitsRunsOnOneProcessor: a tool that mostly waits runs its
-// goroutines on one processor, unless GOMAXPROCS says otherwise; other
-// tools keep the runtime's choice.
-func TestWaitsRunsOnOneProcessor(t *testing.T) {
+// TestWaits: a tool that mostly waits runs its goroutines on one
+// processor and collects garbage at half the heap's growth, each unless
+// the environment says otherwise; other tools keep the runtime's choices.
+func TestWaits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	for _, c := range []struct {
-		waits bool
-		env   string
-		want  int
+		waits          bool
+		env            map[string]string
+		procs, percent int
 	}{
-		{false, "", 4},
-		{true, "3", 4},
-		{true, "", 1},
+		{false, nil, 4, 100},
+		{true, map[string]string{"GOMAXPROCS": "3"}, 4, 50},
+		{true, map[string]string{"GOGC": "200"}, 1, 100},
+		{true, nil, 1, 50},
 	} {
 		runtime.GOMAXPROCS(4)
-		oneProcessor(&Spec{Waits: c.waits}, func(k string) string {
-			if k == "GOMAXPROCS" {
-				return c.env
-			}
-			return ""
-		})
-		if got := runtime.GOMAXPROCS(0); got != c.want {
-			t.Errorf("waits %v, GOMAXPROCS=%q: %d processors, want %d", c.waits, c.env, got, c.want)
+		debug.SetGCPercent(100)
+		waiting(&Spec{Waits: c.waits}, func(k string) string { return c.env[k] })
+		if got := runtime.GOMAXPROCS(0); got != c.procs {
+			t.Errorf("waits %v, env %v: %d processors, want %d", c.waits, c.env, got, c.procs)
+		}
+		if got := debug.SetGCPercent(100); got != c.percent {
+			t.Errorf("waits %v, env %v: GOGC %d, want %d", c.waits, c.env, got, c.percent)
 		}
 	}
 }

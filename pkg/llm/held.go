@@ -27,6 +27,11 @@ type heldConv struct {
 	system string
 	tools  []protocol.ToolDef
 	used   int
+	// spare is set while nothing uses the capacity of msgs past its end:
+	// the next request that continues the conversation appends there
+	// instead of copying the conversation (which would make every step
+	// cost as much as the conversation is long).
+	spare bool
 }
 
 // MaxHeld is how many conversations a Held keeps: a client continues the
@@ -50,7 +55,12 @@ func (h *Held) Expand(req *protocol.Request) error {
 	}
 	h.use++
 	c.used = h.use
-	req.Messages = append(c.msgs[:len(c.msgs):len(c.msgs)], req.Messages...)
+	if c.spare {
+		req.Messages = append(c.msgs, req.Messages...)
+		c.spare = false
+	} else {
+		req.Messages = append(c.msgs[:len(c.msgs):len(c.msgs)], req.Messages...)
+	}
 	if req.System == "" {
 		req.System = c.system
 	}
@@ -81,7 +91,10 @@ func (h *Held) Hold(req *protocol.Request, end *protocol.EndEvent) {
 	h.n++
 	h.use++
 	name := "h" + strconv.Itoa(h.n)
-	h.convs[name] = &heldConv{msgs: append(req.Messages[:len(req.Messages):len(req.Messages)], end.Message),
-		system: req.System, tools: req.Tools, used: h.use}
+	// The request's messages are its own (decoded for it, or appended
+	// for it by Expand, which then took the spare capacity from the
+	// conversation it continued): the answer goes after them in place.
+	h.convs[name] = &heldConv{msgs: append(req.Messages, end.Message),
+		system: req.System, tools: req.Tools, used: h.use, spare: true}
 	end.Held = name
 }

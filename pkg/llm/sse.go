@@ -20,8 +20,11 @@ type sseReader struct {
 	long  []byte
 }
 
+// newSSEReader reads r through 4 KB, a buffer for every call: a line of an
+// event stream is a few hundred bytes, and a longer one is gathered in
+// long.
 func newSSEReader(r io.Reader, max int, wait func()) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 32<<10), max: max, wait: wait}
+	return &sseReader{r: bufio.NewReaderSize(r, 4<<10), max: max, wait: wait}
 }
 
 // line returns the next line without its line end.

@@ -416,7 +416,7 @@ func (l *ServeLLM) call(ctx context.Context, req *protocol.Request, onEvent func
 	}
 	end, err := l.await(ctx, ch, dead, onEvent)
 	if alone {
-		l.remember(sentTo, req, end)
+		l.remember(sentTo, req, r.After != "", r.Messages, end)
 	}
 	return end, err
 }
@@ -455,16 +455,24 @@ func (l *ServeLLM) sameSetup(req *protocol.Request) bool {
 
 // remember notes the conversation the server holds after a call: the
 // request's messages and the answer, with its system prompt and tools,
-// when the end event names it.
-func (l *ServeLLM) remember(child int, req *protocol.Request, end *protocol.EndEvent) {
+// when the end event names it. A request that continued the held
+// conversation (after) sent only what follows it: the held messages,
+// which are ours, are extended by those and the answer, not copied again
+// with them at every step.
+func (l *ServeLLM) remember(child int, req *protocol.Request, after bool, sent []protocol.Message, end *protocol.EndEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	held := l.msgs
 	l.held, l.msgs, l.system, l.tools = "", nil, "", nil
 	if end == nil || end.Held == "" {
 		return
 	}
 	l.held, l.heldBy = end.Held, child
-	l.msgs = append(req.Messages[:len(req.Messages):len(req.Messages)], end.Message)
+	if after {
+		l.msgs = append(append(held, sent...), end.Message)
+	} else {
+		l.msgs = append(req.Messages[:len(req.Messages):len(req.Messages)], end.Message)
+	}
 	l.system, l.tools = req.System, req.Tools
 }
 

@@ -110,11 +110,26 @@ func (e *Estimator) Text(s string) int {
 	return n
 }
 
+// bytesText is Text of JSON bytes (a tool's input or schema), without
+// copying them into a string to count them, as every step would.
+func (e *Estimator) bytesText(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	if e.enc == nil {
+		return int(float64(len(b))/bytesPerToken) + 1
+	}
+	if n, ok := e.cache[string(b)]; ok {
+		return n
+	}
+	return e.Text(string(b))
+}
+
 // Message estimates one message, before calibration.
 func (e *Estimator) message(m protocol.Message) int {
 	n := messageOverhead
 	for _, b := range m.Content {
-		n += blockOverhead + e.Text(b.Text) + e.Text(b.Output) + e.Text(b.Thinking) + e.Text(string(b.Input)) + e.Text(b.Name)
+		n += blockOverhead + e.Text(b.Text) + e.Text(b.Output) + e.Text(b.Thinking) + e.bytesText(b.Input) + e.Text(b.Name)
 		// Opaque data (signatures, redacted thinking) is sent back but
 		// not counted by the providers as text: counted at the ratio.
 		n += (len(b.Signature)+len(b.Data)+len(b.ID))/4 + 1
@@ -143,7 +158,7 @@ func (e *Estimator) Request(req *protocol.Request) int {
 func (e *Estimator) raw(req *protocol.Request) int {
 	n := requestOverhead + e.Text(req.System)
 	for _, t := range req.Tools {
-		n += toolOverhead + e.Text(t.Name) + e.Text(t.Description) + e.Text(string(t.InputSchema))
+		n += toolOverhead + e.Text(t.Name) + e.Text(t.Description) + e.bytesText(t.InputSchema)
 	}
 	for _, m := range req.Messages {
 		n += e.message(m)

@@ -61,11 +61,18 @@ Examples:
 
 // CLI is pg-loop's grammar.
 type CLI struct {
+	RunCLI   `embed:""`
+	Serve    ServeCmd    `cmd:"" help:"Run one session as a coprocess: JSON Lines commands on stdin (prompt, follow_up, steer, abort, approve, deny, state, shutdown), events on stdout."`
+	Approve  ApproveCmd  `cmd:"" help:"Answer a team worker's pending approval (pg-loop --ask): approve the call, or --deny it."`
+	Sessions SessionsCmd `cmd:"" help:"List the sessions (JSON Lines: id, parent, status, created, updated, tasks by status, tokens, cost, cwd), or show one with its transcript."`
+}
+
+// RunCLI is the grammar of a run: a start that names no other command
+// parses with it alone (cli.Spec.Default), not with serve's copy of run's
+// flags and the rest.
+type RunCLI struct {
 	cli.Common `embed:""`
-	Run        RunCmd      `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
-	Serve      ServeCmd    `cmd:"" help:"Run one session as a coprocess: JSON Lines commands on stdin (prompt, follow_up, steer, abort, approve, deny, state, shutdown), events on stdout."`
-	Approve    ApproveCmd  `cmd:"" help:"Answer a team worker's pending approval (pg-loop --ask): approve the call, or --deny it."`
-	Sessions   SessionsCmd `cmd:"" help:"List the sessions (JSON Lines: id, parent, status, created, updated, tasks by status, tokens, cost, cwd), or show one with its transcript."`
+	Run        RunCmd `cmd:"" default:"withargs" help:"Run the loop (the default command: 'pg-loop --task ...' is 'pg-loop run --task ...')."`
 }
 
 // Spec describes pg-loop.
@@ -74,6 +81,7 @@ func Spec() *cli.Spec {
 		Name:        "pg-loop",
 		Description: description,
 		CLI:         &CLI{},
+		Default:     func() any { return &RunCLI{} },
 		Schemas:     []string{"loop-event", "serve-command", "approval-answer", "task", "request", "model-event", "tool-call", "tool-output", "worker", "session", "session-entry"},
 		Waits:       true,
 	}

@@ -155,3 +155,41 @@ echo '{"type":"error","kind":"auth","message":"Invalid API key.\\nSet ANTHROPIC_
 		t.Errorf("stdout does not end with the marker:\n%s", o)
 	}
 }
+
+// TestDefaultGrammarParsesAsTheWhole: a start that names no other command
+// parses with run's grammar alone (cli.Spec.Default); it must answer every
+// argument list as the whole grammar does, errors and help included.
+func TestDefaultGrammarParsesAsTheWhole(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "POWERGLIDE_HOME=" + home}
+	whole := Spec()
+	whole.Default = nil
+	for _, args := range [][]string{
+		{},
+		{"--version"},
+		{"--help"},
+		{"run", "--help"},
+		{"-h"},
+		{"--bogus"},
+		{"run", "--bogus"},
+		{"--task"},
+		{"--max-steps", "x", "--task", "t"},
+		{"--task", "t", "--guard", "loud"},
+		{"--task", "t", "-C", filepath.Join(home, "missing")},
+		{"--tasks", filepath.Join(home, "missing.jsonl"), "--json"},
+		{"--task", "serve", "--llm"},
+		{"sessions", "--bogus"},
+		{"schema", "nope"},
+		{"--json", "serve", "--bogus"},
+		{"--resume", "s-none", "--json"},
+		{"extra", "words"},
+	} {
+		var got, want [2]bytes.Buffer
+		gotCode := cli.Run(context.Background(), Spec(), args, cli.Test(nil, &got[0], &got[1], env...))
+		wantCode := cli.Run(context.Background(), whole, args, cli.Test(nil, &want[0], &want[1], env...))
+		if gotCode != wantCode || got[0].String() != want[0].String() || got[1].String() != want[1].String() {
+			t.Errorf("pg-loop %q: exit %d, stdout %q, stderr %q; the whole grammar: exit %d, stdout %q, stderr %q",
+				args, gotCode, got[0].String(), got[1].String(), wantCode, want[0].String(), want[1].String())
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"reflect"
+	"strings"
+	"unicode"
+)
+
+// defaultSuffices reports whether spec.Default's grammar parses args as
+// the whole one would: no argument is the name of a command it lacks, and
+// none asks for help (which lists every command).
+func defaultSuffices(spec *Spec, args []string) bool {
+	has := commandNames(reflect.TypeOf(spec.Default()))
+	others := commandNames(reflect.TypeOf(spec.CLI))
+	for _, a := range args {
+		if a == "-h" || strings.HasPrefix(a, "--help") || others[a] && !has[a] {
+			return false
+		}
+	}
+	return true
+}
+
+// commandNames are the names and aliases of the commands of a kong
+// grammar, at any depth.
+func commandNames(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag
+			_, cmd := tag.Lookup("cmd")
+			if cmd {
+				name := tag.Get("name")
+				if name == "" {
+					name = kebab(f.Name)
+				}
+				names[name] = true
+				for _, a := range strings.Split(tag.Get("aliases"), ",") {
+					if a = strings.TrimSpace(a); a != "" {
+						names[a] = true
+					}
+				}
+			}
+			if _, embed := tag.Lookup("embed"); cmd || embed || f.Anonymous {
+				walk(f.Type)
+			}
+		}
+	}
+	walk(t)
+	return names
+}
+
+// kebab is kong's name for a field: SessionsList -> sessions-list.
+func kebab(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
