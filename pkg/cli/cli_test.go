@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -354,7 +355,8 @@ func TestWaits(t *testing.T) {
 	} {
 		runtime.GOMAXPROCS(4)
 		debug.SetGCPercent(100)
-		waiting(&Spec{Waits: c.waits}, func(k string) string { return c.env[k] })
+		stop := waiting(&Spec{Waits: c.waits}, func(k string) string { return c.env[k] })
+		stop()
 		if got := runtime.GOMAXPROCS(0); got != c.procs {
 			t.Errorf("waits %v, env %v: %d processors, want %d", c.waits, c.env, got, c.procs)
 		}
@@ -362,4 +364,35 @@ func TestWaits(t *testing.T) {
 			t.Errorf("waits %v, env %v: GOGC %d, want %d", c.waits, c.env, got, c.percent)
 		}
 	}
+}
+
+// TestTuneGC: the GC percent of a waiting tool is 50 while its live heap
+// is small, and 100 once the heap holds more live data.
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(smallHeapGC))
+	done := make(chan struct{})
+	defer close(done)
+	go tuneGC(done)
+	percent := func(want int) {
+		t.Helper()
+		for i := 0; i < 200; i++ {
+			runtime.GC()
+			time.Sleep(5 * time.Millisecond)
+			gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+			metrics.Read(gogc)
+			if int(gogc[0].Value.Uint64()) == want {
+				return
+			}
+		}
+		t.Fatalf("GC percent never became %d", want)
+	}
+	percent(smallHeapGC)
+	big := make([][]byte, 64)
+	for i := range big {
+		big[i] = make([]byte, 2*smallHeap/len(big))
+	}
+	percent(100)
+	runtime.KeepAlive(big)
+	big = nil
+	percent(smallHeapGC)
 }
