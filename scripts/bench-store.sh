@@ -13,7 +13,9 @@
 #      then borrows a warm server connection instead of forking a backend);
 #   3. pgstore's in-process benchmark, BenchmarkClaimComplete32: 32
 #      goroutine workers claiming and completing over one pool (target
-#      >= 1,000 cycles/s), with synchronous commit on and off.
+#      >= 1,000 cycles/s), with synchronous commit on and off, and per
+#      cycle the server's and the client's CPU time and the round trips,
+#      which depend less on what else the machine runs.
 # Needs PostgreSQL's server programs (scripts/test-deps.sh installs them).
 # Extra arguments go to both queuebench runs, e.g.
 #   scripts/bench-store.sh -sizes 1000 -cycles 50
@@ -56,4 +58,10 @@ echo
 
 echo "-- in-process: 32 workers claim+complete on one PostgreSQL store (pgstore's BenchmarkClaimComplete32; target >= 1,000 cycles/s)"
 go test -run '^$' -bench 'BenchmarkClaimComplete32$' -benchtime 3000x -count 1 ./pkg/store/pgstore | tee "$tmp/go.out" | grep -E '^Benchmark'
-awk '/^Benchmark/ { for (i = 3; i < NF; i++) if ($(i + 1) == "cycles/s") { name = $1; sub(/^BenchmarkClaimComplete32\//, "", name); sub(/-[0-9]+$/, "", name); printf "pgstore in-process, 32 workers, %s: %s cycles/s (target >= 1000)\n", name, $i } }' "$tmp/go.out"
+awk '/^Benchmark/ {
+	name = $1; sub(/^BenchmarkClaimComplete32\//, "", name); sub(/-[0-9]+$/, "", name)
+	for (i = 3; i < NF; i++) v[$(i + 1)] = $i
+	printf "pgstore in-process, 32 workers, %s: %s cycles/s (target >= 1000); per cycle: %s us server CPU, %s us client CPU, %s round trips\n",
+		name, v["cycles/s"], v["server-cpu-us/cycle"], v["client-cpu-us/cycle"], v["trips/cycle"]
+}' "$tmp/go.out"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,7 +15,6 @@ import (
 	"github.com/powerglide/powerglide/pkg/dash"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/store/dial"
-	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -116,7 +115,7 @@ func (c *ShowCmd) Run(rt *cli.Runtime) error {
 		if err != nil {
 			return cli.Usagef("%v", err)
 		}
-		st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+		st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
 		if err != nil {
 			return err
 		}

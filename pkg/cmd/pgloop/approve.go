@@ -9,7 +9,6 @@ import (
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store/dial"
-	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -42,7 +41,7 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 	if err := teamdir.ValidName("worker", a.Worker); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+	st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/shell"
 	"github.com/powerglide/powerglide/pkg/store/dial"
-	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -735,7 +734,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if err != nil {
 			return nil, err
 		}
-		st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+		st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
 		if err != nil {
 			return nil, err
 		}

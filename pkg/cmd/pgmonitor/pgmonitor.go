@@ -20,7 +20,6 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/dial"
-	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -142,7 +141,7 @@ func openTeam(rt *cli.Runtime, team string) (store.Team, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := dial.FromConfig(rt.Ctx, cfg, filestore.Options{})
+	st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
 	if err != nil {
 		return nil, err
 	}

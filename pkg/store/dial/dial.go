@@ -33,6 +33,10 @@ type Options struct {
 	Home string
 	// File tunes the file store's queues.
 	File filestore.Options
+	// OneShot says the process makes a few store calls and exits (a
+	// pg-queue command): PostgreSQL statements are then sent without
+	// preparing them first, one round trip each instead of two.
+	OneShot bool
 }
 
 // Open opens the store url names, with home as the data root of the file
@@ -54,7 +58,7 @@ func OpenContext(ctx context.Context, rawURL string, o Options) (store.Store, er
 		}
 		return filestore.Open(home, o.File), nil
 	default:
-		s, err := openPostgres(ctx, rawURL)
+		s, err := openPostgres(ctx, rawURL, o.OneShot)
 		if err != nil {
 			return nil, redactErr(rawURL, err)
 		}
@@ -65,10 +69,11 @@ func OpenContext(ctx context.Context, rawURL string, o Options) (store.Store, er
 // FromConfig opens the store of a tool's resolved configuration: keys
 // store and home, and queue_sync and queue_keep_finished for the file
 // store's queues.
-func FromConfig(ctx context.Context, cfg *config.Config, file filestore.Options) (store.Store, error) {
-	file.NoSync = !cfg.Bool("queue_sync")
-	file.KeepFinished = cfg.Int("queue_keep_finished")
-	return OpenContext(ctx, cfg.String("store"), Options{Home: cfg.String("home"), File: file})
+func FromConfig(ctx context.Context, cfg *config.Config, o Options) (store.Store, error) {
+	o.File.NoSync = !cfg.Bool("queue_sync")
+	o.File.KeepFinished = cfg.Int("queue_keep_finished")
+	o.Home = cfg.String("home")
+	return OpenContext(ctx, cfg.String("store"), o)
 }
 
 // InputError is a store URL that names no store: bad input (exit 2).

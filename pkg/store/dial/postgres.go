@@ -8,8 +8,8 @@ import (
 )
 
 // openPostgres opens the PostgreSQL store (and migrates its schema).
-func openPostgres(ctx context.Context, url string) (store.Store, error) {
-	return pgstore.Open(ctx, url)
+func openPostgres(ctx context.Context, url string, oneShot bool) (store.Store, error) {
+	return pgstore.OpenOptions(ctx, url, pgstore.Options{OneShot: oneShot})
 }
 
 // migratePostgres applies the schema's migrations and returns the schema

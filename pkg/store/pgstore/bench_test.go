@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func BenchmarkClaimComplete32(b *testing.B) {
 			if commit == "async" {
 				setAsync(b, u)
 			}
-			benchCycles(b, u, 32)
+			benchCycles(b, srv, u, 32)
 		})
 	}
 }
@@ -53,9 +54,15 @@ func setAsync(b *testing.B, dbURL string) {
 	}
 }
 
-func benchCycles(b *testing.B, dbURL string, workers int) {
+// benchCycles runs b.N claim+complete cycles with workers goroutines on
+// one store and reports, besides cycles/s, figures that depend less on
+// what else the machine runs: the CPU time of the client and of the
+// server per cycle, and the round trips per cycle (messages the client
+// sent between answers).
+func benchCycles(b *testing.B, srv *pgtest.Server, dbURL string, workers int) {
 	ctx := context.Background()
-	s, err := pgstore.OpenStore(ctx, dbURL+fmt.Sprintf("&pool_max_conns=%d", workers))
+	var trips atomic.Int64
+	s, err := pgstore.OpenCounting(ctx, dbURL+fmt.Sprintf("&pool_max_conns=%d", workers), &trips)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,6 +82,8 @@ func benchCycles(b *testing.B, dbURL string, workers int) {
 	}
 	var done atomic.Int64
 	var wg sync.WaitGroup
+	srvCPU0, cliCPU0 := srv.CPU(), clientCPU()
+	trips.Store(0)
 	b.ResetTimer()
 	start := time.Now()
 	for w := range workers {
@@ -100,10 +109,23 @@ func benchCycles(b *testing.B, dbURL string, workers int) {
 	wg.Wait()
 	el := time.Since(start)
 	b.StopTimer()
+	srvCPU, cliCPU := srv.CPU()-srvCPU0, clientCPU()-cliCPU0
 	if int(done.Load()) != b.N {
 		b.Fatalf("%d cycles, want %d", done.Load(), b.N)
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "cycles/s")
+	b.ReportMetric(float64(srvCPU.Microseconds())/float64(b.N), "server-cpu-us/cycle")
+	b.ReportMetric(float64(cliCPU.Microseconds())/float64(b.N), "client-cpu-us/cycle")
+	b.ReportMetric(float64(trips.Load())/float64(b.N), "trips/cycle")
+}
+
+// clientCPU is the CPU time (user and system) of this process so far.
+func clientCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkClaimCompleteLive: one worker's claim+complete with 1k, 10k and

@@ -11,9 +11,10 @@ import (
 	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
-// TestChannelNames: the channel the journal's trigger notifies is the one
-// Go listens on, for short names and for names too long for a channel; a
-// waiting claim on a long-named team wakes on an add.
+// TestChannelNames: the channel SQL's team_channel names (for psql users
+// who LISTEN) is the one Go notifies and listens on, for short names and
+// for names too long for a channel; a waiting claim on a long-named team
+// wakes on an add.
 func TestChannelNames(t *testing.T) {
 	url := pgtest.DB(t)
 	s, err := pgstore.OpenStore(t.Context(), url)
@@ -33,7 +34,7 @@ func TestChannelNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := pgstore.Channel(team); got != sql || len(got) > 63 {
-			t.Fatalf("team %q: Go listens on %q, SQL notifies %q", team, got, sql)
+			t.Fatalf("team %q: Go uses %q, SQL's team_channel says %q", team, got, sql)
 		}
 	}
 	tm, err := s.Team(long)

@@ -1,4 +1,48 @@
 package pgstore
 
+import (
+	"context"
+	"net"
+	"sync/atomic"
+)
+
 // Channel is channel, for the tests of package pgstore_test.
 var Channel = channel
+
+// OpenCounting is OpenStore on connections that count the round trips
+// they make in trips: a write that follows a read (or opens the
+// connection) starts one.
+func OpenCounting(ctx context.Context, url string, trips *atomic.Int64) (*Store, error) {
+	cfg, err := parseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c, trips: trips, read: true}, nil
+	}
+	return openConfig(ctx, cfg)
+}
+
+type countingConn struct {
+	net.Conn
+	trips *atomic.Int64
+	read  bool // the last call was a read
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	c.read = true
+	return c.Conn.Read(b)
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	if c.read {
+		c.trips.Add(1)
+		c.read = false
+	}
+	return c.Conn.Write(b)
+}

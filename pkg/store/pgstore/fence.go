@@ -76,6 +76,7 @@ func (q *tasks) oneShot(id string, token int64, sql string, args ...any) (*proto
 	var now time.Time
 	err := q.s.pool.QueryRow(ctx, sql, append([]any{q.team, id, token}, args...)...).Scan(append([]any{&now}, r.dest()...)...)
 	if err == nil {
+		q.s.notes.changed(q.team)
 		return r.task()
 	}
 	if !isNoRows(err) {

@@ -12,9 +12,10 @@
 //   - renew, complete, fail and release check the fencing token in the
 //     WHERE clause of the statement that changes the row;
 //   - every change appends its journal events in its own transaction,
-//     numbered from the team's row in teams, whose lock orders the
-//     commits as the numbers; a NOTIFY on the team's channel wakes
-//     followers and waiting claimers, which catch up by number;
+//     numbered from a sequence, and after the commit a NOTIFY on the
+//     team's channel (notifier) wakes followers and waiting claimers,
+//     which catch up by number (follower: numbers have gaps and may
+//     commit out of order);
 //   - times come from the server's clock (now()), one clock for every host.
 package pgstore
 
@@ -43,17 +44,39 @@ const opTimeout = time.Minute
 
 // Store is the PostgreSQL team store.
 type Store struct {
-	pool *pgxpool.Pool
-	cfg  *pgxpool.Config
+	pool  *pgxpool.Pool
+	cfg   *pgxpool.Config
+	notes *notifier
 }
 
 var _ store.Store = (*Store)(nil)
+
+// Options tune a store.
+type Options struct {
+	// OneShot: the process makes a few calls and exits (a pg-queue
+	// command). Statements are sent without preparing them first
+	// (pgx.QueryExecModeExec): one round trip each instead of two, while
+	// preparing would pay off only over many calls of a long-lived pool.
+	OneShot bool
+}
 
 // Open connects to the database of url (a postgres:// URL or a libpq
 // keyword string; PG* variables fill what it leaves out) and brings its
 // schema up to date.
 func Open(ctx context.Context, url string) (store.Store, error) {
-	s, err := OpenStore(ctx, url)
+	return OpenOptions(ctx, url, Options{})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(ctx context.Context, url string, o Options) (store.Store, error) {
+	cfg, err := parseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	if o.OneShot && !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	s, err := openConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +89,10 @@ func OpenStore(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openConfig(ctx, cfg)
+}
+
+func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectErr(cfg, err)
@@ -74,7 +101,9 @@ func OpenStore(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, connectErr(cfg, err)
 	}
-	return &Store{pool: pool, cfg: cfg}, nil
+	s := &Store{pool: pool, cfg: cfg}
+	s.notes = newNotifier(s)
+	return s, nil
 }
 
 // badURL is a store URL the driver cannot read: bad input.
@@ -114,8 +143,9 @@ func connectErr(cfg *pgxpool.Config, err error) error {
 // Kind is "postgres".
 func (s *Store) Kind() string { return "postgres" }
 
-// Close closes the pool.
+// Close wakes the listeners of the last changes and closes the pool.
 func (s *Store) Close() error {
+	s.notes.close()
 	s.pool.Close()
 	return nil
 }

@@ -28,3 +28,18 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestConformanceOneShot runs the suite as pg-queue's commands use the
+// store (dial.Options.OneShot): statements sent unprepared
+// (QueryExecModeExec), their parameters typed from Go's types.
+func TestConformanceOneShot(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	storetest.Run(t, storetest.Target{
+		New: func(t *testing.T) string { return srv.DB(t) + "&default_query_exec_mode=exec" },
+		Restart: func(t *testing.T) {
+			if err := srv.Restart(); err != nil {
+				t.Fatalf("restart postgres: %v", err)
+			}
+		},
+	})
+}

@@ -326,7 +326,8 @@ var claimSQL = `WITH spent AS (
 	SELECT now(), ` + colsOf("c") + ` FROM claimed c`
 
 // Claim leases the best claimable task to worker (see queue.Queue.Claim),
-// in one statement.
+// in one statement. (A claim that claims nothing but fails spent tasks
+// wakes no one: followers see those events within a second.)
 func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
 	if err := teamdir.ValidName("worker", worker); err != nil {
 		return nil, &queue.InputError{Index: -1, Msg: err.Error()}
@@ -346,5 +347,6 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	if err != nil {
 		return nil, err
 	}
+	q.s.notes.changed(q.team)
 	return r.task()
 }

@@ -17,6 +17,7 @@ import (
 // (commit). So the team's row, which the append locks, is held for no
 // round trip to the client: the server appends and commits in one go.
 type txn struct {
+	s     *Store
 	conn  *pgxpool.Conn
 	begun bool
 }
@@ -26,7 +27,7 @@ func (s *Store) beginTxn(ctx context.Context) (*txn, error) {
 	if err != nil {
 		return nil, connectErr(s.cfg, err)
 	}
-	return &txn{conn: conn}, nil
+	return &txn{s: s, conn: conn}, nil
 }
 
 // start sends BEGIN alone, for statements sent one by one.
@@ -100,9 +101,10 @@ func (tx *txn) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string
 	return tx.conn.CopyFrom(ctx, table, cols, src)
 }
 
-// commit appends recs to the team's journal and commits, in one round trip.
+// commit appends recs to the team's journal and commits, in one round
+// trip, and has the team's listeners woken.
 func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
-	if !tx.begun {
+	if !tx.begun && len(recs) == 0 {
 		return nil // nothing was sent
 	}
 	b := &pgx.Batch{}
@@ -110,9 +112,9 @@ func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 		queueAppend(b, team, recs)
 	}
 	b.Queue("COMMIT")
-	br := tx.conn.SendBatch(ctx, b)
+	br := tx.SendBatch(ctx, b)
 	var err error
-	if len(recs) > 0 {
+	for i := 0; i < len(b.QueuedQueries)-1 && err == nil; i++ { // the append
 		if _, err = br.Exec(); err != nil {
 			err = fmt.Errorf("append to the journal of team %s: %w", team, err)
 		}
@@ -123,8 +125,9 @@ func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 			err = fmt.Errorf("commit: the transaction was rolled back (%s)", tag)
 		}
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	br.Close() // once COMMIT has succeeded, the change is made, whatever follows
+	if err == nil && len(recs) > 0 {
+		tx.s.notes.changed(team)
 	}
 	return err
 }

@@ -190,7 +190,7 @@ func (w *workers) Answer(ctx context.Context, a protocol.ApprovalAnswer) error {
 		if err := teamdir.Waiting(a, rec); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE workers SET answer = $3 WHERE team = $1 AND worker = $2`, w.team, a.Worker, ans)
+		_, err = tx.Exec(ctx, `UPDATE workers SET answer = $3::json WHERE team = $1 AND worker = $2`, w.team, a.Worker, string(ans))
 		return err
 	})
 }
