@@ -8,12 +8,13 @@ import (
 
 // defaultSuffices reports whether spec.Default's grammar parses args as
 // the whole one would: no argument is the name of a command it lacks, and
-// none asks for help (which lists every command).
+// none asks for help (which lists every command) or for the man page or
+// a completion script (which describe every command).
 func defaultSuffices(spec *Spec, args []string) bool {
 	has := commandNames(reflect.TypeOf(spec.Default()))
 	others := commandNames(reflect.TypeOf(spec.CLI))
 	for _, a := range args {
-		if a == "-h" || strings.HasPrefix(a, "--help") || others[a] && !has[a] {
+		if a == "-h" || strings.HasPrefix(a, "--help") || a == "man" || a == "completion" || others[a] && !has[a] {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/shell"
 )
 
@@ -40,5 +41,25 @@ func TestComponentLines(t *testing.T) {
 		if c.desc != "" && defs[0].Description != c.desc {
 			t.Errorf("%s: arguments %q, want %q", c.line, defs[0].Description, c.desc)
 		}
+	}
+}
+
+// With Inband, the tools coprocess lists its tools itself (a list
+// request on its stdin), started by the request; no list command runs.
+func TestServeToolsInbandList(t *testing.T) {
+	tools := NewServeTools(fakeCmd(t, "tools"), "false", "", nil, os.Stderr)
+	tools.Inband = true
+	defer tools.Close()
+	defs, err := tools.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) == 0 || defs[0].Name != "echo" {
+		t.Fatalf("defs = %+v", defs)
+	}
+	// The same coprocess runs the calls.
+	res, err := tools.Call(context.Background(), []protocol.ToolCall{{ID: "1", Name: "echo", Input: []byte(`{"x":1}`)}})
+	if err != nil || len(res) != 1 || !res[0].OK {
+		t.Fatalf("call after the list: %+v, %v", res, err)
 	}
 }

@@ -38,9 +38,15 @@ func ListCommand(ctx context.Context, cmdline, dir string, env []string, stderr 
 	if err := json.Unmarshal(out, &defs); err != nil {
 		return nil, fmt.Errorf("list tools with %q: expected a JSON array of tool definitions: %w", cmdline, err)
 	}
+	return checkDefs(defs, cmdline)
+}
+
+// checkDefs refuses a definition without a name and gives one without a
+// schema the empty object's.
+func checkDefs(defs []protocol.ToolDef, source string) ([]protocol.ToolDef, error) {
 	for i, d := range defs {
 		if d.Name == "" {
-			return nil, fmt.Errorf("list tools with %q: tool %d has no name", cmdline, i)
+			return nil, fmt.Errorf("list tools with %q: tool %d has no name", source, i)
 		}
 		if len(d.InputSchema) == 0 {
 			defs[i].InputSchema = json.RawMessage(`{"type":"object"}`)
@@ -53,13 +59,18 @@ func failedResult(c protocol.ToolCall, msg string) protocol.ToolResult {
 	return protocol.ToolResult{Type: "result", ID: c.ID, Name: c.Name, OK: false, Error: &msg}
 }
 
-// ServeTools talks to `pg-tool serve`; the tool list comes from ListCmd.
+// ServeTools talks to `pg-tool serve`; the tool list comes from ListCmd,
+// or with Inband from the coprocess itself.
 type ServeTools struct {
 	co      *coprocess
 	ListCmd string
-	Dir     string
-	env     []string
-	stderr  io.Writer
+	// Inband asks the coprocess for the list (a tool-list-request,
+	// docs/protocol.md): no list process at launch. Only for a component
+	// known to be pg-tool serve.
+	Inband bool
+	Dir    string
+	env    []string
+	stderr io.Writer
 }
 
 // NewServeTools runs cmdline as a tools coprocess; listCmd prints the tool
@@ -71,12 +82,55 @@ func NewServeTools(cmdline, listCmd, dir string, env []string, stderr io.Writer)
 	return &ServeTools{co: co, ListCmd: listCmd, Dir: dir, env: env, stderr: stderr}
 }
 
-// List runs the list command.
+// List runs the list command, or asks the coprocess (Inband).
 func (t *ServeTools) List(ctx context.Context) ([]protocol.ToolDef, error) {
+	if t.Inband {
+		return t.listInband(ctx)
+	}
 	if t.ListCmd == "" {
 		return nil, nil
 	}
 	return ListCommand(ctx, t.ListCmd, t.Dir, t.env, t.stderr)
+}
+
+// listInband sends a list request to the coprocess, starting it.
+func (t *ServeTools) listInband(ctx context.Context) ([]protocol.ToolDef, error) {
+	wire := nextID("l")
+	line, err := marshalLine(protocol.ToolListRequest{Type: "list", ID: wire})
+	if err != nil {
+		return nil, err
+	}
+	ch, dead, err := t.co.send(wire, func(int) ([]byte, error) { return line, nil })
+	if err != nil {
+		return nil, fmt.Errorf("list tools: %w", err)
+	}
+	defer t.co.forget(wire)
+	var reply []byte
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case reply = <-ch:
+	case <-dead:
+		select {
+		case reply = <-ch:
+		default:
+			return nil, fmt.Errorf("list tools: %w", t.co.err())
+		}
+	}
+	ev, err := protocol.ToolOutputs.Decode(reply)
+	if err != nil {
+		return nil, fmt.Errorf("list tools with %q: %w", t.co.cmdline, err)
+	}
+	switch e := ev.(type) {
+	case *protocol.ToolsEvent:
+		if e.Error != nil {
+			return nil, fmt.Errorf("list tools with %q: %s", t.co.cmdline, *e.Error)
+		}
+		return checkDefs(e.Tools, t.co.cmdline)
+	case *protocol.ErrorEvent:
+		return nil, fmt.Errorf("list tools with %q: %s", t.co.cmdline, e.Message)
+	}
+	return nil, fmt.Errorf("list tools with %q: unexpected %s record", t.co.cmdline, reply)
 }
 
 // Call writes every call, then waits for all their results.

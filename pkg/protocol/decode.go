@@ -127,6 +127,7 @@ var (
 	})
 	ToolOutputs = family("tool-output", map[string]func() any{
 		"result":   func() any { return &ToolResult{} },
+		"tools":    func() any { return &ToolsEvent{} },
 		EventError: func() any { return &ErrorEvent{} },
 	})
 )

@@ -16,6 +16,25 @@ type ToolCall struct {
 	Input json.RawMessage `json:"input,omitempty" jsonschema:"type=object"`
 }
 
+// ToolListRequest asks pg-tool serve for its tool definitions on the
+// same stream as the calls: what `pg-tool list` prints, without starting
+// another process.
+type ToolListRequest struct {
+	Type string `json:"type" jsonschema:"enum=list"`
+	ID   string `json:"id"`
+}
+
+// ToolsEvent answers a ToolListRequest.
+type ToolsEvent struct {
+	Type  string    `json:"type" jsonschema:"enum=tools"`
+	ID    string    `json:"id"`
+	Tools []ToolDef `json:"tools"`
+	// Error says what could not be listed (an MCP server that does not
+	// start, an external tool without a definition): Tools holds the
+	// others, as `pg-tool list` prints them before it exits 1.
+	Error *string `json:"error,omitempty"`
+}
+
 // ToolResult is pg-tool's answer to a call.
 type ToolResult struct {
 	Type       string  `json:"type" jsonschema:"enum=result"`

@@ -76,6 +76,15 @@ func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer, parallel 
 		if err != nil {
 			return fmt.Errorf("read calls: %w", err)
 		}
+		if t, _ := protocol.TypeOf(line); t == "list" {
+			var req protocol.ToolListRequest
+			if err := jsonl.Unmarshal(line, &req, true); err != nil {
+				emit(protocol.ErrorEvent{Type: protocol.EventError, Tool: "pg-tool", Kind: "bad_input", Line: it.no, Message: fmt.Sprintf("line %d: %v", it.no, err)})
+				continue
+			}
+			emit(s.listEvent(ctx, req.ID))
+			continue
+		}
 		var call protocol.ToolCall
 		if err := jsonl.Unmarshal(line, &call, true); err != nil {
 			emit(protocol.ErrorEvent{Type: protocol.EventError, Tool: "pg-tool", Kind: "bad_input", Line: it.no, Message: fmt.Sprintf("line %d: %v", it.no, err)})
@@ -103,6 +112,20 @@ func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer, parallel 
 			return fmt.Errorf("write results: %w", err)
 		}
 	}
+}
+
+// listEvent answers a list request: the definitions pg-tool list prints.
+func (s *Session) listEvent(ctx context.Context, id string) protocol.ToolsEvent {
+	tools, err := s.Tools(ctx)
+	ev := protocol.ToolsEvent{Type: "tools", ID: id, Tools: make([]protocol.ToolDef, 0, len(tools))}
+	for _, t := range tools {
+		ev.Tools = append(ev.Tools, t.Def())
+	}
+	if err != nil {
+		msg := err.Error()
+		ev.Error = &msg
+	}
+	return ev
 }
 
 // serveGrace is how long a cancelled Serve waits for calls in flight.

@@ -15,6 +15,51 @@ import (
 	"time"
 )
 
+// TestServeList: a list request among the calls is answered in order,
+// with its id and the definitions pg-tool list prints; a malformed one
+// is an error record naming its line.
+func TestServeList(t *testing.T) {
+	s, err := NewSession(Options{Root: t.TempDir(), Allow: []string{"read", "ls"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := `{"id":"1","name":"ls","input":{}}` + "\n" + `{"type":"list","id":"L"}` + "\n" + `{"type":"list","id":"M","name":"x"}` + "\n"
+	var out bytes.Buffer
+	if err := s.Serve(context.Background(), strings.NewReader(in), &out, 1); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 records, got %q", out.String())
+	}
+	var ev struct {
+		Type  string `json:"type"`
+		ID    string `json:"id"`
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+		Error *string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &ev); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range ev.Tools {
+		names = append(names, d.Name)
+		if len(d.InputSchema) == 0 {
+			t.Errorf("%s has no input_schema", d.Name)
+		}
+	}
+	if ev.Type != "tools" || ev.ID != "L" || ev.Error != nil || strings.Join(names, ",") != "read,ls" {
+		t.Errorf("list answer: %s", lines[1])
+	}
+	if !strings.Contains(lines[2], `"type":"error"`) || !strings.Contains(lines[2], "line 3") || !strings.Contains(lines[2], "name") {
+		t.Errorf("malformed list request: %s", lines[2])
+	}
+}
+
 // FuzzServe: any input yields one JSON record per non-blank line and never
 // a panic. Only harmless read-only tools are allowed, so fuzzed calls
 // cannot run commands.
@@ -23,6 +68,7 @@ func FuzzServe(f *testing.F) {
 	f.Add([]byte(`{"id":"1","name":"read","input":{"path":"x"}}` + "\n" + `garbage` + "\n"))
 	f.Add([]byte(`{"id":1}` + "\n\n" + `{"name":"grep","input":{"pattern":"("}}`))
 	f.Add([]byte(`{"id":"a","name":"glob","input":{"pattern":"**"},"extra":1}`))
+	f.Add([]byte(`{"type":"list","id":"l"}` + "\n" + `{"type":"list","id":"l","x":1}`))
 	root := f.TempDir()
 	s, err := NewSession(Options{Root: root, Allow: []string{"read", "ls", "glob", "grep"}})
 	if err != nil {
@@ -50,7 +96,7 @@ func FuzzServe(f *testing.F) {
 			if err := json.Unmarshal([]byte(l), &rec); err != nil {
 				t.Fatalf("output line is not JSON: %q", l)
 			}
-			if rec["type"] != "result" && rec["type"] != "error" {
+			if rec["type"] != "result" && rec["type"] != "error" && rec["type"] != "tools" {
 				t.Fatalf("bad record type: %q", l)
 			}
 		}

@@ -113,7 +113,7 @@ type RunCmd struct {
 	LLMServe       string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
 	ToolsServe     string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
 	ToolParallel   int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
-	ToolsList      string `help:"Command printing the tool definitions for the coprocess (default: 'pg-tool list', or --tools-serve with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
+	ToolsList      string `help:"Command printing the tool definitions for the coprocess (default: the default pg-tool serve is asked itself, with no process started; for --tools-serve, its command line with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
 	LLM            string `name:"llm" help:"One-shot model command: run per turn in -C, the request on stdin, model events on stdout. A relative path to its program is read from the current directory, as with --tools." placeholder:"CMD" group:"Components"`
 	Tools          string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
 	Model          string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
@@ -926,6 +926,9 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		tools = &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
+		// pg-tool serve, started by pg-loop, answers a list request itself:
+		// no pg-tool list process at launch.
+		inband := cmd == "" && list == ""
 		if cmd == "" {
 			// pg-tool serves one call at a time unless told otherwise; a
 			// turn's parallel calls should run together.
@@ -936,14 +939,13 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 				args += " --verify " + shell.Quote(c.Veto)
 			}
 			cmd = loop.SiblingCommand("pg-tool", args)
-			if list == "" {
-				list = loop.SiblingCommand("pg-tool", "list")
-			}
 		}
 		if list == "" && strings.HasSuffix(strings.TrimSpace(cmd), " serve") {
 			list = strings.TrimSuffix(strings.TrimSpace(cmd), "serve") + "list"
 		}
-		tools = loop.NewServeTools(callerPath(cmd), callerPath(list), workdir, env, rt.IO.Err)
+		st := loop.NewServeTools(callerPath(cmd), callerPath(list), workdir, env, rt.IO.Err)
+		st.Inband = inband
+		tools = st
 	}
 	return llm, tools
 }

@@ -183,6 +183,8 @@ func TestDefaultGrammarParsesAsTheWhole(t *testing.T) {
 		{"--json", "serve", "--bogus"},
 		{"--resume", "s-none", "--json"},
 		{"extra", "words"},
+		{"man"},
+		{"completion", "bash"},
 	} {
 		var got, want [2]bytes.Buffer
 		gotCode := cli.Run(context.Background(), Spec(), args, cli.Test(nil, &got[0], &got[1], env...))

@@ -54,7 +54,7 @@ Safety: every command pg-tool starts (bash, --verify, external tools, MCP server
 
 Secrets: results (output, error, saved full output) never hold the value of a secret set in pg-tool's environment or config (variables named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables) or a string shaped like an Anthropic, OpenAI, GitHub, AWS or bearer key: each is replaced by [redacted:NAME]. Output brought in from outside (every MCP and external tool, a bash command with a URL, curl, wget, nc or git clone/fetch/pull) is marked "untrusted":true; pg-loop shows it to the model as <untrusted source="TOOL">...</untrusted> and guards against what it carries.`,
 		CLI:     &CLI{hooks: h},
-		Schemas: []string{"tool-list", "tool-call", "tool-result", "tool-output", "tool-sandbox", "tool-skill"},
+		Schemas: []string{"tool-list", "tool-call", "tool-list-request", "tool-result", "tool-output", "tool-sandbox", "tool-skill"},
 	}
 }
 
@@ -305,6 +305,7 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if err != nil {
 		return err
 	}
+	c.warnSkills(rt) // as pg-tool list does: pg-loop lists its tools through serve
 	go s.PrepareSandbox()
 	serveGC(rt.IO.Getenv)
 	err = s.Serve(rt.Ctx, cli.Pollable(rt.IO.In), rt.IO.Out, sc.Parallel)
@@ -346,7 +347,7 @@ func (CallCmd) Help() string {
 
 // Help is the detailed help of the command (--help and the man page).
 func (ServeCmd) Help() string {
-	return `Input lines are {"id","name","input"}; each gets one result line tagged with its id. A malformed line gets {"type":"error","line":N,"message":...} and the stream goes on. bash's working directory persists across calls; MCP servers start once, are restarted on the next call when they die, and stop when the input ends.
+	return `Input lines are {"id","name","input"}; each gets one result line tagged with its id. A line {"type":"list","id":ID} gets {"type":"tools","id":ID,"tools":[...]}, the definitions pg-tool list prints (pg-loop lists its default tools component this way). A malformed line gets {"type":"error","line":N,"message":...} and the stream goes on. bash's working directory persists across calls; MCP servers start once, are restarted on the next call when they die, and stop when the input ends.
 
   $ printf '%s\n' '{"id":"1","name":"ls","input":{}}' | pg-tool serve
   $ pg-tool serve --parallel 4 < calls.jsonl > results.jsonl`

@@ -72,13 +72,25 @@ func LLM(in io.Reader, out io.Writer, steps int, held string, log io.Writer) err
 	return sc.Err()
 }
 
-// Tools answers calls (pg-tool serve): echo returns its input.
+// Tools answers calls (pg-tool serve): echo returns its input; a list
+// request gets ToolDefs.
 func Tools(in io.Reader, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	w := bufio.NewWriter(out)
 	enc := jsonl.NewEncoder(w)
 	for sc.Scan() {
+		if t, _ := protocol.TypeOf(sc.Bytes()); t == "list" {
+			var req protocol.ToolListRequest
+			if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+				return err
+			}
+			_ = enc.Encode(protocol.ToolsEvent{Type: "tools", ID: req.ID, Tools: ToolDefs})
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			continue
+		}
 		var c protocol.ToolCall
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			return err

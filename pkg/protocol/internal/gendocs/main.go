@@ -74,11 +74,13 @@ var intro = map[string]string{
 	"model-event": "What `pg-llm` writes: `start`, then deltas, tool calls, usage, retries and fallbacks, and last `end` (or `error`).",
 	"tool-def":    "A tool as a model sees it.",
 	"tool-list":   "`pg-tool list`: the definitions, ready for a request's `tools`.",
-	"tool-call":   "A call of a tool: each line `pg-tool serve` reads.",
+	"tool-call":   "A call of a tool: each line `pg-tool serve` reads (or a tool-list-request).",
+	"tool-list-request": "A line `pg-tool serve` reads among the calls to list its tools: it answers with a `tools` record carrying the same `id` and the definitions `pg-tool list` would print (and `error`, when some could not be listed). " +
+		"`pg-loop` asks its default tools component (`pg-tool serve`) this way, so a launch starts no `pg-tool list` process; a component given with `--tools-serve` is listed by `--tools-list` (default: its command line with `list` for a final `serve`) as before, so a script need not know this request.",
 	"tool-result": "`pg-tool`'s answer to a call. Secrets in the output and the error are replaced by `[redacted:NAME]` (a variable's or config key's name, or a kind: `anthropic-key`, `openai-key`, `github-token`, `aws-access-key`, `bearer-token`). " +
 		"`untrusted: true` marks output brought in from outside the workspace: every MCP tool and external tool, and a `bash` command that reaches the network (a URL, curl, wget, nc, git clone/fetch/pull). " +
 		"pg-loop gives such output to the model wrapped as `<untrusted source=\"TOOL\">`, a newline, the output, a newline and `</untrusted>` (a `</untrusted>` inside the output is defused), so the model can tell data from instructions.",
-	"tool-output":   "What `pg-tool serve` writes: results, and errors for malformed lines. `pg-tool mcp` answers an MCP `tools/call` with the same result: one text content holding what pg-loop shows a model (a failure's `error`, a newline and the `output`; when `truncated`, a last line `[output truncated; the whole output is in FILE]`), `isError` when `ok` is false, and in `_meta` the keys `powerglide/truncated`, `powerglide/full_output`, `powerglide/untrusted`, `powerglide/sandbox` and `powerglide/duration_ms`.",
+	"tool-output":   "What `pg-tool serve` writes: results, `tools` for a tool-list-request, and errors for malformed lines. `pg-tool mcp` answers an MCP `tools/call` with the same result: one text content holding what pg-loop shows a model (a failure's `error`, a newline and the `output`; when `truncated`, a last line `[output truncated; the whole output is in FILE]`), `isError` when `ok` is false, and in `_meta` the keys `powerglide/truncated`, `powerglide/full_output`, `powerglide/untrusted`, `powerglide/sandbox` and `powerglide/duration_ms`.",
 	"tool-sandbox":  "`pg-tool sandbox`: the sandbox mode in force and what enforces each rule on this machine.",
 	"tool-skill":    "`pg-tool skills`: one Agent Skill found for the workspace (a folder with a `SKILL.md`); a nearer skill hides one of the same name further away.",
 	"task":          "One task of the team queue (`task-queue.json`, `pg-queue list`).",
