@@ -69,14 +69,14 @@ func (q *tasks) read(ctx context.Context, db querier, id string) (*protocol.Task
 // one statement that returns now() and taskCols of the changed row, and
 // returns the task; when no row matched, the error why and the task as it
 // is (nil when there is none), as fenced.
-func (q *tasks) oneShot(id string, token int64, sql string, args ...any) (*protocol.Task, error) {
+func (q *tasks) oneShot(id string, token int64, op, sql string, args ...any) (*protocol.Task, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	var r taskRow
 	var now time.Time
 	err := q.s.pool.QueryRow(ctx, sql, append([]any{q.team, id, token}, args...)...).Scan(append([]any{&now}, r.dest()...)...)
 	if err == nil {
-		q.s.notes.changed(q.team)
+		q.s.notes.changed(q.team, frees(op))
 		return r.task()
 	}
 	if !isNoRows(err) {
@@ -116,7 +116,7 @@ func (q *tasks) Renew(id string, token int64, lease time.Duration) (*protocol.Ta
 	if err != nil {
 		return nil, err
 	}
-	t, err := q.oneShot(id, token, renewSQL, lease.Microseconds())
+	t, err := q.oneShot(id, token, "renew", renewSQL, lease.Microseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (q *tasks) Complete(id string, token int64, result json.RawMessage) (*proto
 		s := string(secrets.Redact(r))
 		res = &s
 	}
-	t, err := q.oneShot(id, token, completeSQL, res)
+	t, err := q.oneShot(id, token, "complete", completeSQL, res)
 	if errors.Is(err, queue.ErrNotFound) && t != nil { // finished and archived since
 		err = queue.LeaseLost(t, token)
 	}

@@ -19,6 +19,9 @@ type listener struct {
 	channel string
 	conn    *pgx.Conn
 	backoff time.Duration
+	// workOnly: wake only for changes that may have made a task
+	// claimable (notifier's workPayload), as a waiting claim wants.
+	workOnly bool
 }
 
 func newListener(cfg *pgx.ConnConfig, channel string) *listener {
@@ -63,7 +66,10 @@ func (l *listener) wait(ctx context.Context, d time.Duration) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	_, err := l.conn.WaitForNotification(wctx)
+	n, err := l.conn.WaitForNotification(wctx)
+	for err == nil && l.workOnly && n.Payload != workPayload {
+		n, err = l.conn.WaitForNotification(wctx)
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -32,6 +32,7 @@ func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.D
 		}
 		if l == nil { // listen, then look once more before waiting
 			l = newListener(q.s.cfg.ConnConfig, channel(q.team))
+			l.workOnly = true
 			if err := l.listen(ctx); err != nil && ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

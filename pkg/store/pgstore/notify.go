@@ -16,10 +16,14 @@ import (
 // notifier coalesces: changes made while one NOTIFY is on its way share the
 // next. Close sends what is pending. A lost wake-up costs a listener at
 // most a second: listeners look again that often.
+//
+// The payload is workPayload when a change may have made a task claimable
+// (frees): waiting claimers sleep through the others (claims, renewals,
+// worker events), which followers still wake for.
 type notifier struct {
 	s       *Store
 	mu      sync.Mutex
-	dirty   map[string]bool // teams changed since the last NOTIFY went out
+	dirty   map[string]bool // teams changed since the last NOTIFY went out: whether a change freed work
 	kick    chan struct{}   // a change is waiting (buffered: one is enough)
 	closing chan struct{}
 	done    chan struct{}
@@ -32,10 +36,25 @@ func newNotifier(s *Store) *notifier {
 	return n
 }
 
-// changed says that a change of team has committed.
-func (n *notifier) changed(team string) {
+// workPayload is the payload of a notification after changes of which one
+// may have made a task claimable.
+const workPayload = "work"
+
+// frees reports whether a change with a journal event op may make a task
+// claimable: a new task, a task back to pending, a dependency done.
+func frees(op string) bool {
+	switch op {
+	case "add", "release", "fail", "complete":
+		return true
+	}
+	return false
+}
+
+// changed says that a change of team has committed; work: it may have
+// made a task claimable.
+func (n *notifier) changed(team string, work bool) {
 	n.mu.Lock()
-	n.dirty[team] = true
+	n.dirty[team] = n.dirty[team] || work
 	n.mu.Unlock()
 	select {
 	case n.kick <- struct{}{}:
@@ -56,26 +75,34 @@ func (n *notifier) run() {
 	}
 }
 
-// notifySQL notifies the channels of $1 (named in Go: a statement that
-// calls no function of ours costs a fresh backend less to plan).
-const notifySQL = `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`
+// notifySQL notifies the channels of $1 with the payloads of $2 (named in
+// Go: a statement that calls no function of ours costs a fresh backend
+// less to plan).
+const notifySQL = `SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS x(c, p)`
 
 // flush notifies the teams changed since the last flush.
 func (n *notifier) flush() {
 	n.mu.Lock()
-	chans := make([]string, 0, len(n.dirty))
+	teams := make([]string, 0, len(n.dirty))
 	for t := range n.dirty {
-		chans = append(chans, channel(t))
+		teams = append(teams, t)
+	}
+	sort.Strings(teams)
+	chans, payloads := make([]string, len(teams)), make([]string, len(teams))
+	for i, t := range teams {
+		chans[i] = channel(t)
+		if n.dirty[t] {
+			payloads[i] = workPayload
+		}
 	}
 	clear(n.dirty)
 	n.mu.Unlock()
-	if len(chans) == 0 {
+	if len(teams) == 0 {
 		return
 	}
-	sort.Strings(chans)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n.s.pool.Exec(ctx, notifySQL, chans) // best effort (see notifier)
+	n.s.pool.Exec(ctx, notifySQL, chans, payloads) // best effort (see notifier)
 }
 
 // close sends what is pending and stops the notifier.

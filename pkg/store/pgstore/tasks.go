@@ -347,6 +347,6 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	if err != nil {
 		return nil, err
 	}
-	q.s.notes.changed(q.team)
+	q.s.notes.changed(q.team, false) // what it claims, no one else may
 	return r.task()
 }

@@ -127,7 +127,11 @@ func (tx *txn) commit(ctx context.Context, team string, recs []record) error {
 	}
 	br.Close() // once COMMIT has succeeded, the change is made, whatever follows
 	if err == nil && len(recs) > 0 {
-		tx.s.notes.changed(team)
+		work := false
+		for _, r := range recs {
+			work = work || frees(r.op)
+		}
+		tx.s.notes.changed(team, work)
 	}
 	return err
 }
