@@ -241,6 +241,7 @@ func runGrep(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		skipped atomic.Bool
 		wg      sync.WaitGroup
 	)
+	defer widen()()
 	for range min(runtime.GOMAXPROCS(0), 8) {
 		wg.Add(1)
 		go func() {

@@ -308,6 +308,7 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	c.warnSkills(rt) // as pg-tool list does: pg-loop lists its tools through serve
 	go s.PrepareSandbox()
 	serveGC(rt.IO.Getenv)
+	tool.NarrowProcessors(rt.IO.Getenv)
 	err = s.Serve(rt.Ctx, cli.Pollable(rt.IO.In), rt.IO.Out, sc.Parallel)
 	if cerr := s.Close(); err == nil && cerr != nil {
 		fmt.Fprintf(rt.IO.Err, "pg-tool: warning: %v\n", cerr)
