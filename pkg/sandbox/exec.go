@@ -60,6 +60,9 @@ func Exec(policyJSON string, argv, env []string) error {
 	// Locked for good: the restrictions are this thread's, and execve
 	// keeps them.
 	runtime.LockOSThread()
+	if err := closeInherited(); err != nil {
+		return fmt.Errorf("keep inherited descriptors from the command: %w", err)
+	}
 	if _, err := pl.restrictThread(-1); err != nil {
 		return &UnavailableError{Mode: p.Mode, Missing: []string{err.Error()}}
 	}

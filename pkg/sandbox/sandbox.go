@@ -12,6 +12,9 @@
 //     32-bit syscalls.
 //   - no_new_privs and no capabilities: no setuid program regains a
 //     privilege, and root's commands are root without root's powers.
+//   - only the descriptors a command is given: what pg-tool inherited
+//     from its caller (an open file, a socket) is close-on-exec, as
+//     Landlock checks opens, not descriptors already open;
 //   - a PID namespace per command (in a user namespace, unless pg-tool is
 //     root and can make one directly): the command is PID 1 of its own
 //     namespace, so every process it leaves behind (background jobs, setsid,
@@ -219,9 +222,13 @@ func (sb *Sandbox) startLauncher() {
 		// without a mapping, so the command keeps the user's kernel
 		// identity for file access (it shows as nobody inside). That one
 		// costs more, as Go cannot vfork into a new user namespace.
-		direct, err := sb.plan.restrictThread(unix.CAP_SYS_ADMIN)
+		err := closeInherited()
 		if err != nil {
-			err = &UnavailableError{Mode: sb.policy.Mode, Missing: []string{err.Error()}}
+			err = fmt.Errorf("sandbox: keep inherited descriptors from commands: %w", err)
+		}
+		direct, rerr := sb.plan.restrictThread(unix.CAP_SYS_ADMIN)
+		if rerr != nil {
+			err = &UnavailableError{Mode: sb.policy.Mode, Missing: []string{rerr.Error()}}
 		}
 		flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID)
 		if direct {
