@@ -72,9 +72,19 @@ type follower struct {
 // gapHold is a gap seen in a snapshot: what is missing below upTo (the
 // newest number that snapshot showed) is settled once no xid below next
 // runs.
+//
+// holders narrows that wait: the xids of the transactions that held a
+// write lock on the journal when the hold began (a transaction takes that
+// lock before its number, and keeps it to its end). Every transaction that
+// could still fill the gap is among them, so the gap is settled too once
+// none of them runs, whatever other long transaction (a psql session left
+// open, another program's batch job on the same server) keeps xmin back.
+// known: holders could be read.
 type gapHold struct {
-	upTo int64
-	next uint64
+	upTo    int64
+	next    uint64
+	holders []string
+	known   bool
 }
 
 // catchUpBatch bounds the records one query reads.
@@ -126,8 +136,10 @@ func (f *follower) Next(ctx context.Context) ([]byte, error) {
 }
 
 // fillSQL reads the records after $2 with the xmin of the snapshot the
-// read used.
-const fillSQL = `SELECT pg_snapshot_xmin(s.snap)::text, j.seq, j.record
+// read used, and whether that snapshot shows every xid of $4 ended.
+const fillSQL = `SELECT pg_snapshot_xmin(s.snap)::text,
+		NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(s.snap) r WHERE xid(r) = ANY ($4::text[]::xid[])),
+		j.seq, j.record
 	FROM (SELECT pg_current_snapshot() AS snap) s
 	LEFT JOIN LATERAL (SELECT seq, record FROM journal WHERE team = $1 AND seq > $2 ORDER BY seq LIMIT $3) j ON true
 	ORDER BY j.seq`
@@ -138,8 +150,13 @@ const fillSQL = `SELECT pg_snapshot_xmin(s.snap)::text, j.seq, j.record
 func (f *follower) fill(ctx context.Context) bool {
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rows, _ := f.s.pool.Query(qctx, fillSQL, f.team, f.last, catchUpBatch)
+	var holders []string
+	if f.hold != nil {
+		holders = f.hold.holders
+	}
+	rows, _ := f.s.pool.Query(qctx, fillSQL, f.team, f.last, catchUpBatch, holders)
 	var xminText string
+	var holdersEnded bool
 	var seq *int64
 	var rec []byte
 	type row struct {
@@ -147,7 +164,7 @@ func (f *follower) fill(ctx context.Context) bool {
 		rec []byte
 	}
 	var got []row
-	_, err := pgx.ForEachRow(rows, []any{&xminText, &seq, &rec}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&xminText, &holdersEnded, &seq, &rec}, func() error {
 		if seq != nil {
 			got = append(got, row{*seq, bytes.Clone(rec)})
 		}
@@ -160,7 +177,7 @@ func (f *follower) fill(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	if f.hold != nil && xmin >= f.hold.next {
+	if f.hold != nil && (xmin >= f.hold.next || f.hold.known && holdersEnded) {
 		f.safe = max(f.safe, f.hold.upTo) // the holders have ended
 		f.hold = nil
 	}
@@ -188,20 +205,33 @@ func (f *follower) fill(ctx context.Context) bool {
 	return true
 }
 
+// holdGapSQL takes an xid and reads the xids of the transactions that
+// hold a write lock on the journal (gapHold's holders; a subtransaction's
+// xid comes with its top transaction's, which decides).
+const holdGapSQL = `SELECT pg_current_xact_id()::text, (SELECT coalesce(array_agg(DISTINCT x.transactionid::text), '{}')
+	FROM pg_locks r JOIN pg_locks x ON x.virtualtransaction = r.virtualtransaction AND x.locktype = 'transactionid'
+	WHERE r.locktype = 'relation' AND r.relation = 'journal'::regclass AND r.mode = 'RowExclusiveLock'
+	  AND r.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
+
 // holdGap starts waiting at a gap below upTo, the newest number the read
 // that found it saw: it takes an xid (in a transaction of its own, begun
 // after that read) to know when every transaction that could fill the gap
-// has ended.
+// has ended, and notes which transactions could (gapHold).
 func (f *follower) holdGap(ctx context.Context, upTo int64) {
 	var next string
-	if err := f.s.pool.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&next); err != nil {
-		return // look again later
+	var holders []string
+	known := true
+	if err := f.s.pool.QueryRow(ctx, holdGapSQL).Scan(&next, &holders); err != nil {
+		known = false // wait for xmin alone
+		if err := f.s.pool.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&next); err != nil {
+			return // look again later
+		}
 	}
 	n, err := strconv.ParseUint(next, 10, 64)
 	if err != nil {
 		return
 	}
-	f.hold = &gapHold{upTo: upTo, next: n}
+	f.hold = &gapHold{upTo: upTo, next: n, holders: holders, known: known}
 }
 
 // Close stops the follower.

@@ -135,3 +135,39 @@ func TestFollowOutOfOrderCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowPassesGapBesideLongTransaction: a transaction that runs for
+// long with an xid but never touched the journal (a psql session left
+// open, a batch job of another program on the same server) does not hold
+// a follower at a gap it cannot fill: a number whose transaction rolled
+// back is passed once that transaction has ended.
+func TestFollowPassesGapBesideLongTransaction(t *testing.T) {
+	url := pgtest.DB(t)
+	s, err := pgstore.OpenStore(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tm, _ := s.Team("t")
+	j := tm.Journal()
+	if err := j.Append(t.Context(), map[string]any{"type": "x", "n": 0}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := j.Follow(t.Context(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	long := begin(t, url) // an xid, older than the gap, and no journal lock
+	defer long.Rollback(context.Background())
+	held := holdNumber(t, url, "t", `{"type":"x","n":"held"}`)
+	if err := j.Append(t.Context(), map[string]any{"type": "x", "n": "after"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextWithin(t, f, 3*time.Second); got != `{"n":"after","type":"x"}` {
+		t.Fatalf("record %q, want the one after the rolled-back number (a transaction that holds no number held the follower)", got)
+	}
+}
