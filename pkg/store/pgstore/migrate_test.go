@@ -3,6 +3,8 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -77,5 +79,85 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if errors.As(err, &bi) && bi.BadInput() {
 		t.Fatalf("an unreachable server is not bad input: %v", err)
+	}
+}
+
+// TestMigrateFromSchema2WithRows: a database that an older powerglide
+// filled (migrations 001-002, journals numbered per team from 1) takes the
+// newer migrations, and its teams go on: the old records are read from the
+// start, new records follow them in order on every team, tasks are
+// claimed and completed.
+func TestMigrateFromSchema2WithRows(t *testing.T) {
+	url := pgtest.DB(t)
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for v, name := range map[int]string{1: "team_store", 2: "task_events"} {
+		b, err := os.ReadFile(fmt.Sprintf("migrations/%03d_%s.sql", v, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(string(b))
+		exec("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", v, name)
+	}
+	// What the older pg-queue wrote: per-team numbers, the counter in teams.
+	exec(`INSERT INTO teams (team, next_seq) VALUES ('a', 4), ('b', 3)`)
+	for _, r := range []struct {
+		team string
+		seq  int
+	}{{"a", 1}, {"a", 2}, {"a", 3}, {"b", 1}, {"b", 2}} {
+		exec(`INSERT INTO journal (team, seq, op, record) VALUES ($1, $2, 'note', json_build_object('type', 'old', 'n', $3::int))`, r.team, r.seq, r.seq)
+	}
+	exec(`INSERT INTO tasks (team, id, status, priority, depends_on, attempts, max_attempts, created_at, updated_at, spec)
+		VALUES ('b', 't1', 'pending', 0, '{}', 0, 3, now(), now(), '{"id":"t1","title":"old task"}')`)
+
+	s, err := pgstore.OpenStore(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		team string
+		old  int
+	}{{"b", 2}, {"a", 3}} {
+		tm, _ := s.Team(tc.team)
+		f, err := tm.Journal().Follow(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := tm.Journal().Append(ctx, map[string]any{"type": "new", "n": 1}, map[string]any{"type": "new", "n": 2}); err != nil {
+			t.Fatalf("team %s: append after the migration: %v", tc.team, err)
+		}
+		var got []string
+		for range tc.old + 2 {
+			got = append(got, nextWithin(t, f, 5*time.Second))
+		}
+		var want []string
+		for n := 1; n <= tc.old; n++ {
+			want = append(want, fmt.Sprintf(`{"type" : "old", "n" : %d}`, n))
+		}
+		want = append(want, `{"n":1,"type":"new"}`, `{"n":2,"type":"new"}`)
+		if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
+			t.Fatalf("team %s: records\n%s\nwant\n%s", tc.team, g, w)
+		}
+	}
+	tm, _ := s.Team("b")
+	task, err := tm.Tasks().Claim("w1", time.Minute)
+	if err != nil || task == nil || task.ID != "t1" {
+		t.Fatalf("claim of the old task: %v %v", task, err)
+	}
+	if _, err := tm.Tasks().Complete("t1", task.Claim.Token, nil); err != nil {
+		t.Fatalf("complete: %v", err)
 	}
 }
