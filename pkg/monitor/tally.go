@@ -65,6 +65,8 @@ func (ta *tally) count(ctx context.Context, end protocol.MonitorEvent) (done, fa
 		case ev.Type != protocol.JournalTask:
 		case ev.Op == "claim" && ta.names[ev.Worker]:
 			ta.claimed[ev.Task] = true
+		case ev.Op == "claim": // taken over by a worker not of this run
+			delete(ta.claimed, ev.Task)
 		case !ta.claimed[ev.Task]:
 		case ev.Status == protocol.StatusDone:
 			delete(ta.claimed, ev.Task)
