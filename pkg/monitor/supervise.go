@@ -185,6 +185,7 @@ func (s *Supervisor) Run(ctx context.Context) (*RunResult, error) {
 			return nil, err
 		}
 	}
+	ta.start(ctx)
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
 	for {
