@@ -74,8 +74,9 @@ type follower struct {
 // runs.
 //
 // holders narrows that wait: the xids of the transactions that held a
-// write lock on the journal when the hold began (a transaction takes that
-// lock before its number, and keeps it to its end). Every transaction that
+// write lock on the journal once the hold had lasted holdersAfter (a
+// transaction takes that lock before its number, and keeps it to its
+// end). Every transaction that
 // could still fill the gap is among them, so the gap is settled too once
 // none of them runs, whatever other long transaction (a psql session left
 // open, another program's batch job on the same server) keeps xmin back.
@@ -85,6 +86,7 @@ type gapHold struct {
 	next    uint64
 	holders []string
 	known   bool
+	since   time.Time // when the hold began
 }
 
 // catchUpBatch bounds the records one query reads.
@@ -180,6 +182,8 @@ func (f *follower) fill(ctx context.Context) bool {
 	if f.hold != nil && (xmin >= f.hold.next || f.hold.known && holdersEnded) {
 		f.safe = max(f.safe, f.hold.upTo) // the holders have ended
 		f.hold = nil
+	} else if f.hold != nil && !f.hold.known && time.Since(f.hold.since) >= holdersAfter {
+		f.readHolders(qctx) // the next look checks them
 	}
 	last, n := f.last, 0
 	for _, r := range got {
@@ -205,33 +209,43 @@ func (f *follower) fill(ctx context.Context) bool {
 	return true
 }
 
-// holdGapSQL takes an xid and reads the xids of the transactions that
-// hold a write lock on the journal (gapHold's holders; a subtransaction's
-// xid comes with its top transaction's, which decides).
-const holdGapSQL = `SELECT pg_current_xact_id()::text, (SELECT coalesce(array_agg(DISTINCT x.transactionid::text), '{}')
-	FROM pg_locks r JOIN pg_locks x ON x.virtualtransaction = r.virtualtransaction AND x.locktype = 'transactionid'
-	WHERE r.locktype = 'relation' AND r.relation = 'journal'::regclass AND r.mode = 'RowExclusiveLock'
-	  AND r.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
-
 // holdGap starts waiting at a gap below upTo, the newest number the read
 // that found it saw: it takes an xid (in a transaction of its own, begun
 // after that read) to know when every transaction that could fill the gap
-// has ended, and notes which transactions could (gapHold).
+// has ended.
 func (f *follower) holdGap(ctx context.Context, upTo int64) {
 	var next string
-	var holders []string
-	known := true
-	if err := f.s.pool.QueryRow(ctx, holdGapSQL).Scan(&next, &holders); err != nil {
-		known = false // wait for xmin alone
-		if err := f.s.pool.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&next); err != nil {
-			return // look again later
-		}
+	if err := f.s.pool.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&next); err != nil {
+		return // look again later
 	}
 	n, err := strconv.ParseUint(next, 10, 64)
 	if err != nil {
 		return
 	}
-	f.hold = &gapHold{upTo: upTo, next: n, holders: holders, known: known}
+	f.hold = &gapHold{upTo: upTo, next: n, since: time.Now()}
+}
+
+// holdersAfter is how long a gap is held before the follower reads its
+// holders: most gaps end sooner, and pg_locks is not free to read.
+const holdersAfter = 20 * time.Millisecond
+
+// holdersSQL reads the xids of the transactions that hold a write lock on
+// the journal (gapHold's holders; a subtransaction's xid comes with its
+// top transaction's, which decides).
+const holdersSQL = `SELECT coalesce(array_agg(DISTINCT x.transactionid::text), '{}')
+	FROM pg_locks r JOIN pg_locks x ON x.virtualtransaction = r.virtualtransaction AND x.locktype = 'transactionid'
+	WHERE r.locktype = 'relation' AND r.relation = 'journal'::regclass AND r.mode = 'RowExclusiveLock'
+	  AND r.database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
+// readHolders notes the holders of the gap held (read after the snapshot
+// that found the gap, they include every transaction that could still
+// fill it).
+func (f *follower) readHolders(ctx context.Context) {
+	var holders []string
+	if err := f.s.pool.QueryRow(ctx, holdersSQL).Scan(&holders); err != nil {
+		return // wait for xmin alone
+	}
+	f.hold.holders, f.hold.known = holders, true
 }
 
 // Close stops the follower.
