@@ -114,7 +114,8 @@ func readOpen(f *os.File, pos Pos, backlog, limit int64) (Read, error) {
 		r.Pos = fresh
 		if backlog > 0 && size > backlog {
 			r.Pos.Off = size - backlog
-			skipFirst = true
+			// Inside a line unless the byte before starts one.
+			skipFirst = !bytes.Equal(readAt(f, r.Pos.Off-1, 1), []byte{'\n'})
 		}
 	case dev != pos.Dev || ino != pos.Ino:
 		r.Reset, r.Pos = "rotated", fresh

@@ -108,6 +108,20 @@ func TestReadFromBacklog(t *testing.T) {
 	}
 }
 
+// TestReadFromBacklogAtLineStart: a backlog that begins exactly where a
+// line begins keeps that line.
+func TestReadFromBacklogAtLineStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	appendFile(t, path, "first\nsecond\nthird\n")
+	r, err := ReadFrom(Pos{Path: path}, int64(len("second\nthird\n")), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(r); got != "second|third" {
+		t.Fatalf("lines %q, want second|third", got)
+	}
+}
+
 // TestReadFromRewrittenInPlace: between two reads the file is truncated and
 // written again past the offset. One variant keeps the first bytes (a
 // journal that starts with the same long line), the other the bytes before
