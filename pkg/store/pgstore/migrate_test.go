@@ -102,7 +102,10 @@ func TestMigrateFromSchema2WithRows(t *testing.T) {
 		}
 	}
 	exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	for v, name := range map[int]string{1: "team_store", 2: "task_events"} {
+	for v, name := range []string{1: "team_store", 2: "task_events"} {
+		if name == "" {
+			continue
+		}
 		b, err := os.ReadFile(fmt.Sprintf("migrations/%03d_%s.sql", v, name))
 		if err != nil {
 			t.Fatal(err)
