@@ -158,10 +158,19 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 		cwdOut = os.NewFile(uintptr(fd), "pg-tool-cwd")
 		defer cwdOut.Close()
 		// It arrives as fd 3 and moves out of the way of the command's
-		// own use of low descriptors (exec 3>file).
-		save := `[ -n "${__pg_saved-}" ] || { __pg_saved=1; pwd -P >&"${__pg_cwd-}"; } 2>/dev/null`
+		// own use of low descriptors (exec 3>file), to three descriptors
+		// from 10 up. The command may open its own files at those numbers
+		// too (exec 10>file): the directory is written only through a
+		// descriptor that still shares its file with another of the
+		// three, so never into a file of the command's, and one such
+		// reopening still lets the cd carry over.
+		save := `[ -n "${__pg_saved-}" ] || { __pg_saved=1; __pg_fd=; ` +
+			`if [ /dev/fd/"${__pg_c1-}" -ef /dev/fd/"${__pg_c2-}" ]; then __pg_fd=$__pg_c1; ` +
+			`elif [ /dev/fd/"${__pg_c2-}" -ef /dev/fd/"${__pg_c3-}" ]; then __pg_fd=$__pg_c2; ` +
+			`elif [ /dev/fd/"${__pg_c1-}" -ef /dev/fd/"${__pg_c3-}" ]; then __pg_fd=$__pg_c1; fi; ` +
+			`[ -z "$__pg_fd" ] || pwd -P >&"$__pg_fd"; } 2>/dev/null`
 		// The blank line ends a command left open by a final backslash.
-		script = "exec {__pg_cwd}>&3 3>&-\ntrap " + shell.Quote(save) + " EXIT\n" + in.Command +
+		script = "exec {__pg_c1}>&3 {__pg_c2}>&3 {__pg_c3}>&3 3>&-\ntrap " + shell.Quote(save) + " EXIT\n" + in.Command +
 			"\n\n__pg_status=$?; " + save + "; exit $__pg_status\n"
 	}
 	out := &lockedBuffer{}

@@ -1,0 +1,67 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/sandbox"
+)
+
+// A command that opens descriptors of its own at the numbers bash gives
+// its variable redirections (exec 10>file, the flock idiom) gets its file
+// back untouched: the working directory goes only to pg-tool's channel,
+// never into a file the command opened; and a later cd still carries over.
+func TestBashCwdNeverWrittenIntoTheCommandsFiles(t *testing.T) {
+	for _, mode := range []sandbox.Mode{sandbox.Off, sandbox.WorkspaceWrite} {
+		t.Run(string(mode), func(t *testing.T) { testCwdChannel(t, mode) })
+	}
+}
+
+func testCwdChannel(t *testing.T, mode sandbox.Mode) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Policy{Mode: mode, Root: root, Home: os.Getenv("HOME")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Err(); err != nil {
+		t.Fatalf("sandbox %s: %v", mode, err)
+	}
+	s, err := NewSession(Options{Root: root, PersistCwd: true, Sandbox: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	bash := func(cmd string) string {
+		t.Helper()
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		r := s.Call(ctx, protocol.ToolCall{ID: "1", Name: "bash", Input: in})
+		if !r.OK {
+			t.Fatalf("%s: %s", cmd, *r.Error)
+		}
+		return r.Output
+	}
+	for fd := 10; fd <= 12; fd++ {
+		name := "f" + string(rune('0'+fd-10))
+		bash("cd sub; exec " + strconv.Itoa(fd) + ">" + name + "; echo x >&" + strconv.Itoa(fd))
+		b, err := os.ReadFile(filepath.Join(root, "sub", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != "x\n" {
+			t.Errorf("fd %d: the command's file holds %q, want %q", fd, b, "x\n")
+		}
+		if out := bash("pwd; cd " + root); !strings.HasPrefix(out, filepath.Join(root, "sub")+"\n") {
+			t.Errorf("fd %d: the cd before exec %d>file did not carry over: pwd says %q", fd, fd, out)
+		}
+	}
+}
