@@ -152,6 +152,7 @@ const fillSQL = `SELECT pg_snapshot_xmin(s.snap)::text,
 func (f *follower) fill(ctx context.Context) bool {
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	defer context.AfterFunc(f.ctx, cancel)() // Close ends the read too
 	var holders []string
 	if f.hold != nil {
 		holders = f.hold.holders

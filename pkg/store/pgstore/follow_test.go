@@ -171,3 +171,46 @@ func TestFollowPassesGapBesideLongTransaction(t *testing.T) {
 		t.Fatalf("record %q, want the one after the rolled-back number (a transaction that holds no number held the follower)", got)
 	}
 }
+
+// TestFollowCloseDuringRead: Close ends a Next whose read waits on the
+// server (here for a lock on the journal), rather than after the read's
+// own 30-second bound.
+func TestFollowCloseDuringRead(t *testing.T) {
+	url := pgtest.DB(t)
+	s, err := pgstore.OpenStore(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tm, _ := s.Team("t")
+	f, err := tm.Journal().Follow(t.Context(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := begin(t, url)
+	defer lock.Rollback(context.Background())
+	if _, err := lock.Exec(t.Context(), "LOCK TABLE journal IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	nextDone := make(chan error, 1)
+	go func() {
+		_, err := f.Next(context.Background())
+		nextDone <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // Next is reading, blocked by the lock
+	closed := make(chan struct{})
+	go func() { f.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close still waits 5s after it was called, behind a read blocked on the server")
+	}
+	select {
+	case err := <-nextDone:
+		if err == nil {
+			t.Fatal("Next returned a record after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next did not end after Close")
+	}
+}
