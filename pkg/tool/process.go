@@ -89,6 +89,8 @@ func runIn(ctx context.Context, sb *sandbox.Sandbox, r run, name string, args ..
 	// command exits, before it is reaped: a call must not leak processes.
 	// (A sandboxed command's PID namespace has ended them all already.)
 	cmd.EndGroup = true
+	// A server runs one short command after another: wait in the poller.
+	cmd.PollExit = true
 	// Children that keep the output pipe open must not hold us forever.
 	cmd.WaitDelay = 2 * time.Second
 	var err error
