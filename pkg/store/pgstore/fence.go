@@ -74,9 +74,8 @@ func (q *tasks) oneShot(id string, token int64, op, sql string, args ...any) (*p
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err := q.s.pool.QueryRow(ctx, sql, append([]any{q.team, id, token}, args...)...).Scan(append([]any{&now}, r.dest()...)...)
+	err := q.s.changeRow(ctx, q.team, true, frees(op), sql, append([]any{q.team, id, token}, args...), append([]any{&now}, r.dest()...)...)
 	if err == nil {
-		q.s.notes.changed(q.team, frees(op))
 		return r.task()
 	}
 	if !isNoRows(err) {

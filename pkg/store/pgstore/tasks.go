@@ -340,7 +340,7 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err = q.s.pool.QueryRow(ctx, claimSQL, q.team, worker, lease.Microseconds()).Scan(append([]any{&now}, r.dest()...)...)
+	err = q.s.changeRow(ctx, q.team, false, false, claimSQL, []any{q.team, worker, lease.Microseconds()}, append([]any{&now}, r.dest()...)...)
 	if isNoRows(err) {
 		return nil, queue.ErrNothing
 	}
