@@ -113,9 +113,8 @@ func TestOneShotRoundTrips(t *testing.T) {
 func TestOneShotSchemaCheck(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.DB(t)
-	var trips atomic.Int64
 	// A new database: migrated by the first claim.
-	s := oneShot(t, url, &trips)
+	s := openOneShot(t, url)
 	tm, _ := s.Team("t")
 	if _, err := tm.Tasks().Claim("w1", time.Minute); !errors.Is(err, queue.ErrNothing) {
 		t.Fatalf("claim on a new database: %v", err)
@@ -134,12 +133,12 @@ func TestOneShotSchemaCheck(t *testing.T) {
 	if _, err := conn.Exec(ctx, "DROP FUNCTION "+marker+"()"); err != nil {
 		t.Fatal(err)
 	}
-	s = oneShot(t, url, &trips)
+	s = openOneShot(t, url)
 	tm, _ = s.Team("t")
 	if _, err := tm.Tasks().Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	s = oneShot(t, url, &trips)
+	s = openOneShot(t, url)
 	tm, _ = s.Team("t")
 	if _, err := tm.Tasks().Claim("w1", time.Minute); err != nil {
 		t.Fatalf("claim without a marker: %v", err)
@@ -167,11 +166,21 @@ func TestOneShotSchemaCheck(t *testing.T) {
 	}
 }
 
+// openOneShot opens a one-shot store (as pg-queue's commands do).
+func openOneShot(t *testing.T, url string) store.Store {
+	t.Helper()
+	s, err := pgstore.OpenOptions(t.Context(), url, pgstore.Options{OneShot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // oneShotTeam is team t of a new one-shot store.
 func oneShotTeam(t *testing.T, url string) store.Team {
 	t.Helper()
-	var trips atomic.Int64
-	tm, err := oneShot(t, url, &trips).Team("t")
+	tm, err := openOneShot(t, url).Team("t")
 	if err != nil {
 		t.Fatal(err)
 	}
