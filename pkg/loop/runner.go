@@ -335,6 +335,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 	default:
 		r.o.Events.Marker(MarkerError)
 	}
+	_ = r.o.Events.Flush() // its error is Err's
 	return r.res
 }
 
