@@ -181,6 +181,8 @@ type Runner struct {
 	est   *Estimator
 	times timings
 	steps int // model turns of this process
+	// velFile is the velocity file (Options.VelocityFile), if any.
+	velFile *velocityFile
 
 	failReason string
 	failRetry  bool
@@ -262,7 +264,11 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.ModelInfo != nil && o.ModelInfo.ID != "" {
 		model = o.ModelInfo.ID
 	}
-	return &Runner{o: o, state: Idle, est: NewEstimator(model)}, nil
+	r := &Runner{o: o, state: Idle, est: NewEstimator(model)}
+	if o.VelocityFile != "" {
+		r.velFile = newVelocityFile(o.VelocityFile)
+	}
+	return r, nil
 }
 
 var errLeaseLost = errors.New("lease lost: another worker may hold the task")
@@ -785,8 +791,8 @@ func (r *Runner) pace(ctx context.Context) error {
 // --velocity; set is false for none of them (full speed).
 func (r *Runner) velocity(ctx context.Context) (v float64, set bool) {
 	v, set = r.o.Velocity, r.o.VelocitySet
-	if r.o.VelocityFile != "" {
-		fv, fset, err := ReadVelocity(r.o.VelocityFile)
+	if r.velFile != nil {
+		fv, fset, err := r.velFile.read()
 		if err != nil {
 			r.log("warn", "%v", err)
 		} else if fset {
