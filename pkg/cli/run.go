@@ -224,6 +224,8 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	grammar := spec.CLI
 	if spec.Default != nil && defaultSuffices(spec, args) {
 		grammar = spec.Default()
+	} else if ignore := otherCommands(grammar, args); ignore != "" && !describes(args) {
+		opts = append(opts, kong.IgnoreFields(ignore))
 	}
 	// Building and parsing the grammar leaves a few hundred KB of garbage
 	// and nothing else: a collection then (a waiting tool's first comes at
