@@ -282,6 +282,33 @@ func (c *coprocess) send(id string, line func(child int) ([]byte, error)) (chan 
 	return w.ch, c.dead, nil
 }
 
+// ask sends a request that gets one reply line (a list of tools or
+// models) and waits for that reply.
+func (c *coprocess) ask(ctx context.Context, id string, req any) ([]byte, error) {
+	line, err := marshalLine(req)
+	if err != nil {
+		return nil, err
+	}
+	ch, dead, err := c.send(id, func(int) ([]byte, error) { return line, nil })
+	if err != nil {
+		return nil, err
+	}
+	defer c.forget(id)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case reply := <-ch:
+		return reply, nil
+	case <-dead:
+		select {
+		case reply := <-ch:
+			return reply, nil
+		default:
+			return nil, c.err()
+		}
+	}
+}
+
 func (c *coprocess) forget(id string) {
 	c.mu.Lock()
 	if w := c.waiters[id]; w != nil {
@@ -501,6 +528,32 @@ func (l *ServeLLM) await(ctx context.Context, ch chan []byte, dead chan struct{}
 			}
 		}
 	}
+}
+
+// Models asks the coprocess for its model table (a model-list-request,
+// docs/protocol.md), starting it: only pg-llm serve answers one.
+func (l *ServeLLM) Models(ctx context.Context) ([]ModelInfo, error) {
+	id := nextID("m")
+	reply, err := l.co.ask(ctx, id, protocol.ModelListRequest{Type: "models", ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("model table: %w", err)
+	}
+	ev, err := protocol.ModelEvents.Decode(reply)
+	if err != nil {
+		return nil, fmt.Errorf("model table from %q: %w", l.co.cmdline, err)
+	}
+	switch e := ev.(type) {
+	case *protocol.ModelsEvent:
+		table := make([]ModelInfo, len(e.Models))
+		for i, m := range e.Models {
+			table[i] = ModelInfo{ID: m.ID, ContextWindow: m.ContextWindow, InputPerMTok: m.InputPerMTok, OutputPerMTok: m.OutputPerMTok,
+				CacheReadPerMTok: m.CacheReadPerMTok, CacheWritePerMTok: m.CacheWritePerMTok}
+		}
+		return table, nil
+	case *protocol.ErrorEvent:
+		return nil, fmt.Errorf("model table from %q: %s", l.co.cmdline, e.Message)
+	}
+	return nil, fmt.Errorf("model table from %q: unexpected %.200s record", l.co.cmdline, reply)
 }
 
 // Start starts the coprocess now (see prestart).

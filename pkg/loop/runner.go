@@ -40,6 +40,9 @@ type Options struct {
 	// ModelInfo is the model's row of pg-llm's table, when known (logged
 	// at load_tasks; Budget.Prices and ContextWindow come from it).
 	ModelInfo *ModelInfo
+	// Lookup, when set, finds ModelInfo while the run starts (see
+	// ModelLookup).
+	Lookup *ModelLookup
 
 	LLM    LLM
 	Tools  Tools
@@ -193,6 +196,8 @@ type Runner struct {
 	lastWrite time.Time
 	curMu     sync.Mutex  // guards cur for the heartbeat
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
+	// lookup brings the model's row while the run starts (Options.Lookup).
+	lookup chan lookupResult
 	// last is the conversation of the task that ended last (FollowUpBase),
 	// for a follow-up task; lastTask its id.
 	last     []protocol.Message
@@ -246,8 +251,8 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.ContextSoft > o.ContextHard || o.ContextHard > 1 {
 		return nil, fmt.Errorf("loop: the context thresholds must be 0 < soft (%g) ≤ hard (%g) ≤ 1", o.ContextSoft, o.ContextHard)
 	}
-	if o.ContextWindow > 0 && o.ContextWindow-o.MaxTokens-o.Reserve < minOutputTokens*4 {
-		return nil, fmt.Errorf("loop: a context window of %d tokens leaves no room once max_tokens (%d) and the reserve (%d) are kept free", o.ContextWindow, o.MaxTokens, o.Reserve)
+	if err := o.checkWindow(); err != nil {
+		return nil, err
 	}
 	if o.Workdir == "" {
 		o.Workdir = "."
@@ -262,7 +267,19 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.ModelInfo != nil && o.ModelInfo.ID != "" {
 		model = o.ModelInfo.ID
 	}
+	if o.Lookup != nil && o.Lookup.ID != "" {
+		model = o.Lookup.ID
+	}
 	return &Runner{o: o, state: Idle, est: NewEstimator(model)}, nil
+}
+
+// checkWindow refuses a context window that leaves no room for the
+// conversation.
+func (o *Options) checkWindow() error {
+	if o.ContextWindow > 0 && o.ContextWindow-o.MaxTokens-o.Reserve < minOutputTokens*4 {
+		return fmt.Errorf("loop: a context window of %d tokens leaves no room once max_tokens (%d) and the reserve (%d) are kept free", o.ContextWindow, o.MaxTokens, o.Reserve)
+	}
+	return nil
 }
 
 var errLeaseLost = errors.New("lease lost: another worker may hold the task")
@@ -294,6 +311,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 	// first request (the tools coprocess once the tool list is read: the
 	// list and the model are what the first request waits for).
 	start(r.o.LLM)
+	r.lookModelUp(ctx)
 	r.fire(Start, "")
 	for !r.state.Terminal() {
 		if ctx.Err() != nil {
@@ -500,6 +518,9 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 		return r.fatal(err)
 	}
 	start(r.o.Tools)
+	if err := r.modelFound(); err != nil {
+		return r.fatal(err)
+	}
 	r.tools = defs
 	r.sys = r.o.System
 	if r.sys == "" {

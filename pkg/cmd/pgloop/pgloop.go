@@ -2,6 +2,7 @@
 package pgloop
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -210,7 +211,6 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if o.Ask, err = loop.ParseAsk(c.Ask); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	c.model(rt, cfg, &o, workdir)
 	sess, err := c.session(rt, home, workdir, base, src, time.Now())
 	if err != nil {
 		return err
@@ -230,6 +230,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	defer llm.Close()
 	defer tools.Close()
 	o.LLM, o.Tools = llm, tools
+	c.lookup(cfg, &o, llm, workdir)
 	o.Events = loop.NewEmitter(rt.IO.Out, text)
 	r, err := loop.NewRunner(o)
 	if err != nil {
@@ -619,33 +620,34 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 // defaultContextWindow is the window of a model pg-llm does not know.
 const defaultContextWindow = 200000
 
-// model looks the model up in pg-llm's table (`pg-llm models --json`):
-// its context window is the default of --context-window, and its prices
-// let the dollar budget price every call before it runs. The model is
-// --model, else, with the default model component, pg-llm's configured
-// model; with a component of your own and no --model it is unknown.
-func (c *RunCmd) model(rt *cli.Runtime, cfg *config.Config, o *loop.Options, workdir string) {
-	id := c.Model
-	if id == "" && c.LLM == "" && c.LLMServe == "" {
-		id = cfg.String("model")
-	}
-	if id != "" && (o.Budget.USD > 0 || o.Ledger != nil || !c.contextWindowSet) {
-		table, err := loop.ReadModels(rt.Ctx, loop.SiblingCommand("pg-llm", "models --json"), workdir)
-		if err != nil {
-			fmt.Fprintf(rt.IO.Err, "pg-loop: warning: %v\n", err)
-		} else if m, ok := loop.ChainModel(table, id); ok {
-			o.ModelInfo = &m
-		}
-	}
+// lookup is how the run learns its model's context window and prices
+// (loop.ModelLookup), while it starts: the context window is the default
+// of --context-window, and the prices let the dollar budget price every
+// call before it runs. The model is --model, else, with the default model
+// component, pg-llm's configured model; with a component of your own and
+// no --model it is unknown. The default component, pg-llm serve, is asked
+// for its table itself (a model-list-request): no process of its own; with
+// another, `pg-llm models --json` runs beside it.
+func (c *RunCmd) lookup(cfg *config.Config, o *loop.Options, llm loop.LLM, workdir string) {
 	if !c.contextWindowSet {
 		o.ContextWindow = defaultContextWindow
-		if o.ModelInfo != nil && o.ModelInfo.ContextWindow > 0 {
-			o.ContextWindow = o.ModelInfo.ContextWindow
-		}
 	}
-	if o.ModelInfo != nil && o.ModelInfo.Priced() {
-		o.Budget.Prices = o.ModelInfo
+	own := c.LLM != "" || c.LLMServe != ""
+	id := c.Model
+	if id == "" && !own {
+		id = cfg.String("model")
 	}
+	if id == "" || (o.Budget.USD <= 0 && o.Ledger == nil && c.contextWindowSet) {
+		return
+	}
+	l := &loop.ModelLookup{ID: id, Window: !c.contextWindowSet}
+	if s, ok := llm.(*loop.ServeLLM); ok && !own {
+		l.Table = s.Models
+	} else {
+		cmd := loop.SiblingCommand("pg-llm", "models --json")
+		l.Table = func(ctx context.Context) ([]loop.ModelInfo, error) { return loop.ReadModels(ctx, cmd, workdir) }
+	}
+	o.Lookup = l
 }
 
 func (c *RunCmd) check(o *loop.Options) error {
