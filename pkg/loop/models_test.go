@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,28 @@ func TestModelLookupWindowTooSmall(t *testing.T) {
 	res := h.run(t)
 	if res.State != Failed || len(llm.reqs) != 0 || !strings.Contains(h.out.String(), "a context window of 1200 tokens leaves no room") {
 		t.Fatalf("%+v, %d requests\n%s", res, len(llm.reqs), h.out.String())
+	}
+}
+
+// TestInbandToolsStartFirst: with the tools listed by their own
+// coprocess, that coprocess starts before the model's: its list is what
+// the first request waits for longest. (Process ids grow with each fork.)
+func TestInbandToolsStartFirst(t *testing.T) {
+	llm := NewServeLLM(fakeCmd(t, "llm 1"), os.Stderr)
+	tools := NewServeTools(fakeCmd(t, "tools"), "false", "", nil, os.Stderr)
+	tools.Inband = true
+	defer llm.Close()
+	defer tools.Close()
+	h := newHarness(t, llm, tools, "one")
+	if res := h.run(t); res.State != Done {
+		t.Fatalf("%+v\n%s", res, h.out.String())
+	}
+	pid := func(c *coprocess) int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.cmd.Process.Pid
+	}
+	if m, tl := pid(llm.co), pid(tools.co); m < tl {
+		t.Fatalf("the model coprocess (pid %d) started before the tools (pid %d)", m, tl)
 	}
 }
