@@ -132,6 +132,7 @@ type coprocess struct {
 	deadErr error
 	starts  int  // how many children were started: a new one knows nothing of the last
 	closed  bool // Close was called since the last request: no prestart
+	used    protocol.ProcessUsage
 }
 
 func newCoprocess(kind, cmdline string, stderr io.Writer) *coprocess {
@@ -241,9 +242,38 @@ func (c *coprocess) read(cmd *proc.Child, out io.Reader, dead chan struct{}) {
 		err = errors.New("exited")
 	}
 	c.mu.Lock()
+	c.account(cmd.ProcessState)
 	c.deadErr = fmt.Errorf("%s coprocess %q stopped: %w", c.kind, c.cmdline, err)
 	c.mu.Unlock()
 	close(dead)
+}
+
+// account adds what a child that exited used (with its own children) to
+// the component's usage. Called with mu held.
+func (c *coprocess) account(ps *os.ProcessState) {
+	if ps == nil {
+		return
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return
+	}
+	c.used.Component = c.kind
+	c.used.Processes++
+	c.used.UserMS += timevalMS(ru.Utime)
+	c.used.SysMS += timevalMS(ru.Stime)
+	c.used.MaxRSSKB = max(c.used.MaxRSSKB, ru.Maxrss) // KiB on Linux
+}
+
+func timevalMS(tv syscall.Timeval) float64 {
+	return float64(tv.Sec)*1e3 + float64(tv.Usec)/1e3
+}
+
+// usage is what the children that exited used (ok: there was one).
+func (c *coprocess) usage() (protocol.ProcessUsage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used, c.used.Processes > 0
 }
 
 func idString(raw json.RawMessage) string {
@@ -561,6 +591,9 @@ func (l *ServeLLM) Start() { l.co.prestart(false) }
 
 // Close stops the coprocess.
 func (l *ServeLLM) Close() error { return l.co.Close() }
+
+// Usage is what the coprocesses that exited used (see ProcessUsage).
+func (l *ServeLLM) Usage() (protocol.ProcessUsage, bool) { return l.co.usage() }
 
 // handleModelLine decodes one model event; done is set on end or error.
 func handleModelLine(line []byte, onEvent func(any)) (*protocol.EndEvent, bool, error) {

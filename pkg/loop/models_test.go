@@ -2,13 +2,17 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/shell"
 )
 
 // listingTools is a tool component whose List tells when it was asked.
@@ -92,8 +96,9 @@ func TestModelLookupWindowTooSmall(t *testing.T) {
 // coprocess, that coprocess starts before the model's: its list is what
 // the first request waits for longest. (Process ids grow with each fork.)
 func TestInbandToolsStartFirst(t *testing.T) {
-	llm := NewServeLLM(fakeCmd(t, "llm 1"), os.Stderr)
-	tools := NewServeTools(fakeCmd(t, "tools"), "false", "", nil, os.Stderr)
+	dir := t.TempDir()
+	llm := NewServeLLM("echo $$ > "+shell.Quote(filepath.Join(dir, "model"))+"; "+fakeCmd(t, "llm 1"), os.Stderr)
+	tools := NewServeTools("echo $$ > "+shell.Quote(filepath.Join(dir, "tools"))+"; "+fakeCmd(t, "tools"), "false", "", nil, os.Stderr)
 	tools.Inband = true
 	defer llm.Close()
 	defer tools.Close()
@@ -101,12 +106,51 @@ func TestInbandToolsStartFirst(t *testing.T) {
 	if res := h.run(t); res.State != Done {
 		t.Fatalf("%+v\n%s", res, h.out.String())
 	}
-	pid := func(c *coprocess) int {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.cmd.Process.Pid
+	pid := func(name string) int {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
-	if m, tl := pid(llm.co), pid(tools.co); m < tl {
+	if m, tl := pid("model"), pid("tools"); m < tl {
 		t.Fatalf("the model coprocess (pid %d) started before the tools (pid %d)", m, tl)
+	}
+}
+
+// TestSummaryResources: the summary reports what pg-loop and each
+// coprocess used, the coprocesses ended before it so that the kernel
+// counts all of theirs.
+func TestSummaryResources(t *testing.T) {
+	llm := NewServeLLM(fakeCmd(t, "llm 3"), os.Stderr)
+	tools := NewServeTools(fakeCmd(t, "tools"), "", "", nil, os.Stderr)
+	tools.Inband = true
+	defer llm.Close()
+	defer tools.Close()
+	h := newHarness(t, llm, tools, "one")
+	if res := h.run(t); res.State != Done {
+		t.Fatalf("%+v\n%s", res, h.out.String())
+	}
+	var sum protocol.LoopSummaryEvent
+	for _, l := range strings.Split(h.out.String(), "\n") {
+		if strings.HasPrefix(l, `{"type":"summary"`) {
+			if err := json.Unmarshal([]byte(l), &sum); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var got []string
+	for _, u := range sum.Resources {
+		got = append(got, u.Component)
+		if u.Processes != 1 || u.MaxRSSKB < 1000 || u.UserMS+u.SysMS <= 0 {
+			t.Errorf("%s: %+v", u.Component, u)
+		}
+	}
+	if strings.Join(got, ",") != "loop,model,tools" {
+		t.Fatalf("resources of %v, want loop, model, tools: %+v", got, sum)
 	}
 }

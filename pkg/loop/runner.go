@@ -350,7 +350,9 @@ func (r *Runner) Run(ctx context.Context) Result {
 		code, kind, msg := r.res.Failure()
 		r.o.Events.Emit(protocol.ErrorEvent{Type: protocol.EventError, Tool: "pg-loop", Kind: kind, Message: msg, ExitCode: code})
 	}
-	r.o.Events.Emit(r.summary())
+	sum := r.summary()
+	sum.Resources = r.resources()
+	r.o.Events.Emit(sum)
 	switch {
 	case r.res.Signal, r.res.Idle:
 	case r.state == Done:

@@ -183,6 +183,9 @@ func decodeResult(c protocol.ToolCall, line []byte) protocol.ToolResult {
 // Close stops the coprocess.
 func (t *ServeTools) Close() error { return t.co.Close() }
 
+// Usage is what the coprocesses that exited used (see ProcessUsage).
+func (t *ServeTools) Usage() (protocol.ProcessUsage, bool) { return t.co.usage() }
+
 // Start starts the coprocess in the background.
 func (t *ServeTools) Start() { t.co.prestart(true) }
 
