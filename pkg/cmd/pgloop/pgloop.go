@@ -736,15 +736,11 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if err != nil {
 			return nil, err
 		}
-		st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
+		st, tm, err := dial.Team(rt.Ctx, cfg, dial.Options{}, c.Team)
 		if err != nil {
 			return nil, err
 		}
 		rt.Defer(func() { st.Close() })
-		tm, err := st.Team(c.Team)
-		if err != nil {
-			return nil, cli.Usagef("%v", err)
-		}
 		lease, err := time.ParseDuration(c.Lease)
 		if err != nil || lease <= 0 {
 			return nil, cli.Usagef("--lease must be a positive duration, got %q", c.Lease)
