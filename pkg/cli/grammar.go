@@ -2,23 +2,56 @@ package cli
 
 import (
 	"reflect"
+
+	"github.com/alecthomas/kong"
 	"strings"
 	"unicode"
 )
 
 // defaultSuffices reports whether spec.Default's grammar parses args as
 // the whole one would: no argument is the name of a command it lacks, and
-// none asks for help (which lists every command) or for the man page or
-// a completion script (which describe every command).
+// none asks for a description of the tool (which lists every command).
 func defaultSuffices(spec *Spec, args []string) bool {
+	if describes(args) {
+		return false
+	}
 	has := commandNames(reflect.TypeOf(spec.Default()))
 	others := commandNames(reflect.TypeOf(spec.CLI))
 	for _, a := range args {
-		if a == "-h" || strings.HasPrefix(a, "--help") || a == "man" || a == "completion" || others[a] && !has[a] {
+		if others[a] && !has[a] {
 			return false
 		}
 	}
 	return true
+}
+
+// describes reports whether args may ask for help, the man page or a
+// completion script: the runs that read the grammar's help texts. It
+// errs on the side of yes (an argument "man" may be a task's text).
+func describes(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || strings.HasPrefix(a, "--help") || a == "man" || a == "completion" {
+			return true
+		}
+	}
+	return false
+}
+
+// dropHelp empties the help texts of a grammar that will not be described
+// (a kong.PostBuild option): kong interpolates ${vars} into every one with
+// a regular expression before parsing, a third of a start of pg-loop
+// (issue 21), and nothing but help, the man page and completions reads
+// them.
+func dropHelp(k *kong.Kong) error {
+	return kong.Visit(k.Model.Node, func(v kong.Visitable, next kong.Next) error {
+		switch v := v.(type) {
+		case *kong.Node:
+			v.Help = ""
+		case *kong.Value:
+			v.Help = ""
+		}
+		return next(nil)
+	})
 }
 
 // commandNames are the names and aliases of the commands of a kong

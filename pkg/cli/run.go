@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -286,10 +287,19 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	}
 	opts = append(opts, numberMappers()...)
 	opts = append(opts, spec.Options...)
+	if !describes(args) {
+		opts = append(opts, kong.PostBuild(dropHelp))
+	}
 	grammar := spec.CLI
 	if spec.Default != nil && defaultSuffices(spec, args) {
 		grammar = spec.Default()
 	}
+	// Building and parsing the grammar leaves a few hundred KB of garbage
+	// and nothing else: a collection then (a waiting tool's first comes at
+	// 2 MB) costs a start more than the memory it would free.
+	gc := debug.SetGCPercent(-1)
+	collect := sync.OnceFunc(func() { debug.SetGCPercent(gc) })
+	defer collect() // on every early return
 	parser, err := kong.New(grammar, opts...)
 	if err != nil {
 		// The grammar is wrong: a programming error, not a usage error.
@@ -326,6 +336,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, errorLine(msg))
 		return ExitUsage
 	}
+	collect()
 	rt.kctx = kctx
 	for _, p := range kctx.Path {
 		if p.Flag != nil && p.Flag.Name == "json" {

@@ -184,6 +184,8 @@ type Runner struct {
 	est   *Estimator
 	times timings
 	steps int // model turns of this process
+	// velFile is the velocity file (Options.VelocityFile), if any.
+	velFile *velocityFile
 
 	failReason string
 	failRetry  bool
@@ -270,7 +272,11 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.Lookup != nil && o.Lookup.ID != "" {
 		model = o.Lookup.ID
 	}
-	return &Runner{o: o, state: Idle, est: NewEstimator(model)}, nil
+	r := &Runner{o: o, state: Idle, est: NewEstimator(model)}
+	if o.VelocityFile != "" {
+		r.velFile = newVelocityFile(o.VelocityFile)
+	}
+	return r, nil
 }
 
 // checkWindow refuses a context window that leaves no room for the
@@ -360,6 +366,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 	default:
 		r.o.Events.Marker(MarkerError)
 	}
+	_ = r.o.Events.Flush() // its error is Err's
 	return r.res
 }
 
@@ -812,8 +819,8 @@ func (r *Runner) pace(ctx context.Context) error {
 // --velocity; set is false for none of them (full speed).
 func (r *Runner) velocity(ctx context.Context) (v float64, set bool) {
 	v, set = r.o.Velocity, r.o.VelocitySet
-	if r.o.VelocityFile != "" {
-		fv, fset, err := ReadVelocity(r.o.VelocityFile)
+	if r.velFile != nil {
+		fv, fset, err := r.velFile.read()
 		if err != nil {
 			r.log("warn", "%v", err)
 		} else if fset {

@@ -23,6 +23,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/llm/llmtest"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/protocol/validate"
+	"golang.org/x/sys/unix"
 )
 
 func TestChooseModel(t *testing.T) {
@@ -351,5 +352,79 @@ func TestServeModels(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(lines[i+1]) {
 			t.Errorf("line %d: %s, want %s", i+2, lines[i+1], want)
 		}
+	}
+}
+
+// TestServeReadsStdinThroughThePoller: serve reads a stdin pipe through
+// a non-blocking descriptor of its own (cli.Pollable), so that waiting
+// for the next request parks a goroutine in the runtime's poller, not a
+// thread in read(2) that the runtime's monitor then polls every 20 µs.
+func TestServeReadsStdinThroughThePoller(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := bytes.Cut(raw, []byte("\n\n"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(body)
+	}))
+	defer srv.Close()
+	var fds [2]int // blocking, as a process's stdin is
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "w")
+	defer r.Close()
+	defer w.Close()
+	home := t.TempDir()
+	out := &writeLog{}
+	var errb bytes.Buffer
+	sio := cli.Test(r, out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	done := make(chan int)
+	go func() {
+		done <- cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5"}, sio)
+	}()
+	if _, err := w.WriteString(`{"id":"q1","messages":[{"role":"user","content":"weather?"}]}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		out.mu.Lock()
+		ended := strings.Contains(strings.Join(out.writes, ""), `"type":"end"`)
+		out.mu.Unlock()
+		if ended {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no end event: %s", errb.String())
+		}
+	}
+	// serve now waits for the next request: on a descriptor of its own
+	// for the pipe, non-blocking.
+	pipe, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fds[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := false
+	for _, e := range ents {
+		var fd int
+		if _, err := fmt.Sscan(e.Name(), &fd); err != nil || fd == fds[0] || fd == fds[1] {
+			continue
+		}
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == pipe {
+			fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+			polled = polled || err == nil && fl&unix.O_NONBLOCK != 0
+		}
+	}
+	if !polled {
+		t.Error("serve reads its stdin pipe with a blocking read")
+	}
+	w.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }

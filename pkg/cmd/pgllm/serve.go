@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"io"
+	"os"
 	"sync"
 	"text/tabwriter"
 
@@ -119,11 +120,16 @@ func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	}
 
 	// Lines are read apart so that a signal ends serving even while stdin
-	// stays open.
+	// stays open; a pipe through the runtime's poller (cli.Pollable), as
+	// serve waits on it between every two requests.
+	in := cli.Pollable(rt.IO.In)
+	if f, ok := in.(*os.File); ok && in != rt.IO.In {
+		defer f.Close()
+	}
 	lines := make(chan line)
 	go func() {
 		defer close(lines)
-		dec := jsonl.NewDecoder(rt.IO.In, "stdin")
+		dec := jsonl.NewDecoder(in, "stdin")
 		for {
 			b, err := dec.Next()
 			if errors.Is(err, io.EOF) {
