@@ -40,6 +40,9 @@ type Options struct {
 	// ModelInfo is the model's row of pg-llm's table, when known (logged
 	// at load_tasks; Budget.Prices and ContextWindow come from it).
 	ModelInfo *ModelInfo
+	// Lookup, when set, finds ModelInfo while the run starts (see
+	// ModelLookup).
+	Lookup *ModelLookup
 
 	LLM    LLM
 	Tools  Tools
@@ -195,6 +198,8 @@ type Runner struct {
 	lastWrite time.Time
 	curMu     sync.Mutex  // guards cur for the heartbeat
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
+	// lookup brings the model's row while the run starts (Options.Lookup).
+	lookup chan lookupResult
 	// last is the conversation of the task that ended last (FollowUpBase),
 	// for a follow-up task; lastTask its id.
 	last     []protocol.Message
@@ -248,8 +253,8 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.ContextSoft > o.ContextHard || o.ContextHard > 1 {
 		return nil, fmt.Errorf("loop: the context thresholds must be 0 < soft (%g) ≤ hard (%g) ≤ 1", o.ContextSoft, o.ContextHard)
 	}
-	if o.ContextWindow > 0 && o.ContextWindow-o.MaxTokens-o.Reserve < minOutputTokens*4 {
-		return nil, fmt.Errorf("loop: a context window of %d tokens leaves no room once max_tokens (%d) and the reserve (%d) are kept free", o.ContextWindow, o.MaxTokens, o.Reserve)
+	if err := o.checkWindow(); err != nil {
+		return nil, err
 	}
 	if o.Workdir == "" {
 		o.Workdir = "."
@@ -264,11 +269,23 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.ModelInfo != nil && o.ModelInfo.ID != "" {
 		model = o.ModelInfo.ID
 	}
+	if o.Lookup != nil && o.Lookup.ID != "" {
+		model = o.Lookup.ID
+	}
 	r := &Runner{o: o, state: Idle, est: NewEstimator(model)}
 	if o.VelocityFile != "" {
 		r.velFile = newVelocityFile(o.VelocityFile)
 	}
 	return r, nil
+}
+
+// checkWindow refuses a context window that leaves no room for the
+// conversation.
+func (o *Options) checkWindow() error {
+	if o.ContextWindow > 0 && o.ContextWindow-o.MaxTokens-o.Reserve < minOutputTokens*4 {
+		return fmt.Errorf("loop: a context window of %d tokens leaves no room once max_tokens (%d) and the reserve (%d) are kept free", o.ContextWindow, o.MaxTokens, o.Reserve)
+	}
+	return nil
 }
 
 var errLeaseLost = errors.New("lease lost: another worker may hold the task")
@@ -296,10 +313,16 @@ func (r *Runner) Run(ctx context.Context) Result {
 			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
 		}
 	}
-	// The model coprocess starts now, while the tasks load, not at the
-	// first request (the tools coprocess once the tool list is read: the
-	// list and the model are what the first request waits for).
+	// The coprocesses start now, while the tasks load, not at the first
+	// request, the one the first request waits for longest first: the
+	// tools when their coprocess lists them (pg-tool serve takes longer to
+	// answer its list than pg-llm serve to answer for its model table),
+	// else the model, and the tools once the list process has run.
+	if st, ok := r.o.Tools.(*ServeTools); ok && st.Inband {
+		st.co.prestart(false)
+	}
 	start(r.o.LLM)
+	r.lookModelUp(ctx)
 	r.fire(Start, "")
 	for !r.state.Terminal() {
 		if ctx.Err() != nil {
@@ -333,7 +356,9 @@ func (r *Runner) Run(ctx context.Context) Result {
 		code, kind, msg := r.res.Failure()
 		r.o.Events.Emit(protocol.ErrorEvent{Type: protocol.EventError, Tool: "pg-loop", Kind: kind, Message: msg, ExitCode: code})
 	}
-	r.o.Events.Emit(r.summary())
+	sum := r.summary()
+	sum.Resources = r.resources()
+	r.o.Events.Emit(sum)
 	switch {
 	case r.res.Signal, r.res.Idle:
 	case r.state == Done:
@@ -507,6 +532,9 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 		return r.fatal(err)
 	}
 	start(r.o.Tools)
+	if err := r.modelFound(); err != nil {
+		return r.fatal(err)
+	}
 	r.tools = defs
 	r.sys = r.o.System
 	if r.sys == "" {

@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -298,6 +300,58 @@ func TestServeWritesWhatArrivedTogether(t *testing.T) {
 	want := []string{"start", "text,text,tool_call,tool_call,usage,end"}
 	if strings.Join(kinds, " | ") != strings.Join(want, " | ") {
 		t.Fatalf("writes: %q, want %q", kinds, want)
+	}
+}
+
+// TestServeModels: a model-list-request gets the table `pg-llm models
+// --json` prints (the config's models included), on the request stream;
+// a malformed one is bad input, and serving goes on.
+func TestServeModels(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"models":{"fake/small":{"context_window":6000}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "POWERGLIDE_CONFIG=" + filepath.Join(home, "config.json"), "ANTHROPIC_API_KEY=k"}
+	var table, errb bytes.Buffer
+	if code := cli.Run(context.Background(), Spec(), []string{"models", "--json"}, cli.Test(strings.NewReader(""), &table, &errb, env...)); code != 0 {
+		t.Fatalf("models: exit %d: %s", code, errb.String())
+	}
+	var out bytes.Buffer
+	in := strings.NewReader(`{"type":"models","id":"m1"}` + "\n" + `{"type":"models","id":"m2","x":1}` + "\n" + `{"type":"models"}` + "\n")
+	if code := cli.Run(context.Background(), Spec(), []string{"serve"}, cli.Test(in, &out, &errb, env...)); code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("serve wrote %d lines, want 3:\n%s", len(lines), out.String())
+	}
+	var ev protocol.ModelsEvent
+	if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil || ev.Type != "models" || ev.ID != "m1" {
+		t.Fatalf("reply %q: %+v, %v", lines[0], ev, err)
+	}
+	var want []protocol.ModelInfo
+	dec := json.NewDecoder(&table)
+	for dec.More() {
+		var m protocol.ModelInfo
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, m)
+	}
+	if !reflect.DeepEqual(ev.Models, want) {
+		t.Fatalf("models in serve: %+v\nwant (pg-llm models --json): %+v", ev.Models, want)
+	}
+	small := false
+	for _, m := range ev.Models {
+		small = small || (m.ID == "fake/small" && m.ContextWindow == 6000 && m.Source == "config")
+	}
+	if !small {
+		t.Errorf("the config's model fake/small is missing: %s", lines[0])
+	}
+	for i, want := range []string{`"id":"m2".*unknown field \\"x\\"`, `"type":"error".*id.*is required`} {
+		if !regexp.MustCompile(want).MatchString(lines[i+1]) {
+			t.Errorf("line %d: %s, want %s", i+2, lines[i+1], want)
+		}
 	}
 }
 

@@ -177,6 +177,19 @@ loop:
 		}
 		req, err := protocol.DecodeRequest(l.data)
 		if err != nil {
+			// Not a request: it may ask for the model table (a
+			// model-list-request, docs/protocol.md), which a request line
+			// never names as its type.
+			if t, _ := protocol.TypeOf(l.data); t == "models" {
+				ev, err := modelsEvent(router, l.data)
+				if err != nil {
+					bad(l.n, idOf(l.data), err)
+					continue
+				}
+				out.Encode(ev)
+				out.Flush()
+				continue
+			}
 			bad(l.n, idOf(l.data), err)
 			continue
 		}
@@ -247,6 +260,24 @@ loop:
 		return err
 	}
 	return rt.Ctx.Err()
+}
+
+// modelsEvent answers a model-list-request with the model table, as
+// `pg-llm models --json` prints it.
+func modelsEvent(router *llm.Router, line []byte) (*protocol.ModelsEvent, error) {
+	var req protocol.ModelListRequest
+	if err := jsonl.Unmarshal(line, &req, true); err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		return nil, protocol.FieldError{Field: "id", Msg: "is required in serve mode"}
+	}
+	all := router.Models().All()
+	ev := &protocol.ModelsEvent{Type: "models", ID: req.ID, Models: make([]protocol.ModelInfo, len(all))}
+	for i, m := range all {
+		ev.Models[i] = protocol.ModelInfo(m)
+	}
+	return ev, nil
 }
 
 // idOf finds the id of a line that is not a valid request, when it has one.
