@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
-	"github.com/powerglide/powerglide/pkg/shell"
 )
 
 // listingTools is a tool component whose List tells when it was asked.
@@ -89,36 +86,6 @@ func TestModelLookupWindowTooSmall(t *testing.T) {
 	res := h.run(t)
 	if res.State != Failed || len(llm.reqs) != 0 || !strings.Contains(h.out.String(), "a context window of 1200 tokens leaves no room") {
 		t.Fatalf("%+v, %d requests\n%s", res, len(llm.reqs), h.out.String())
-	}
-}
-
-// TestInbandToolsStartFirst: with the tools listed by their own
-// coprocess, that coprocess starts before the model's: its list is what
-// the first request waits for longest. (Process ids grow with each fork.)
-func TestInbandToolsStartFirst(t *testing.T) {
-	dir := t.TempDir()
-	llm := NewServeLLM("echo $$ > "+shell.Quote(filepath.Join(dir, "model"))+"; "+fakeCmd(t, "llm 1"), os.Stderr)
-	tools := NewServeTools("echo $$ > "+shell.Quote(filepath.Join(dir, "tools"))+"; "+fakeCmd(t, "tools"), "false", "", nil, os.Stderr)
-	tools.Inband = true
-	defer llm.Close()
-	defer tools.Close()
-	h := newHarness(t, llm, tools, "one")
-	if res := h.run(t); res.State != Done {
-		t.Fatalf("%+v\n%s", res, h.out.String())
-	}
-	pid := func(name string) int {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if m, tl := pid("model"), pid("tools"); m < tl {
-		t.Fatalf("the model coprocess (pid %d) started before the tools (pid %d)", m, tl)
 	}
 }
 

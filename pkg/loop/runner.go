@@ -313,14 +313,11 @@ func (r *Runner) Run(ctx context.Context) Result {
 			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
 		}
 	}
-	// The coprocesses start now, while the tasks load, not at the first
-	// request, the one the first request waits for longest first: the
-	// tools when their coprocess lists them (pg-tool serve takes longer to
-	// answer its list than pg-llm serve to answer for its model table),
-	// else the model, and the tools once the list process has run.
-	if st, ok := r.o.Tools.(*ServeTools); ok && st.Inband {
-		st.co.prestart(false)
-	}
+	// The model coprocess starts now, while the tasks load, not at the
+	// first request (the tools coprocess with the list, in load_tasks: the
+	// list and the model are what the first request waits for). Starting
+	// the tools first instead, when their coprocess lists them, made no
+	// difference to the launch (alternating runs, medians of 60).
 	start(r.o.LLM)
 	r.lookModelUp(ctx)
 	r.fire(Start, "")

@@ -111,7 +111,7 @@ type RunCmd struct {
 	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
 	Var           map[string]string `help:"Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable)." placeholder:"KEY=VALUE" group:"Tasks"`
 
-	LLMServe       string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
+	LLMServe       string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve', which pg-loop also asks for the model's context window and prices; with a command of your own, 'pg-llm models --json' runs beside it for them)." placeholder:"CMD" group:"Components"`
 	ToolsServe     string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
 	ToolParallel   int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
 	ToolsList      string `help:"Command printing the tool definitions for the coprocess (default: the default pg-tool serve is asked itself, with no process started; for --tools-serve, its command line with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
