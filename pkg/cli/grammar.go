@@ -3,10 +3,10 @@ package cli
 import (
 	"reflect"
 	"regexp"
-
-	"github.com/alecthomas/kong"
 	"strings"
 	"unicode"
+
+	"github.com/alecthomas/kong"
 )
 
 // defaultSuffices reports whether spec.Default's grammar parses args as

@@ -218,14 +218,16 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	}
 	opts = append(opts, numberMappers()...)
 	opts = append(opts, spec.Options...)
+	// The grammar for the run at hand: without the help texts unless it
+	// may describe the tool, and of the command it names alone.
+	grammar := spec.CLI
 	if !describes(args) {
 		opts = append(opts, kong.PostBuild(dropHelp))
-	}
-	grammar := spec.CLI
-	if spec.Default != nil && defaultSuffices(spec, args) {
-		grammar = spec.Default()
-	} else if ignore := otherCommands(grammar, args); ignore != "" && !describes(args) {
-		opts = append(opts, kong.IgnoreFields(ignore))
+		if spec.Default != nil && defaultSuffices(spec, args) {
+			grammar = spec.Default()
+		} else if ignore := otherCommands(grammar, args); ignore != "" {
+			opts = append(opts, kong.IgnoreFields(ignore))
+		}
 	}
 	// Building and parsing the grammar leaves a few hundred KB of garbage
 	// and nothing else: a collection then (a waiting tool's first comes at
