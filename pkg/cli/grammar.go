@@ -2,6 +2,7 @@ package cli
 
 import (
 	"reflect"
+	"regexp"
 
 	"github.com/alecthomas/kong"
 	"strings"
@@ -52,6 +53,68 @@ func dropHelp(k *kong.Kong) error {
 		}
 		return next(nil)
 	})
+}
+
+// pruneCommands is off in the tests that compare a pruned grammar with
+// the whole.
+var pruneCommands = true
+
+// otherCommands returns a kong.IgnoreFields pattern for the top-level
+// commands of grammar that args do not run, when args start with the name
+// of one (pg-tool serve, pg-queue claim): kong then builds that command's
+// node alone, not every command's by reflection at every start. "" when
+// args start otherwise (a flag, whose value might look like a command).
+func otherCommands(grammar any, args []string) string {
+	if !pruneCommands || len(args) == 0 {
+		return ""
+	}
+	t := reflect.TypeOf(grammar)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var others []string
+	chosen, positional := false, false
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			_, embed := f.Tag.Lookup("embed")
+			_, cmd := f.Tag.Lookup("cmd")
+			_, arg := f.Tag.Lookup("arg")
+			positional = positional || arg
+			switch {
+			case cmd && commandNamed(f, args[0]):
+				chosen = true
+			case cmd:
+				others = append(others, regexp.QuoteMeta(f.Name))
+			case (embed || f.Anonymous) && f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
+			}
+		}
+	}
+	walk(t)
+	if !chosen || positional || len(others) == 0 {
+		return ""
+	}
+	return "^" + regexp.QuoteMeta(t.Name()) + `\.(` + strings.Join(others, "|") + ")$"
+}
+
+// commandNamed reports whether the command field f is named name, or
+// has it as an alias.
+func commandNamed(f reflect.StructField, name string) bool {
+	n := f.Tag.Get("name")
+	if n == "" {
+		n = kebab(f.Name)
+	}
+	if n == name {
+		return true
+	}
+	for _, a := range strings.Split(f.Tag.Get("aliases"), ",") {
+		if strings.TrimSpace(a) == name {
+			return true
+		}
+	}
+	return false
 }
 
 // commandNames are the names and aliases of the commands of a kong
