@@ -293,23 +293,40 @@ type waiter struct {
 // line gets the number of the child it will go to (coprocess.starts) and
 // returns the line to send.
 func (c *coprocess) send(id string, line func(child int) ([]byte, error)) (chan []byte, chan struct{}, error) {
+	ch, dead, werr, err := c.sendLocked(id, line)
+	if werr != nil {
+		// A child that exited leaves a broken pipe: how it ended says
+		// more (a missing program, its exit status).
+		select {
+		case <-dead:
+			return nil, nil, c.err()
+		case <-time.After(time.Second):
+			return nil, nil, fmt.Errorf("write to %s coprocess: %w", c.kind, werr)
+		}
+	}
+	return ch, dead, err
+}
+
+// sendLocked is send under mu; a failed write is werr, with the child's
+// dead channel.
+func (c *coprocess) sendLocked(id string, line func(child int) ([]byte, error)) (ch chan []byte, dead chan struct{}, werr, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = false
 	if err := c.start(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b, err := line(c.starts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	w := &waiter{ch: make(chan []byte, 64), gone: make(chan struct{})}
 	c.waiters[id] = w
 	if _, err := c.in.Write(append(b, '\n')); err != nil {
 		delete(c.waiters, id)
-		return nil, nil, fmt.Errorf("write to %s coprocess: %w", c.kind, err)
+		return nil, c.dead, err, nil
 	}
-	return w.ch, c.dead, nil
+	return w.ch, c.dead, nil, nil
 }
 
 // ask sends a request that gets one reply line (a list of tools or

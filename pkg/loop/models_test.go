@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/shell"
 )
 
 // listingTools is a tool component whose List tells when it was asked.
@@ -119,5 +121,27 @@ func TestSummaryResources(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "loop,model,tools" {
 		t.Fatalf("resources of %v, want loop, model, tools: %+v", got, sum)
+	}
+}
+
+// TestCoprocessGoneSaysHow: a request to a coprocess that is exiting (its
+// stdin already closed) reports how it ended, not the broken pipe.
+func TestCoprocessGoneSaysHow(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "closed")
+	llm := NewServeLLM("exec 0<&-; touch "+shell.Quote(mark)+"; sleep 0.3; exit 3", os.Stderr)
+	defer llm.Close()
+	llm.Start()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		if i == 500 {
+			t.Fatal("the coprocess did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err := llm.Call(context.Background(), &protocol.Request{Messages: []protocol.Message{{Role: "user", Content: protocol.Content{{Type: "text", Text: "hi"}}}}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "stopped: exit status 3") {
+		t.Fatalf("error %v, want the coprocess's exit", err)
 	}
 }
