@@ -5,8 +5,8 @@
 # One local fake Anthropic server (pkg/llm/llmtest/fakemodel) answers both:
 #   - bareloop (pkg/loop/internal/bareloop): a minimal Go program, one HTTP
 #     call per step and one `bash -c` per tool call, the floor;
-#   - pg-loop with its coprocesses, pg-llm serve (anthropic provider) and
-#     pg-tool serve (bash tool, default sandbox),
+#   - pg-loop as users run it, with its default coprocesses, pg-llm serve
+#     (anthropic provider) and pg-tool serve (bash tool, default sandbox),
 # each over a task of 20 and of 200 bash steps, alternating, RUNS times
 # (default 5); every figure is the median of the runs:
 #   per step   time between the model requests the server saw, first to last,
@@ -15,7 +15,8 @@
 #   CPU        user+sys of the whole process tree (rusage of the waited-for
 #              children: pg-loop, both coprocesses, every bash);
 #   peak RSS   pg-loop + pg-llm serve + pg-tool serve (each one's peak,
-#              summed); for the floor, its own peak.
+#              summed, as pg-loop's summary reports them); for the floor,
+#              its own peak.
 # Then pg-llm serve alone: one request's CPU at 10, 100 and 1,000 messages,
 # full requests and appended ones (docs/protocol.md, "Held conversations").
 #
@@ -88,38 +89,33 @@ bare() {
 	echo "$launch $step $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.0f", (u + s) * 1000 }') $(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1024 }')"
 }
 
-# harness STEPS: one run of pg-loop; prints "launch step cpu rss".
+# harness STEPS: one run of pg-loop as users run it, with its default
+# components (pg-llm serve and pg-tool serve, found next to it); prints
+# "launch step cpu rss rss-split cpu-split". The CPU of the whole tree is
+# GNU time's (pg-loop waits for its coprocesses, and they for their
+# children); each coprocess's CPU and peak RSS, and pg-loop's own peak,
+# are the kernel's figures that pg-loop reports in its summary
+# (resources).
 harness() {
-	local n=$1 start pid hwm=0 h
+	local n=$1 start
 	: >"$log"
 	start=$(date +%s%N)
 	(cd "$tmp/work" && exec "$T" -f '%U %S' -o "$tmp/loop.time" "$tmp/pg-loop" --json --no-session --task "bench $n steps: run $n bash commands" --max-steps $((n + 50)) \
-		--llm-serve "$T -f '%M %U %S' -o $tmp/llm.rss $tmp/pg-llm serve --model anthropic/claude-sonnet-4-5" \
-		--tools-serve "$T -f '%M %U %S' -o $tmp/tools.rss $tmp/pg-tool serve" >"$tmp/events.jsonl" 2>"$tmp/err") &
-	pid=$!
-	# pg-loop's own peak (VmHWM), sampled until it exits; its pid is the
-	# child of the time process.
-	local lp=""
-	while kill -0 $pid 2>/dev/null; do
-		[ -n "$lp" ] || lp=$(pgrep -P "$(pgrep -P $pid | head -n1)" -x pg-loop 2>/dev/null | head -n1 || true)
-		[ -n "$lp" ] || lp=$(pgrep -P $pid -x pg-loop 2>/dev/null | head -n1 || true)
-		if [ -n "$lp" ]; then
-			h=$(awk '/^VmHWM/ { print $2 }' /proc/"$lp"/status 2>/dev/null || true)
-			[ -n "$h" ] && hwm=$h
-		fi
-		sleep 0.01
-	done
-	wait $pid || true
+		--model anthropic/claude-sonnet-4-5 >"$tmp/events.jsonl" 2>"$tmp/err") || true
 	tail -n 1 "$tmp/events.jsonl" | grep -q '<POWERGLIDE_DONE>' || { echo "bench-overhead: the pg-loop run of $n steps did not finish" >&2; tail -n 5 "$tmp/events.jsonl" "$tmp/err" >&2; exit 1; }
 	read -r launch step reqs < <(figures "$start")
 	[ "$reqs" = $((n + 1)) ] || { echo "bench-overhead: pg-loop made $reqs requests for $n steps" >&2; exit 1; }
 	read -r u s <"$tmp/loop.time"
-	local lm lu ls tm tu ts
-	read -r lm lu ls < <(tail -n1 "$tmp/llm.rss")
-	read -r tm tu ts < <(tail -n1 "$tmp/tools.rss")
-	awk -v launch="$launch" -v step="$step" -v u="$u" -v s="$s" -v h="$hwm" -v lm="$lm" -v lu="$lu" -v ls="$ls" -v tm="$tm" -v tu="$tu" -v ts="$ts" 'BEGIN {
-		cpu = (u + s) * 1000; llm = (lu + ls) * 1000; tools = (tu + ts) * 1000
-		printf "%s %s %.0f %.1f %.1f+%.1f+%.1f %.0f+%.0f+%.0f\n", launch, step, cpu, (h + lm + tm) / 1024, h / 1024, lm / 1024, tm / 1024, cpu - llm - tools, llm, tools }'
+	# "component cpu-ms rss-kb" per line, from the summary's resources
+	grep '^{"type":"summary"' "$tmp/events.jsonl" | grep -o '{"component":[^}]*}' |
+		sed -E 's/.*"component":"([a-z]+)".*"user_ms":([0-9.e+-]+).*"sys_ms":([0-9.e+-]+).*"max_rss_kb":([0-9]+).*/\1 \2 \3 \4/' >"$tmp/resources"
+	awk -v launch="$launch" -v step="$step" -v u="$u" -v s="$s" '
+		{ cpu[$1] = $2 + $3; rss[$1] = $4 / 1024 }
+		END {
+			if (!("loop" in rss) || !("model" in rss) || !("tools" in rss)) { print "bench-overhead: the summary lacks resources" > "/dev/stderr"; exit 1 }
+			total = (u + s) * 1000
+			printf "%s %s %.0f %.1f %.1f+%.1f+%.1f %.0f+%.0f+%.0f\n", launch, step, total, rss["loop"] + rss["model"] + rss["tools"], rss["loop"], rss["model"], rss["tools"],
+				total - cpu["model"] - cpu["tools"], cpu["model"], cpu["tools"] }' "$tmp/resources"
 }
 
 # median COLUMN FILE

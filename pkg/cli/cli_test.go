@@ -11,10 +11,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/powerglide/powerglide/pkg/internal/testenv"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 )
@@ -395,4 +397,129 @@ func TestTuneGC(t *testing.T) {
 	runtime.KeepAlive(big)
 	big = nil
 	percent(smallHeapGC)
+}
+
+// probeCLI records, while kong parses (AfterApply) and when the command
+// runs, what Run set up around the parse.
+type probeCLI struct {
+	Common `embed:""`
+	Probe  probeCmd `cmd:"" help:"Probe the parse." default:"withargs"`
+	Other  otherCmd `cmd:"" help:"Another command." aliases:"else"`
+}
+
+type otherCmd struct {
+	Level int `help:"A level."`
+}
+
+func (otherCmd) Run() error { return nil }
+
+type probeCmd struct {
+	Flag     string `help:"A flag's help text." default:"${version}"`
+	parsing  int    // GC percent while kong applied the arguments
+	running  int    // GC percent when the command ran
+	helps    []string
+	defaults []string
+	commands []string // of the grammar kong built
+}
+
+func gcPercent() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+
+func (c *probeCmd) AfterApply() error { c.parsing = gcPercent(); return nil }
+
+func (c *probeCmd) Run(rt *Runtime) error {
+	c.running = gcPercent()
+	for _, n := range rt.kong.Model.Children {
+		c.commands = append(c.commands, n.Name)
+	}
+	_ = kong.Visit(rt.kong.Model.Node, func(v kong.Visitable, next kong.Next) error {
+		switch v := v.(type) {
+		case *kong.Node:
+			c.helps = append(c.helps, v.Help)
+		case *kong.Value:
+			c.helps = append(c.helps, v.Help)
+			c.defaults = append(c.defaults, v.Default)
+		}
+		return next(nil)
+	})
+	return nil
+}
+
+// TestParseNeitherCollectsNorInterpolatesHelp: a run that describes
+// nothing parses with the collector off and without the help texts,
+// which only help, the man page and completions read (issue 21: a third
+// of pg-loop's start); the command runs with the GC percent it had, and
+// defaults still take their ${vars}.
+func TestParseNeitherCollectsNorInterpolatesHelp(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(70))
+	grammar := &probeCLI{}
+	spec := &Spec{Name: "pg-toy", Description: "A toy.", CLI: grammar}
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), spec, []string{"--flag", "x"}, Test(nil, &out, &errb)); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	c := grammar.Probe
+	if c.parsing != -1 || c.running != 70 {
+		t.Errorf("GC percent %d while parsing, %d when running; want -1 and 70", c.parsing, c.running)
+	}
+	for _, h := range c.helps {
+		if h != "" {
+			t.Errorf("help text %q kept in a run that shows no help", h)
+		}
+	}
+	if len(c.defaults) == 0 || !slices.Contains(c.defaults, "pg-toy dev") && !slices.Contains(c.defaults, "pg-toy "+version()) {
+		t.Errorf("defaults %q: ${version} not interpolated", c.defaults)
+	}
+	for _, args := range [][]string{{"--help"}, {"probe", "-h"}, {"man"}} {
+		out.Reset()
+		if code := Run(context.Background(), &Spec{Name: "pg-toy", Description: "A toy.", CLI: &probeCLI{}}, args, Test(nil, &out, &errb)); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errb.String())
+		}
+		if !strings.Contains(out.String(), "help text") {
+			t.Errorf("%q lacks the flag's help text:\n%s", args, out.String())
+		}
+	}
+}
+
+// TestParseBuildsTheNamedCommandAlone: arguments that start with a
+// command's name are parsed with that command's grammar alone; any other
+// start, and every run that may describe the tool, with the whole; both
+// answer alike.
+func TestParseBuildsTheNamedCommandAlone(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"probe", "--flag", "x"}, "probe"},
+		{[]string{"--flag", "x"}, "schema,config,man,completion,probe,other"},
+		{[]string{"--flag", "probe"}, "schema,config,man,completion,probe,other"},
+	} {
+		grammar := &probeCLI{}
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), &Spec{Name: "pg-toy", Description: "A toy.", CLI: grammar}, c.args, Test(nil, &out, &errb)); code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.args, code, errb.String())
+		}
+		if got := strings.Join(grammar.Probe.commands, ","); got != c.want {
+			t.Errorf("%q: kong built the commands %q, want %q", c.args, got, c.want)
+		}
+	}
+	defer func() { pruneCommands = true }()
+	for _, args := range [][]string{
+		{"other", "--level", "x"},
+		{"else", "--bogus"},
+		{"other", "extra"},
+		{"probe", "--level", "1"},
+		{"other", "--help"},
+		{"other", "man"},
+		{"probe", "--flag"},
+	} {
+		var got, want [2]bytes.Buffer
+		pruneCommands = true
+		gotCode := Run(context.Background(), &Spec{Name: "pg-toy", Description: "A toy.", CLI: &probeCLI{}}, args, Test(nil, &got[0], &got[1]))
+		pruneCommands = false
+		wantCode := Run(context.Background(), &Spec{Name: "pg-toy", Description: "A toy.", CLI: &probeCLI{}}, args, Test(nil, &want[0], &want[1]))
+		if gotCode != wantCode || got[0].String() != want[0].String() || got[1].String() != want[1].String() {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; the whole grammar: exit %d, stdout %q, stderr %q",
+				args, gotCode, got[0].String(), got[1].String(), wantCode, want[0].String(), want[1].String())
+		}
+	}
 }

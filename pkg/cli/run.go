@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -156,73 +155,6 @@ func Main(spec *Spec, args []string, io *IO) int {
 	return Run(ctx, spec, args, io)
 }
 
-// waiting applies Spec.Waits; stop ends the GC tuning.
-func waiting(spec *Spec, getenv func(string) string) (stop func()) {
-	stop = func() {}
-	if !spec.Waits {
-		return stop
-	}
-	if getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(smallHeapGC)
-		done := make(chan struct{})
-		go tuneGC(done)
-		stop = func() { close(done) }
-	}
-	return stop
-}
-
-// The GC percent of a waiting tool: 50 while its live heap is under
-// smallHeap, where the runtime's floor of 4 MB for the heap goal is what
-// its RSS is made of (mostly garbage); 100 above it, where a heap is live
-// data that a lower percent would scan twice as often (pg-llm serve given
-// whole requests of 1,000 messages: 25% more CPU at 50).
-const (
-	smallHeapGC = 50
-	smallHeap   = 4 << 20
-)
-
-// tuneGC sets the GC percent after every collection from the live heap it
-// left, until done is closed. A finalizer runs once per collection that
-// finds its object unreachable: it signals, and a new object is armed.
-func tuneGC(done chan struct{}) {
-	collected := make(chan struct{}, 1)
-	arm := func() {
-		runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
-			select {
-			case collected <- struct{}{}:
-			default:
-			}
-		})
-	}
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	percent := smallHeapGC
-	arm()
-	for {
-		select {
-		case <-done:
-			return
-		case <-collected:
-		}
-		metrics.Read(live)
-		want := 100
-		if live[0].Value.Kind() == metrics.KindUint64 && live[0].Value.Uint64() < smallHeap {
-			want = smallHeapGC
-		}
-		if want != percent {
-			debug.SetGCPercent(want)
-			percent = want
-		}
-		arm()
-	}
-}
-
-// gcSentinel is big enough not to be batched with other tiny objects,
-// which would delay its finalizer.
-type gcSentinel struct{ _ [16]byte }
-
 // SignalError is the cause of a context cancelled by a signal.
 type SignalError struct{ Signal syscall.Signal }
 
@@ -286,10 +218,23 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	}
 	opts = append(opts, numberMappers()...)
 	opts = append(opts, spec.Options...)
+	// The grammar for the run at hand: without the help texts unless it
+	// may describe the tool, and of the command it names alone.
 	grammar := spec.CLI
-	if spec.Default != nil && defaultSuffices(spec, args) {
-		grammar = spec.Default()
+	if !describes(args) {
+		opts = append(opts, kong.PostBuild(dropHelp))
+		if spec.Default != nil && defaultSuffices(spec, args) {
+			grammar = spec.Default()
+		} else if ignore := otherCommands(grammar, args); ignore != "" {
+			opts = append(opts, kong.IgnoreFields(ignore))
+		}
 	}
+	// Building and parsing the grammar leaves a few hundred KB of garbage
+	// and nothing else: a collection then (a waiting tool's first comes at
+	// 2 MB) costs a start more than the memory it would free.
+	gc := debug.SetGCPercent(-1)
+	collect := sync.OnceFunc(func() { debug.SetGCPercent(gc) })
+	defer collect() // on every early return
 	parser, err := kong.New(grammar, opts...)
 	if err != nil {
 		// The grammar is wrong: a programming error, not a usage error.
@@ -326,6 +271,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		fmt.Fprintf(io.Err, "%s: error: %s\n", spec.Name, errorLine(msg))
 		return ExitUsage
 	}
+	collect()
 	rt.kctx = kctx
 	for _, p := range kctx.Path {
 		if p.Flag != nil && p.Flag.Name == "json" {

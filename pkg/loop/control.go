@@ -372,8 +372,9 @@ func (r *Runner) steer(tr *taskRun) {
 // Commands reads serve commands from in, one JSON object a line, carries
 // each out and emits its reply; a malformed line gets an error record
 // naming it, and reading goes on. At the end of in, queued work still
-// runs (see EndOfCommands).
+// runs (see EndOfCommands). Its replies are written when it returns.
 func (c *Control) Commands(in io.Reader, ev *Emitter, now func() time.Time) error {
+	defer ev.Flush() // an error is the run's Err
 	defer c.EndOfCommands()
 	dec := jsonl.NewDecoder(in, "stdin")
 	for {

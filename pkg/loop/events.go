@@ -20,13 +20,25 @@ const (
 
 // Emitter writes loop events: JSON Lines, or a readable line each on a
 // terminal.
+//
+// The events of a burst (a step emits seven, in two bursts) leave in one
+// write: Emit buffers whole lines and starts a goroutine that writes them,
+// which on pg-loop's one processor runs once the emitting goroutine waits
+// (for the model, a tool, a person), so a reader following the output
+// (tail -f, pg-dash) sees them then, in order, each line whole. Marker,
+// Flush and Err write what is buffered first.
 type Emitter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	text    bool
 	err     error
 	observe func(any)
+	buf     []byte // whole lines not yet written
+	pending bool   // a goroutine will write buf
 }
+
+// maxBuffered is what Emit buffers at most: beyond it, it writes at once.
+const maxBuffered = 64 << 10
 
 // Observe has f see every event emitted from now on (before it is
 // written, outside the emitter's lock).
@@ -60,27 +72,53 @@ func (e *Emitter) Emit(ev any) {
 			return
 		}
 	}
-	if _, err := e.w.Write(secrets.Redact(b)); err != nil && e.err == nil {
+	e.buf = append(e.buf, secrets.Redact(b)...)
+	switch {
+	case len(e.buf) >= maxBuffered:
+		e.write()
+	case !e.pending:
+		e.pending = true
+		go e.Flush()
+	}
+}
+
+// Flush writes the buffered events and returns the first write error.
+func (e *Emitter) Flush() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pending = false
+	e.write()
+	return e.err
+}
+
+// write writes buf; e.mu is held.
+func (e *Emitter) write() {
+	if len(e.buf) == 0 {
+		return
+	}
+	if _, err := e.w.Write(e.buf); err != nil && e.err == nil {
 		e.err = err
+	}
+	if cap(e.buf) > maxBuffered {
+		e.buf = nil // one big event: its buffer goes
+	} else {
+		e.buf = e.buf[:0]
 	}
 }
 
 // Text reports whether the events are written in the readable form.
 func (e *Emitter) Text() bool { return e.text }
 
-// Marker writes a final marker line.
+// Marker writes a final marker line, after the buffered events.
 func (e *Emitter) Marker(m string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fmt.Fprintln(e.w, m)
+	e.buf = append(append(e.buf, m...), '\n')
+	e.write()
 }
 
-// Err is the first write error.
-func (e *Emitter) Err() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.err
-}
+// Err writes the buffered events and returns the first write error.
+func (e *Emitter) Err() error { return e.Flush() }
 
 // Render is the readable form of an event, for a terminal: control
 // characters in the model's text, tool output or a task title are shown,

@@ -132,6 +132,7 @@ type coprocess struct {
 	deadErr error
 	starts  int  // how many children were started: a new one knows nothing of the last
 	closed  bool // Close was called since the last request: no prestart
+	used    protocol.ProcessUsage
 }
 
 func newCoprocess(kind, cmdline string, stderr io.Writer) *coprocess {
@@ -241,9 +242,38 @@ func (c *coprocess) read(cmd *proc.Child, out io.Reader, dead chan struct{}) {
 		err = errors.New("exited")
 	}
 	c.mu.Lock()
+	c.account(cmd.ProcessState)
 	c.deadErr = fmt.Errorf("%s coprocess %q stopped: %w", c.kind, c.cmdline, err)
 	c.mu.Unlock()
 	close(dead)
+}
+
+// account adds what a child that exited used (with its own children) to
+// the component's usage. Called with mu held.
+func (c *coprocess) account(ps *os.ProcessState) {
+	if ps == nil {
+		return
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return
+	}
+	c.used.Component = c.kind
+	c.used.Processes++
+	c.used.UserMS += timevalMS(ru.Utime)
+	c.used.SysMS += timevalMS(ru.Stime)
+	c.used.MaxRSSKB = max(c.used.MaxRSSKB, ru.Maxrss) // KiB on Linux
+}
+
+func timevalMS(tv syscall.Timeval) float64 {
+	return float64(tv.Sec)*1e3 + float64(tv.Usec)/1e3
+}
+
+// usage is what the children that exited used (ok: there was one).
+func (c *coprocess) usage() (protocol.ProcessUsage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used, c.used.Processes > 0
 }
 
 func idString(raw json.RawMessage) string {
@@ -263,23 +293,67 @@ type waiter struct {
 // line gets the number of the child it will go to (coprocess.starts) and
 // returns the line to send.
 func (c *coprocess) send(id string, line func(child int) ([]byte, error)) (chan []byte, chan struct{}, error) {
+	ch, dead, werr, err := c.sendLocked(id, line)
+	if werr != nil {
+		// A child that exited leaves a broken pipe: how it ended says
+		// more (a missing program, its exit status).
+		select {
+		case <-dead:
+			return nil, nil, c.err()
+		case <-time.After(time.Second):
+			return nil, nil, fmt.Errorf("write to %s coprocess: %w", c.kind, werr)
+		}
+	}
+	return ch, dead, err
+}
+
+// sendLocked is send under mu; a failed write is werr, with the child's
+// dead channel.
+func (c *coprocess) sendLocked(id string, line func(child int) ([]byte, error)) (ch chan []byte, dead chan struct{}, werr, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = false
 	if err := c.start(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b, err := line(c.starts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	w := &waiter{ch: make(chan []byte, 64), gone: make(chan struct{})}
 	c.waiters[id] = w
 	if _, err := c.in.Write(append(b, '\n')); err != nil {
 		delete(c.waiters, id)
-		return nil, nil, fmt.Errorf("write to %s coprocess: %w", c.kind, err)
+		return nil, c.dead, err, nil
 	}
-	return w.ch, c.dead, nil
+	return w.ch, c.dead, nil, nil
+}
+
+// ask sends a request that gets one reply line (a list of tools or
+// models) and waits for that reply.
+func (c *coprocess) ask(ctx context.Context, id string, req any) ([]byte, error) {
+	line, err := marshalLine(req)
+	if err != nil {
+		return nil, err
+	}
+	ch, dead, err := c.send(id, func(int) ([]byte, error) { return line, nil })
+	if err != nil {
+		return nil, err
+	}
+	defer c.forget(id)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case reply := <-ch:
+		return reply, nil
+	case <-dead:
+		select {
+		case reply := <-ch:
+			return reply, nil
+		default:
+			return nil, c.err()
+		}
+	}
 }
 
 func (c *coprocess) forget(id string) {
@@ -503,11 +577,40 @@ func (l *ServeLLM) await(ctx context.Context, ch chan []byte, dead chan struct{}
 	}
 }
 
+// Models asks the coprocess for its model table (a model-list-request,
+// docs/protocol.md), starting it: only pg-llm serve answers one.
+func (l *ServeLLM) Models(ctx context.Context) ([]ModelInfo, error) {
+	id := nextID("m")
+	reply, err := l.co.ask(ctx, id, protocol.ModelListRequest{Type: "models", ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("model table: %w", err)
+	}
+	ev, err := protocol.ModelEvents.Decode(reply)
+	if err != nil {
+		return nil, fmt.Errorf("model table from %q: %w", l.co.cmdline, err)
+	}
+	switch e := ev.(type) {
+	case *protocol.ModelsEvent:
+		table := make([]ModelInfo, len(e.Models))
+		for i, m := range e.Models {
+			table[i] = ModelInfo{ID: m.ID, ContextWindow: m.ContextWindow, InputPerMTok: m.InputPerMTok, OutputPerMTok: m.OutputPerMTok,
+				CacheReadPerMTok: m.CacheReadPerMTok, CacheWritePerMTok: m.CacheWritePerMTok}
+		}
+		return table, nil
+	case *protocol.ErrorEvent:
+		return nil, fmt.Errorf("model table from %q: %s", l.co.cmdline, e.Message)
+	}
+	return nil, fmt.Errorf("model table from %q: unexpected %.200s record", l.co.cmdline, reply)
+}
+
 // Start starts the coprocess now (see prestart).
 func (l *ServeLLM) Start() { l.co.prestart(false) }
 
 // Close stops the coprocess.
 func (l *ServeLLM) Close() error { return l.co.Close() }
+
+// Usage is what the coprocesses that exited used (see ProcessUsage).
+func (l *ServeLLM) Usage() (protocol.ProcessUsage, bool) { return l.co.usage() }
 
 // handleModelLine decodes one model event; done is set on end or error.
 func handleModelLine(line []byte, onEvent func(any)) (*protocol.EndEvent, bool, error) {

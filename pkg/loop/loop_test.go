@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -884,5 +885,72 @@ func TestMaxTokensInToolCallContinues(t *testing.T) {
 	msgs := llm.reqs[1].Messages
 	if last := msgs[len(msgs)-1]; last.Role != protocol.RoleUser || !strings.Contains(last.Content.Text(), "call to make_file; that call was not run") {
 		t.Errorf("the second request does not say the call was not run: %+v", last)
+	}
+}
+
+// writeLog records each write apart.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+func (w *writeLog) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.writes...)
+}
+
+// TestEmitterWritesABurstAtOnce: the events emitted between two waits
+// leave in one write of whole lines, in order, once the emitting
+// goroutine waits;
+// Marker writes after them; a burst past maxBuffered is written at once.
+func TestEmitterWritesABurstAtOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as pg-loop runs (cli.Spec.Waits)
+	w := &writeLog{}
+	e := NewEmitter(w, false)
+	for i := 1; i <= 3; i++ {
+		e.Emit(&protocol.LoopStateEvent{Type: protocol.LoopState, Step: i})
+	}
+	wait := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); len(w.all()) < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d writes, want %d", len(w.all()), n)
+			}
+		}
+	}
+	wait(1)
+	e.Emit(&protocol.LoopStateEvent{Type: protocol.LoopState, Step: 4})
+	e.Marker(MarkerDone)
+	got := w.all()
+	if len(got) != 2 {
+		t.Fatalf("writes %q, want the burst of 3 in one, then the 4th with the marker", got)
+	}
+	for i, want := range []string{`"step":1`, `"step":2`, `"step":3`} {
+		lines := strings.Split(strings.TrimSuffix(got[0], "\n"), "\n")
+		if len(lines) != 3 || !strings.Contains(lines[i], want) {
+			t.Fatalf("first write %q: line %d lacks %s", got[0], i+1, want)
+		}
+	}
+	if !strings.HasSuffix(got[1], "}\n"+MarkerDone+"\n") || !strings.Contains(got[1], `"step":4`) {
+		t.Errorf("second write %q, want the 4th event then the marker", got[1])
+	}
+	if err := e.Err(); err != nil || len(w.all()) != 2 {
+		t.Errorf("Err: %v after %d writes", err, len(w.all()))
+	}
+
+	big := &writeLog{}
+	e = NewEmitter(big, false)
+	long := strings.Repeat("x", maxBuffered)
+	e.Emit(&protocol.LoopLogEvent{Type: protocol.LoopLog, Level: "info", Message: long})
+	if n := len(big.all()); n != 1 {
+		t.Errorf("an event of %d bytes: %d writes before the emitter waited, want 1", len(long), n)
 	}
 }

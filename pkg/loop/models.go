@@ -42,6 +42,70 @@ func (m ModelInfo) Cost(in, out, cacheRead, cacheWrite int) float64 {
 	return (float64(in)*m.InputPerMTok + float64(out)*m.OutputPerMTok + float64(cacheRead)*read + float64(cacheWrite)*write) / 1e6
 }
 
+// ModelLookup finds the run's model in a model table while the run
+// starts: Runner.Run asks Table as it starts the model coprocess, and
+// load_tasks waits for the answer, which it needs before the first
+// request (the context window, the prices of the dollar budget), after
+// the tools are listed. So the table is read while the coprocesses start,
+// off the path to the first request.
+type ModelLookup struct {
+	ID string // the model or fallback chain a,b,c
+	// Table reads the model table: pg-llm serve's answer to a
+	// model-list-request (ServeLLM.Models), or `pg-llm models --json`
+	// (ReadModels). A failure is a warning: the model is then unknown.
+	Table func(ctx context.Context) ([]ModelInfo, error)
+	// Window: the run's context window is the model's (none was
+	// configured); Options.ContextWindow is the one of a model not found.
+	Window bool
+}
+
+type lookupResult struct {
+	table []ModelInfo
+	err   error
+}
+
+// lookModelUp starts reading the model table (Options.Lookup).
+func (r *Runner) lookModelUp(ctx context.Context) {
+	l := r.o.Lookup
+	if l == nil || l.Table == nil {
+		return
+	}
+	r.lookup = make(chan lookupResult, 1)
+	go func() {
+		table, err := l.Table(ctx)
+		r.lookup <- lookupResult{table, err}
+	}()
+}
+
+// modelFound waits for the model table and takes the model's context
+// window and prices from it.
+func (r *Runner) modelFound() error {
+	if r.lookup == nil {
+		return nil
+	}
+	res := <-r.lookup
+	r.lookup = nil
+	if res.err != nil {
+		fmt.Fprintf(r.o.Stderr, "pg-loop: warning: %v\n", res.err)
+		return nil
+	}
+	m, ok := ChainModel(res.table, r.o.Lookup.ID)
+	if !ok {
+		return nil
+	}
+	r.o.ModelInfo = &m
+	if r.o.Lookup.Window && m.ContextWindow > 0 {
+		r.o.ContextWindow = m.ContextWindow
+		if err := r.o.checkWindow(); err != nil {
+			return err
+		}
+	}
+	if m.Priced() {
+		r.o.Budget.Prices = &m
+	}
+	return nil
+}
+
 // ReadModels runs a `pg-llm models --json`-like command and decodes its
 // lines.
 func ReadModels(ctx context.Context, cmdline, dir string) ([]ModelInfo, error) {

@@ -502,3 +502,50 @@ func TestCoprocessCloseTermsABusyChild(t *testing.T) {
 		t.Fatalf("the busy child was not sent SIGTERM: %v %q", err, b)
 	}
 }
+
+// TestVelocityFileReadWhenChanged: a step reads the velocity file only
+// when its stat changed, or while its last change is within the clock's
+// reach of the last read (a same-size write in the same tick); every
+// change shows at the next step.
+func TestVelocityFileReadWhenChanged(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "v")
+	f := newVelocityFile(p)
+	f.racy = 20 * time.Millisecond
+	check := func(want float64, wantSet bool) {
+		t.Helper()
+		if v, set, err := f.read(); err != nil || set != wantSet || v != want {
+			t.Fatalf("read: %v %v %v, want %v %v", v, set, err, want, wantSet)
+		}
+	}
+	check(0, false) // missing
+	os.WriteFile(p, []byte("2\n"), 0o644)
+	check(2, true)
+	os.WriteFile(p, []byte("3\n"), 0o644) // same size, likely the same tick
+	check(3, true)
+	time.Sleep(3 * f.racy)
+	check(3, true) // read once more: the last read was within racy of the change
+	reads := f.reads
+	for range 10 {
+		check(3, true)
+	}
+	if f.reads != reads {
+		t.Errorf("an unchanged file read %d times in 10 steps, want 0", f.reads-reads)
+	}
+	os.WriteFile(p, []byte("0.5\n"), 0o644)
+	check(0.5, true)
+	time.Sleep(3 * f.racy)
+	check(0.5, true)
+	tmp := filepath.Join(dir, "new")
+	os.WriteFile(tmp, []byte("0.7\n"), 0o644)
+	os.Rename(tmp, p) // replaced: another inode
+	check(0.7, true)
+	os.WriteFile(p, nil, 0o644)
+	check(0, false)
+	os.Remove(p)
+	check(0, false)
+	os.WriteFile(p, []byte("fast"), 0o644)
+	if _, _, err := f.read(); err == nil {
+		t.Error("a bad velocity accepted")
+	}
+}

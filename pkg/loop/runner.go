@@ -40,6 +40,9 @@ type Options struct {
 	// ModelInfo is the model's row of pg-llm's table, when known (logged
 	// at load_tasks; Budget.Prices and ContextWindow come from it).
 	ModelInfo *ModelInfo
+	// Lookup, when set, finds ModelInfo while the run starts (see
+	// ModelLookup).
+	Lookup *ModelLookup
 
 	LLM    LLM
 	Tools  Tools
@@ -181,6 +184,8 @@ type Runner struct {
 	est   *Estimator
 	times timings
 	steps int // model turns of this process
+	// velFile is the velocity file (Options.VelocityFile), if any.
+	velFile *velocityFile
 
 	failReason string
 	failRetry  bool
@@ -193,6 +198,8 @@ type Runner struct {
 	lastWrite time.Time
 	curMu     sync.Mutex  // guards cur for the heartbeat
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
+	// lookup brings the model's row while the run starts (Options.Lookup).
+	lookup chan lookupResult
 	// last is the conversation of the task that ended last (FollowUpBase),
 	// for a follow-up task; lastTask its id.
 	last     []protocol.Message
@@ -246,8 +253,8 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.ContextSoft > o.ContextHard || o.ContextHard > 1 {
 		return nil, fmt.Errorf("loop: the context thresholds must be 0 < soft (%g) ≤ hard (%g) ≤ 1", o.ContextSoft, o.ContextHard)
 	}
-	if o.ContextWindow > 0 && o.ContextWindow-o.MaxTokens-o.Reserve < minOutputTokens*4 {
-		return nil, fmt.Errorf("loop: a context window of %d tokens leaves no room once max_tokens (%d) and the reserve (%d) are kept free", o.ContextWindow, o.MaxTokens, o.Reserve)
+	if err := o.checkWindow(); err != nil {
+		return nil, err
 	}
 	if o.Workdir == "" {
 		o.Workdir = "."
@@ -262,7 +269,23 @@ func NewRunner(o Options) (*Runner, error) {
 	if o.ModelInfo != nil && o.ModelInfo.ID != "" {
 		model = o.ModelInfo.ID
 	}
-	return &Runner{o: o, state: Idle, est: NewEstimator(model)}, nil
+	if o.Lookup != nil && o.Lookup.ID != "" {
+		model = o.Lookup.ID
+	}
+	r := &Runner{o: o, state: Idle, est: NewEstimator(model)}
+	if o.VelocityFile != "" {
+		r.velFile = newVelocityFile(o.VelocityFile)
+	}
+	return r, nil
+}
+
+// checkWindow refuses a context window that leaves no room for the
+// conversation.
+func (o *Options) checkWindow() error {
+	if o.ContextWindow > 0 && o.ContextWindow-o.MaxTokens-o.Reserve < minOutputTokens*4 {
+		return fmt.Errorf("loop: a context window of %d tokens leaves no room once max_tokens (%d) and the reserve (%d) are kept free", o.ContextWindow, o.MaxTokens, o.Reserve)
+	}
+	return nil
 }
 
 var errLeaseLost = errors.New("lease lost: another worker may hold the task")
@@ -291,9 +314,12 @@ func (r *Runner) Run(ctx context.Context) Result {
 		}
 	}
 	// The model coprocess starts now, while the tasks load, not at the
-	// first request (the tools coprocess once the tool list is read: the
-	// list and the model are what the first request waits for).
+	// first request (the tools coprocess with the list, in load_tasks: the
+	// list and the model are what the first request waits for). Starting
+	// the tools first instead, when their coprocess lists them, made no
+	// difference to the launch (alternating runs, medians of 60).
 	start(r.o.LLM)
+	r.lookModelUp(ctx)
 	r.fire(Start, "")
 	for !r.state.Terminal() {
 		if ctx.Err() != nil {
@@ -327,7 +353,9 @@ func (r *Runner) Run(ctx context.Context) Result {
 		code, kind, msg := r.res.Failure()
 		r.o.Events.Emit(protocol.ErrorEvent{Type: protocol.EventError, Tool: "pg-loop", Kind: kind, Message: msg, ExitCode: code})
 	}
-	r.o.Events.Emit(r.summary())
+	sum := r.summary()
+	sum.Resources = r.resources()
+	r.o.Events.Emit(sum)
 	switch {
 	case r.res.Signal, r.res.Idle:
 	case r.state == Done:
@@ -335,6 +363,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 	default:
 		r.o.Events.Marker(MarkerError)
 	}
+	_ = r.o.Events.Flush() // its error is Err's
 	return r.res
 }
 
@@ -500,6 +529,9 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 		return r.fatal(err)
 	}
 	start(r.o.Tools)
+	if err := r.modelFound(); err != nil {
+		return r.fatal(err)
+	}
 	r.tools = defs
 	r.sys = r.o.System
 	if r.sys == "" {
@@ -784,8 +816,8 @@ func (r *Runner) pace(ctx context.Context) error {
 // --velocity; set is false for none of them (full speed).
 func (r *Runner) velocity(ctx context.Context) (v float64, set bool) {
 	v, set = r.o.Velocity, r.o.VelocitySet
-	if r.o.VelocityFile != "" {
-		fv, fset, err := ReadVelocity(r.o.VelocityFile)
+	if r.velFile != nil {
+		fv, fset, err := r.velFile.read()
 		if err != nil {
 			r.log("warn", "%v", err)
 		} else if fset {

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"errors"
+	"syscall"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -65,4 +66,28 @@ func (r *Runner) summary() *protocol.LoopSummaryEvent {
 		}
 	}
 	return ev
+}
+
+// resources ends the coprocesses, whose usage the kernel gives when they
+// are waited for, and reports theirs and pg-loop's own.
+func (r *Runner) resources() []protocol.ProcessUsage {
+	var out []protocol.ProcessUsage
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		out = append(out, protocol.ProcessUsage{Component: "loop", Processes: 1, UserMS: timevalMS(ru.Utime), SysMS: timevalMS(ru.Stime), MaxRSSKB: ru.Maxrss})
+	}
+	for _, c := range []any{r.o.LLM, r.o.Tools} {
+		co, ok := c.(interface {
+			Close() error
+			Usage() (protocol.ProcessUsage, bool)
+		})
+		if !ok {
+			continue
+		}
+		co.Close()
+		if u, ok := co.Usage(); ok {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -96,26 +96,9 @@ func (t *ServeTools) List(ctx context.Context) ([]protocol.ToolDef, error) {
 // listInband sends a list request to the coprocess, starting it.
 func (t *ServeTools) listInband(ctx context.Context) ([]protocol.ToolDef, error) {
 	wire := nextID("l")
-	line, err := marshalLine(protocol.ToolListRequest{Type: "list", ID: wire})
-	if err != nil {
-		return nil, err
-	}
-	ch, dead, err := t.co.send(wire, func(int) ([]byte, error) { return line, nil })
+	reply, err := t.co.ask(ctx, wire, protocol.ToolListRequest{Type: "list", ID: wire})
 	if err != nil {
 		return nil, fmt.Errorf("list tools: %w", err)
-	}
-	defer t.co.forget(wire)
-	var reply []byte
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case reply = <-ch:
-	case <-dead:
-		select {
-		case reply = <-ch:
-		default:
-			return nil, fmt.Errorf("list tools: %w", t.co.err())
-		}
 	}
 	ev, err := protocol.ToolOutputs.Decode(reply)
 	if err != nil {
@@ -199,6 +182,9 @@ func decodeResult(c protocol.ToolCall, line []byte) protocol.ToolResult {
 
 // Close stops the coprocess.
 func (t *ServeTools) Close() error { return t.co.Close() }
+
+// Usage is what the coprocesses that exited used (see ProcessUsage).
+func (t *ServeTools) Usage() (protocol.ProcessUsage, bool) { return t.co.usage() }
 
 // Start starts the coprocess in the background.
 func (t *ServeTools) Start() { t.co.prestart(true) }

@@ -103,6 +103,7 @@ var (
 		EventFallback: func() any { return &FallbackEvent{} },
 		EventError:    func() any { return &ErrorEvent{} },
 		EventEnd:      func() any { return &EndEvent{} },
+		"models":      func() any { return &ModelsEvent{} },
 	})
 	LoopEvents = family("loop-event", map[string]func() any{
 		LoopState:      func() any { return &LoopStateEvent{} },

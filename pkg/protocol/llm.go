@@ -393,3 +393,34 @@ type IncompleteToolCall struct {
 
 // ErrNoEnd is returned when a model stream ends without an end event.
 var ErrNoEnd = errors.New("model stream ended without an end event")
+
+// ModelInfo is one model of pg-llm's table, as `pg-llm models --json`
+// prints it: its context window and its prices in USD per million tokens.
+type ModelInfo struct {
+	Type          string  `json:"type" jsonschema:"enum=model"`
+	ID            string  `json:"id"`
+	ContextWindow int     `json:"context_window"`
+	MaxOutput     int     `json:"max_output,omitempty"`
+	InputPerMTok  float64 `json:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok"`
+	// CacheReadPerMTok and CacheWritePerMTok price cached input; when zero
+	// the input price applies.
+	CacheReadPerMTok  float64 `json:"cache_read_per_mtok,omitempty"`
+	CacheWritePerMTok float64 `json:"cache_write_per_mtok,omitempty"`
+	Source            string  `json:"source" jsonschema:"enum=builtin,enum=config"`
+}
+
+// ModelListRequest asks pg-llm serve for its model table on the same
+// stream as the requests: what `pg-llm models --json` prints, without
+// starting another process.
+type ModelListRequest struct {
+	Type string `json:"type" jsonschema:"enum=models"`
+	ID   string `json:"id"`
+}
+
+// ModelsEvent answers a ModelListRequest.
+type ModelsEvent struct {
+	Type   string      `json:"type" jsonschema:"enum=models"`
+	ID     string      `json:"id"`
+	Models []ModelInfo `json:"models"`
+}

@@ -135,6 +135,21 @@ type LoopSummaryEvent struct {
 	VerifyMS  int64          `json:"verify_ms" jsonschema:"description=time in verify commands and commits"`
 	WaitMS    int64          `json:"wait_ms" jsonschema:"description=time paused by the velocity or waiting for a claimable task"`
 	HarnessMS int64          `json:"harness_ms" jsonschema:"description=the rest: the loop's own work (session\\, events\\, queue\\, context window)"`
+	// Resources are what pg-loop itself and each coprocess used.
+	Resources []ProcessUsage `json:"resources,omitempty" jsonschema:"description=CPU time and peak memory of pg-loop itself (loop) and of each coprocess (model\\, tools)\\, from the kernel's accounting when each was waited for"`
+}
+
+// ProcessUsage is what one component of a run used, as the kernel counts
+// it (getrusage): a coprocess's from its exit, its own children's
+// included (pg-tool serve's commands), over every process it ran (a
+// coprocess that died is started again); pg-loop's own (loop) up to the
+// summary, without its children.
+type ProcessUsage struct {
+	Component string  `json:"component" jsonschema:"enum=loop,enum=model,enum=tools"`
+	Processes int     `json:"processes" jsonschema:"description=processes counted: more than 1 when a coprocess died and was started again"`
+	UserMS    float64 `json:"user_ms" jsonschema:"description=CPU time in user mode\\, milliseconds"`
+	SysMS     float64 `json:"sys_ms" jsonschema:"description=CPU time in the kernel\\, milliseconds"`
+	MaxRSSKB  int64   `json:"max_rss_kb" jsonschema:"description=peak resident memory\\, KiB: the largest of the processes counted (for a coprocess\\, its children's included)"`
 }
 
 // LoopTaskCounts counts the tasks a run ended, by how they ended.

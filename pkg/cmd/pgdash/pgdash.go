@@ -115,14 +115,12 @@ func (c *ShowCmd) Run(rt *cli.Runtime) error {
 		if err != nil {
 			return cli.Usagef("%v", err)
 		}
-		st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
+		st, tm, err := dial.Team(rt.Ctx, cfg, dial.Options{}, team)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		if opt.Team, err = st.Team(team); err != nil {
-			return cli.Usagef("%v", err)
-		}
+		opt.Team = tm
 	} else {
 		if rt.IO.InTTY && !c.Once {
 			return cli.Usagef("stdin is a terminal: pipe a loop's events into pg-dash - (pg-loop ... | pg-dash -)")

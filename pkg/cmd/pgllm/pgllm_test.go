@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/llm/llmtest"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/protocol/validate"
+	"golang.org/x/sys/unix"
 )
 
 func TestChooseModel(t *testing.T) {
@@ -297,5 +300,131 @@ func TestServeWritesWhatArrivedTogether(t *testing.T) {
 	want := []string{"start", "text,text,tool_call,tool_call,usage,end"}
 	if strings.Join(kinds, " | ") != strings.Join(want, " | ") {
 		t.Fatalf("writes: %q, want %q", kinds, want)
+	}
+}
+
+// TestServeModels: a model-list-request gets the table `pg-llm models
+// --json` prints (the config's models included), on the request stream;
+// a malformed one is bad input, and serving goes on.
+func TestServeModels(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"models":{"fake/small":{"context_window":6000}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "POWERGLIDE_CONFIG=" + filepath.Join(home, "config.json"), "ANTHROPIC_API_KEY=k"}
+	var table, errb bytes.Buffer
+	if code := cli.Run(context.Background(), Spec(), []string{"models", "--json"}, cli.Test(strings.NewReader(""), &table, &errb, env...)); code != 0 {
+		t.Fatalf("models: exit %d: %s", code, errb.String())
+	}
+	var out bytes.Buffer
+	in := strings.NewReader(`{"type":"models","id":"m1"}` + "\n" + `{"type":"models","id":"m2","x":1}` + "\n" + `{"type":"models"}` + "\n")
+	if code := cli.Run(context.Background(), Spec(), []string{"serve"}, cli.Test(in, &out, &errb, env...)); code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("serve wrote %d lines, want 3:\n%s", len(lines), out.String())
+	}
+	var ev protocol.ModelsEvent
+	if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil || ev.Type != "models" || ev.ID != "m1" {
+		t.Fatalf("reply %q: %+v, %v", lines[0], ev, err)
+	}
+	var want []protocol.ModelInfo
+	dec := json.NewDecoder(&table)
+	for dec.More() {
+		var m protocol.ModelInfo
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, m)
+	}
+	if !reflect.DeepEqual(ev.Models, want) {
+		t.Fatalf("models in serve: %+v\nwant (pg-llm models --json): %+v", ev.Models, want)
+	}
+	small := false
+	for _, m := range ev.Models {
+		small = small || (m.ID == "fake/small" && m.ContextWindow == 6000 && m.Source == "config")
+	}
+	if !small {
+		t.Errorf("the config's model fake/small is missing: %s", lines[0])
+	}
+	for i, want := range []string{`"id":"m2".*unknown field \\"x\\"`, `"type":"error".*id.*is required`} {
+		if !regexp.MustCompile(want).MatchString(lines[i+1]) {
+			t.Errorf("line %d: %s, want %s", i+2, lines[i+1], want)
+		}
+	}
+}
+
+// TestServeReadsStdinThroughThePoller: serve reads a stdin pipe through
+// a non-blocking descriptor of its own (cli.Pollable), so that waiting
+// for the next request parks a goroutine in the runtime's poller, not a
+// thread in read(2) that the runtime's monitor then polls every 20 µs.
+func TestServeReadsStdinThroughThePoller(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := bytes.Cut(raw, []byte("\n\n"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(body)
+	}))
+	defer srv.Close()
+	var fds [2]int // blocking, as a process's stdin is
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "w")
+	defer r.Close()
+	defer w.Close()
+	home := t.TempDir()
+	out := &writeLog{}
+	var errb bytes.Buffer
+	sio := cli.Test(r, out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	done := make(chan int)
+	go func() {
+		done <- cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5"}, sio)
+	}()
+	if _, err := w.WriteString(`{"id":"q1","messages":[{"role":"user","content":"weather?"}]}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		out.mu.Lock()
+		ended := strings.Contains(strings.Join(out.writes, ""), `"type":"end"`)
+		out.mu.Unlock()
+		if ended {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no end event: %s", errb.String())
+		}
+	}
+	// serve now waits for the next request: on a descriptor of its own
+	// for the pipe, non-blocking.
+	pipe, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fds[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := false
+	for _, e := range ents {
+		var fd int
+		if _, err := fmt.Sscan(e.Name(), &fd); err != nil || fd == fds[0] || fd == fds[1] {
+			continue
+		}
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == pipe {
+			fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+			polled = polled || err == nil && fl&unix.O_NONBLOCK != 0
+		}
+	}
+	if !polled {
+		t.Error("serve reads its stdin pipe with a blocking read")
+	}
+	w.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }

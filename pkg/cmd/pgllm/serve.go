@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"io"
+	"os"
 	"sync"
 	"text/tabwriter"
 
@@ -119,11 +120,16 @@ func (s *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	}
 
 	// Lines are read apart so that a signal ends serving even while stdin
-	// stays open.
+	// stays open; a pipe through the runtime's poller (cli.Pollable), as
+	// serve waits on it between every two requests.
+	in := cli.Pollable(rt.IO.In)
+	if f, ok := in.(*os.File); ok && in != rt.IO.In {
+		defer f.Close()
+	}
 	lines := make(chan line)
 	go func() {
 		defer close(lines)
-		dec := jsonl.NewDecoder(rt.IO.In, "stdin")
+		dec := jsonl.NewDecoder(in, "stdin")
 		for {
 			b, err := dec.Next()
 			if errors.Is(err, io.EOF) {
@@ -171,6 +177,19 @@ loop:
 		}
 		req, err := protocol.DecodeRequest(l.data)
 		if err != nil {
+			// Not a request: it may ask for the model table (a
+			// model-list-request, docs/protocol.md), which a request line
+			// never names as its type.
+			if t, _ := protocol.TypeOf(l.data); t == "models" {
+				ev, err := modelsEvent(router, l.data)
+				if err != nil {
+					bad(l.n, idOf(l.data), err)
+					continue
+				}
+				out.Encode(ev)
+				out.Flush()
+				continue
+			}
 			bad(l.n, idOf(l.data), err)
 			continue
 		}
@@ -241,6 +260,24 @@ loop:
 		return err
 	}
 	return rt.Ctx.Err()
+}
+
+// modelsEvent answers a model-list-request with the model table, as
+// `pg-llm models --json` prints it.
+func modelsEvent(router *llm.Router, line []byte) (*protocol.ModelsEvent, error) {
+	var req protocol.ModelListRequest
+	if err := jsonl.Unmarshal(line, &req, true); err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		return nil, protocol.FieldError{Field: "id", Msg: "is required in serve mode"}
+	}
+	all := router.Models().All()
+	ev := &protocol.ModelsEvent{Type: "models", ID: req.ID, Models: make([]protocol.ModelInfo, len(all))}
+	for i, m := range all {
+		ev.Models[i] = protocol.ModelInfo(m)
+	}
+	return ev, nil
 }
 
 // idOf finds the id of a line that is not a valid request, when it has one.

@@ -41,15 +41,11 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 	if err := teamdir.ValidName("worker", a.Worker); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
+	st, tm, err := dial.Team(rt.Ctx, cfg, dial.Options{}, team)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	tm, err := st.Team(team)
-	if err != nil {
-		return cli.Usagef("%v", err)
-	}
 	ans := protocol.ApprovalAnswer{Worker: a.Worker, Call: a.Call, Approved: !a.Deny, Reason: a.Reason, By: "pg-loop approve", TS: time.Now().UTC()}
 	switch err := tm.Workers().Answer(rt.Ctx, ans); {
 	case errors.Is(err, os.ErrNotExist):

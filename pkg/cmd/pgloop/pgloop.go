@@ -2,6 +2,7 @@
 package pgloop
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +31,7 @@ pg-loop runs a state machine (idle → load_tasks → pick_task → thinking →
 
 Tasks come from --task TEXT, --tasks FILE|- (JSON Lines of task records), a team queue (--team T --worker N, through pg-queue) or a stage pipeline (--pipeline FILE). The model and the tools are coprocesses (pg-llm serve and pg-tool serve, the binaries next to pg-loop or on PATH) or one-shot commands (--llm CMD, --tools CMD), so any component can be a script of your own.
 
-<POWERGLIDE_DONE> means the queue is drained: every task the run had ended, not that each one succeeded (a task that failed its check or hit a limit still ends). A script tells success from failure by the exit code (0: every task done; 1: a task or the run failed; 3: nothing claimable within --idle-wait; 4: a limit stopped a task or the run; 130/143: a signal) or by the summary record that precedes the marker: {"type":"summary", "ok":…, "outcome":"done|failed|limit|idle|interrupted", "tasks":{"done","failed","cancelled","released"}, "steps", "usage" (tokens in, out, cache, cost), "wall_ms", "model_ms", "tools_ms", "verify_ms", "wait_ms", "harness_ms"}.
+<POWERGLIDE_DONE> means the queue is drained: every task the run had ended, not that each one succeeded (a task that failed its check or hit a limit still ends). A script tells success from failure by the exit code (0: every task done; 1: a task or the run failed; 3: nothing claimable within --idle-wait; 4: a limit stopped a task or the run; 130/143: a signal) or by the summary record that precedes the marker: {"type":"summary", "ok":…, "outcome":"done|failed|limit|idle|interrupted", "tasks":{"done","failed","cancelled","released"}, "steps", "usage" (tokens in, out, cache, cost), "wall_ms", "model_ms", "tools_ms", "verify_ms", "wait_ms", "harness_ms", "resources" (CPU time and peak memory of pg-loop and of each coprocess, ended before the summary: [{"component":"loop|model|tools", "processes", "user_ms", "sys_ms", "max_rss_kb"}])}.
 
 Every safety limit works on its own: --max-steps per task, the circuit breaker (the same call repeated, one tool failing repeatedly, the same output whatever the inputs, a cycle of 2 to 4 calls repeated; each a config key, the limit event naming the pattern), --budget-tokens/--budget-usd (checked before each call, counting its max_tokens), verify and iteration caps. A limit fails the task with a limit event; the run then exits 4. SIGINT and SIGTERM release the claimed task, save the session and exit 130 or 143.
 
@@ -110,7 +111,7 @@ type RunCmd struct {
 	PipelineReset bool              `help:"Start the pipeline over instead of resuming it." group:"Tasks"`
 	Var           map[string]string `help:"Set a pipeline variable, {{KEY}} in prompts and exit conditions (repeatable)." placeholder:"KEY=VALUE" group:"Tasks"`
 
-	LLMServe       string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve')." placeholder:"CMD" group:"Components"`
+	LLMServe       string `name:"llm-serve" help:"Model coprocess command line (default: 'pg-llm serve', which pg-loop also asks for the model's context window and prices; with a command of your own, 'pg-llm models --json' runs beside it for them)." placeholder:"CMD" group:"Components"`
 	ToolsServe     string `help:"Tools coprocess command line (default: 'pg-tool serve --parallel N', N from --tool-parallel)." placeholder:"CMD" group:"Components"`
 	ToolParallel   int    `help:"Tool calls of one turn the default tools coprocess runs at once (pg-tool serve --parallel)." env:"POWERGLIDE_TOOL_PARALLEL" default:"4" placeholder:"N" group:"Components"`
 	ToolsList      string `help:"Command printing the tool definitions for the coprocess (default: the default pg-tool serve is asked itself, with no process started; for --tools-serve, its command line with 'list' for a final 'serve')." placeholder:"CMD" group:"Components"`
@@ -210,7 +211,6 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if o.Ask, err = loop.ParseAsk(c.Ask); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	c.model(rt, cfg, &o, workdir)
 	sess, err := c.session(rt, home, workdir, base, src, time.Now())
 	if err != nil {
 		return err
@@ -230,6 +230,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	defer llm.Close()
 	defer tools.Close()
 	o.LLM, o.Tools = llm, tools
+	c.lookup(cfg, &o, llm, workdir)
 	o.Events = loop.NewEmitter(rt.IO.Out, text)
 	r, err := loop.NewRunner(o)
 	if err != nil {
@@ -619,33 +620,34 @@ func (c *RunCmd) restore(s savedOptions, given func(string) bool) {
 // defaultContextWindow is the window of a model pg-llm does not know.
 const defaultContextWindow = 200000
 
-// model looks the model up in pg-llm's table (`pg-llm models --json`):
-// its context window is the default of --context-window, and its prices
-// let the dollar budget price every call before it runs. The model is
-// --model, else, with the default model component, pg-llm's configured
-// model; with a component of your own and no --model it is unknown.
-func (c *RunCmd) model(rt *cli.Runtime, cfg *config.Config, o *loop.Options, workdir string) {
-	id := c.Model
-	if id == "" && c.LLM == "" && c.LLMServe == "" {
-		id = cfg.String("model")
-	}
-	if id != "" && (o.Budget.USD > 0 || o.Ledger != nil || !c.contextWindowSet) {
-		table, err := loop.ReadModels(rt.Ctx, loop.SiblingCommand("pg-llm", "models --json"), workdir)
-		if err != nil {
-			fmt.Fprintf(rt.IO.Err, "pg-loop: warning: %v\n", err)
-		} else if m, ok := loop.ChainModel(table, id); ok {
-			o.ModelInfo = &m
-		}
-	}
+// lookup is how the run learns its model's context window and prices
+// (loop.ModelLookup), while it starts: the context window is the default
+// of --context-window, and the prices let the dollar budget price every
+// call before it runs. The model is --model, else, with the default model
+// component, pg-llm's configured model; with a component of your own and
+// no --model it is unknown. The default component, pg-llm serve, is asked
+// for its table itself (a model-list-request): no process of its own; with
+// another, `pg-llm models --json` runs beside it.
+func (c *RunCmd) lookup(cfg *config.Config, o *loop.Options, llm loop.LLM, workdir string) {
 	if !c.contextWindowSet {
 		o.ContextWindow = defaultContextWindow
-		if o.ModelInfo != nil && o.ModelInfo.ContextWindow > 0 {
-			o.ContextWindow = o.ModelInfo.ContextWindow
-		}
 	}
-	if o.ModelInfo != nil && o.ModelInfo.Priced() {
-		o.Budget.Prices = o.ModelInfo
+	own := c.LLM != "" || c.LLMServe != ""
+	id := c.Model
+	if id == "" && !own {
+		id = cfg.String("model")
 	}
+	if id == "" || (o.Budget.USD <= 0 && o.Ledger == nil && c.contextWindowSet) {
+		return
+	}
+	l := &loop.ModelLookup{ID: id, Window: !c.contextWindowSet}
+	if s, ok := llm.(*loop.ServeLLM); ok && !own {
+		l.Table = s.Models
+	} else {
+		cmd := loop.SiblingCommand("pg-llm", "models --json")
+		l.Table = func(ctx context.Context) ([]loop.ModelInfo, error) { return loop.ReadModels(ctx, cmd, workdir) }
+	}
+	o.Lookup = l
 }
 
 func (c *RunCmd) check(o *loop.Options) error {
@@ -734,15 +736,11 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if err != nil {
 			return nil, err
 		}
-		st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
+		st, tm, err := dial.Team(rt.Ctx, cfg, dial.Options{}, c.Team)
 		if err != nil {
 			return nil, err
 		}
 		rt.Defer(func() { st.Close() })
-		tm, err := st.Team(c.Team)
-		if err != nil {
-			return nil, cli.Usagef("%v", err)
-		}
 		lease, err := time.ParseDuration(c.Lease)
 		if err != nil || lease <= 0 {
 			return nil, cli.Usagef("--lease must be a positive duration, got %q", c.Lease)

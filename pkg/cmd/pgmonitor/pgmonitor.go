@@ -141,15 +141,11 @@ func openTeam(rt *cli.Runtime, team string) (store.Team, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
+	st, tm, err := dial.Team(rt.Ctx, cfg, dial.Options{}, team)
 	if err != nil {
 		return nil, err
 	}
 	rt.Defer(func() { st.Close() })
-	tm, err := st.Team(team)
-	if err != nil {
-		return nil, cli.Usagef("%v", err)
-	}
 	return tm, nil
 }
 

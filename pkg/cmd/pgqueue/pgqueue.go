@@ -103,17 +103,13 @@ func (c *CLI) open(rt *cli.Runtime) (store.Team, error) {
 		return nil, cli.Usagef("queue_keep_finished must be at least 1, got %d", n)
 	}
 	var warned sync.Once
-	st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{OneShot: true, File: filestore.Options{Crash: crashHook(), OnSettleError: func(err error) {
+	st, t, err := dial.Team(rt.Ctx, cfg, dial.Options{OneShot: true, File: filestore.Options{Crash: crashHook(), OnSettleError: func(err error) {
 		warned.Do(func() { fmt.Fprintf(rt.IO.Err, "pg-queue: warning: cannot settle the queue: %v\n", err) })
-	}}})
+	}}}, team)
 	if err != nil {
 		return nil, err
 	}
 	rt.Defer(func() { st.Close() })
-	t, err := st.Team(team)
-	if err != nil {
-		return nil, cli.Usagef("%v", err)
-	}
 	return t, nil
 }
 

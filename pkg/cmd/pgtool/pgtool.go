@@ -11,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -307,24 +306,13 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	}
 	c.warnSkills(rt) // as pg-tool list does: pg-loop lists its tools through serve
 	go s.PrepareSandbox()
-	serveGC(rt.IO.Getenv)
+	defer cli.TuneGC(rt.IO.Getenv)()
 	tool.NarrowProcessors(rt.IO.Getenv)
 	err = s.Serve(rt.Ctx, cli.Pollable(rt.IO.In), rt.IO.Out, sc.Parallel)
 	if cerr := s.Close(); err == nil && cerr != nil {
 		fmt.Fprintf(rt.IO.Err, "pg-tool: warning: %v\n", cerr)
 	}
 	return err
-}
-
-// serveGC makes the garbage collector keep the heap near what is live,
-// unless GOGC is set. A serving pg-tool keeps well under 1 MB live, and
-// the runtime's default lets its heap grow to 4 MB between collections:
-// 1 MB of resident memory more for nothing, while a collection of so
-// small a heap costs a few microseconds.
-func serveGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(25)
-	}
 }
 
 // Help is the detailed help of the command (--help and the man page).

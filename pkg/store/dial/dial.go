@@ -76,6 +76,22 @@ func FromConfig(ctx context.Context, cfg *config.Config, o Options) (store.Store
 	return OpenContext(ctx, cfg.String("store"), o)
 }
 
+// Team opens the store of a tool's configuration (FromConfig) and one team
+// in it. An invalid team name is bad input (exit 2), as is a store URL that
+// names no store. The caller closes the store; the team is used through it.
+func Team(ctx context.Context, cfg *config.Config, o Options, name string) (store.Store, store.Team, error) {
+	st, err := FromConfig(ctx, cfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	tm, err := st.Team(name)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, tm, nil
+}
+
 // InputError is a store URL that names no store: bad input (exit 2).
 type InputError struct{ Msg string }
 

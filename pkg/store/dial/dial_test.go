@@ -1,12 +1,14 @@
 package dial
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
 )
 
@@ -80,5 +82,33 @@ func TestOpenFile(t *testing.T) {
 	}
 	if _, err := Open("nonsense", home); cli.ExitCode(err) != cli.ExitUsage {
 		t.Errorf("nonsense: %v", err)
+	}
+}
+
+func TestTeam(t *testing.T) {
+	home := t.TempDir()
+	cfg, err := config.Load(config.Options{File: filepath.Join(home, "none.json"), Flags: map[string]string{"home": home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, tm, err := Team(context.Background(), cfg, Options{}, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Name() != "alpha" || st.Kind() != "file" || st.(*filestore.Store).Home() != home {
+		t.Errorf("Team: %s on %s at %s", tm.Name(), st.Kind(), st.(*filestore.Store).Home())
+	}
+	st.Close()
+	for _, bad := range []string{"", "../up", "a b"} {
+		if _, _, err := Team(context.Background(), cfg, Options{}, bad); cli.ExitCode(err) != cli.ExitUsage {
+			t.Errorf("Team(%q): %v (exit %d), want bad input", bad, err, cli.ExitCode(err))
+		}
+	}
+	cfg, err = config.Load(config.Options{File: filepath.Join(home, "none.json"), Flags: map[string]string{"store": "nonsense"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Team(context.Background(), cfg, Options{}, "alpha"); cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), "invalid store") {
+		t.Errorf("a bad store: %v", err)
 	}
 }

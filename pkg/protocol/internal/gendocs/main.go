@@ -71,10 +71,17 @@ var intro = map[string]string{
 		"The provider gets the whole conversation either way; only the pipe between the client and `pg-llm serve` carries less. " +
 		"`pg-llm` (one call) refuses `after` as bad input (exit 2).",
 	"message":     "One turn of a conversation; `end` events carry the assistant's message ready to append.",
-	"model-event": "What `pg-llm` writes: `start`, then deltas, tool calls, usage, retries and fallbacks, and last `end` (or `error`).",
-	"tool-def":    "A tool as a model sees it.",
-	"tool-list":   "`pg-tool list`: the definitions, ready for a request's `tools`.",
-	"tool-call":   "A call of a tool: each line `pg-tool serve` reads (or a tool-list-request).",
+	"model-event": "What `pg-llm` writes: `start`, then deltas, tool calls, usage, retries and fallbacks, and last `end` (or `error`); `pg-llm serve` answers a model-list-request with `models`.",
+	"model":       "`pg-llm models --json`: one model of the table, with its context window and its prices in USD per million tokens (`source`: builtin, or config when the configuration's `models` added or changed it).",
+	"model-list-request": "A line `pg-llm serve` reads among the requests to list its model table: it answers with a `models` record carrying the same `id` and every model `pg-llm models --json` would print. " +
+		"`pg-loop` asks its default model component (`pg-llm serve`) this way for the model's context window and prices, so a launch starts no `pg-llm models` process, and the answer comes while the tools are listed; a component given with `--llm-serve` or `--llm` is not asked (pg-loop runs `pg-llm models --json` beside it instead), so a script need not know this request.\n\n" +
+		"```\n" +
+		`{"type":"models","id":"m1"}` + "\n" +
+		`{"type":"models","id":"m1","models":[{"type":"model","id":"anthropic/claude-sonnet-4-5","context_window":200000,"input_per_mtok":3,"output_per_mtok":15,...},...]}` + "\n" +
+		"```",
+	"tool-def":  "A tool as a model sees it.",
+	"tool-list": "`pg-tool list`: the definitions, ready for a request's `tools`.",
+	"tool-call": "A call of a tool: each line `pg-tool serve` reads (or a tool-list-request).",
 	"tool-list-request": "A line `pg-tool serve` reads among the calls to list its tools: it answers with a `tools` record carrying the same `id` and the definitions `pg-tool list` would print (and `error`, when some could not be listed). " +
 		"`pg-loop` asks its default tools component (`pg-tool serve`) this way, so a launch starts no `pg-tool list` process; a component given with `--tools-serve` is listed by `--tools-list` (default: its command line with `list` for a final `serve`) as before, so a script need not know this request.",
 	"tool-result": "`pg-tool`'s answer to a call. Secrets in the output and the error are replaced by `[redacted:NAME]` (a variable's or config key's name, or a kind: `anthropic-key`, `openai-key`, `github-token`, `aws-access-key`, `bearer-token`). " +
