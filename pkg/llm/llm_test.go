@@ -434,6 +434,10 @@ func TestReplayMismatchAndHandWritten(t *testing.T) {
 	if _, _, err := collect(testRouter(t, Options{}), testRequest("replay/"+bad)); err == nil || !strings.Contains(err.Error(), "bad.jsonl:1: events[0]") {
 		t.Fatalf("bad file: %v", err)
 	}
+	os.WriteFile(bad, []byte(`{"type":"call","events":[{"type":"start","id":""},{"type":"models","id":"m1","models":[]}]}`+"\n"), 0o644)
+	if _, _, err := collect(testRouter(t, Options{}), testRequest("replay/"+bad)); err == nil || !strings.Contains(err.Error(), "bad.jsonl:1: events[1]: a models event") {
+		t.Fatalf("a models event in a call: %v", err)
+	}
 }
 
 func TestModelsTable(t *testing.T) {

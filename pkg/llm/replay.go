@@ -86,8 +86,12 @@ func OpenReplay(path string) (*Replay, error) {
 			fp = Fingerprint(c.Request)
 		}
 		for i, raw := range c.Events {
-			if _, err := protocol.ModelEvents.Decode(raw); err != nil {
+			v, err := protocol.ModelEvents.Decode(raw)
+			if err != nil {
 				return nil, fmt.Errorf("replay: %s:%d: events[%d]: %w", path, dec.Line(), i, err)
+			}
+			if _, ok := v.(*protocol.ModelsEvent); ok {
+				return nil, fmt.Errorf("replay: %s:%d: events[%d]: a models event answers a model-list request and is no part of a call", path, dec.Line(), i)
 			}
 		}
 		r.calls = append(r.calls, c)
