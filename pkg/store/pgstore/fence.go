@@ -74,7 +74,7 @@ func (q *tasks) oneShot(id string, token int64, op, sql string, args ...any) (*p
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err := q.s.changeRow(ctx, q.team, true, frees(op), sql, append([]any{q.team, id, token}, args...), append([]any{&now}, r.dest()...)...)
+	err := q.s.changeRow(ctx, q.team, frees(op), sql, append([]any{q.team, id, token}, args...), append([]any{&now}, r.dest()...)...)
 	if err == nil {
 		return r.task()
 	}
@@ -97,7 +97,7 @@ func fencedEvent(op string) string {
 	return `,
 	events AS (SELECT 0 AS ord, '` + op + `' AS op, task_event(now(), '` + op + `', c.id, c.worker, c.token, c.status, NULL) AS rec FROM ch c)` +
 		appendEvents + `
-	SELECT now(), ` + colsOf("c") + ` FROM ch c`
+	SELECT now(), ` + colsOf("c") + changedFlag + ` FROM ch c`
 }
 
 var (

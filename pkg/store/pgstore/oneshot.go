@@ -47,37 +47,47 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	return nil
 }
 
+// changedFlag ends the select list of a statement for changeRow: the
+// statement returns a row when it changed one, and then sets the session's
+// powerglide.changed, which notifyChangedSQL reads.
+const changedFlag = `, set_config('powerglide.changed', 'on', false)`
+
+// notifyChangedSQL is notifySQL if the last statement of changeRow on the
+// session changed a row; it clears the flag (CASE: in that order).
+const notifyChangedSQL = notifySQL + ` WHERE CASE WHEN current_setting('powerglide.changed', true) = 'on'
+	THEN set_config('powerglide.changed', '', false) = '' ELSE false END`
+
 // changeRow runs sql, a statement that changes rows of team, appends
-// their journal events and returns one row, and scans that row into dest
-// (pgx.ErrNoRows when there is none). When it changed something (notify),
-// the team's listeners are woken after the commit; work: the change may
-// have made a task claimable (see notifier).
+// their journal events and, when it changed one, returns one row that ends
+// with changedFlag; it scans that row into dest (pgx.ErrNoRows when there
+// is none). After a change, the team's listeners are woken, after the
+// commit; work: the change may have made a task claimable (see notifier).
 //
 // A one-shot store sends all of it in one round trip: the schema guard
-// while the schema is unchecked, then the statement, and with notify the
-// statement in a transaction of its own (BEGIN, COMMIT) followed by the
-// NOTIFY in another, as the notifier would send it. (With notify, a
-// statement that changes nothing still notifies: a listener then finds
-// nothing new.)
-func (s *Store) changeRow(ctx context.Context, team string, notify, work bool, sql string, args []any, dest ...any) error {
+// while the schema is unchecked, then the statement in a transaction of
+// its own (BEGIN, COMMIT), then the NOTIFY in another, as the notifier
+// would send it, if the statement changed a row (notifyChangedSQL).
+func (s *Store) changeRow(ctx context.Context, team string, work bool, sql string, args []any, dest ...any) error {
+	var flag string
+	dest = append(dest, &flag)
 	if !s.oneShot {
 		err := s.pool.QueryRow(ctx, sql, args...).Scan(dest...)
-		if err == nil && notify {
+		if err == nil {
 			s.notes.changed(team, work)
 		}
 		return err
 	}
-	err := s.sendChange(ctx, team, notify, work, sql, args, dest)
+	err := s.sendChange(ctx, team, work, sql, args, dest)
 	if isGuardErr(err) {
 		if err := s.checkSchema(ctx); err != nil {
 			return err
 		}
-		err = s.sendChange(ctx, team, notify, work, sql, args, dest)
+		err = s.sendChange(ctx, team, work, sql, args, dest)
 	}
 	return err
 }
 
-func (s *Store) sendChange(ctx context.Context, team string, notify, work bool, sql string, args []any, dest []any) error {
+func (s *Store) sendChange(ctx context.Context, team string, work bool, sql string, args []any, dest []any) error {
 	conn, err := s.pool.Acquire(withOwnCheck(ctx))
 	if err != nil {
 		return connectErr(s.cfg, err)
@@ -88,18 +98,14 @@ func (s *Store) sendChange(ctx context.Context, team string, notify, work bool, 
 	if guard {
 		b.Queue(guardSQL)
 	}
-	if notify {
-		b.Queue("BEGIN")
+	payload := ""
+	if work {
+		payload = workPayload
 	}
+	b.Queue("BEGIN")
 	b.Queue(sql, args...)
-	if notify {
-		payload := ""
-		if work {
-			payload = workPayload
-		}
-		b.Queue("COMMIT")
-		b.Queue(notifySQL, []string{channel(team)}, []string{payload})
-	}
+	b.Queue("COMMIT")
+	b.Queue(notifyChangedSQL, []string{channel(team)}, []string{payload})
 	br := conn.SendBatch(ctx, b)
 	err = func() error {
 		if guard {
@@ -108,10 +114,8 @@ func (s *Store) sendChange(ctx context.Context, team string, notify, work bool, 
 			}
 			s.schemaOK.Store(true)
 		}
-		if notify {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		if _, err := br.Exec(); err != nil { // BEGIN
+			return err
 		}
 		return br.QueryRow().Scan(dest...)
 	}()

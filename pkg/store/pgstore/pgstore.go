@@ -66,8 +66,8 @@ type Options struct {
 	// And the schema version is not checked in a round trip of its own
 	// when the store opens: the first claim, renew or complete checks it
 	// in its own round trip (guardSQL), any other first call before it
-	// runs; a change of a claimed task wakes the listeners in its round
-	// trip too, rather than in one more at Close.
+	// runs; and a claim, renew or complete wakes the listeners in its
+	// round trip too, rather than in one more.
 	OneShot bool
 }
 

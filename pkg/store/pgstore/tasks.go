@@ -323,7 +323,7 @@ var claimSQL = `WITH spent AS (
 		UNION ALL
 		SELECT 9223372036854775807, 'claim', task_event(now(), 'claim', c.id, c.worker, c.token, 'claimed', NULL)
 		FROM claimed c)` + appendEvents + `
-	SELECT now(), ` + colsOf("c") + ` FROM claimed c`
+	SELECT now(), ` + colsOf("c") + changedFlag + ` FROM claimed c`
 
 // Claim leases the best claimable task to worker (see queue.Queue.Claim),
 // in one statement. (A claim that claims nothing but fails spent tasks
@@ -340,13 +340,12 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err = q.s.changeRow(ctx, q.team, false, false, claimSQL, []any{q.team, worker, lease.Microseconds()}, append([]any{&now}, r.dest()...)...)
+	err = q.s.changeRow(ctx, q.team, false, claimSQL, []any{q.team, worker, lease.Microseconds()}, append([]any{&now}, r.dest()...)...)
 	if isNoRows(err) {
 		return nil, queue.ErrNothing
 	}
 	if err != nil {
 		return nil, err
 	}
-	q.s.notes.changed(q.team, false) // what it claims, no one else may
 	return r.task()
 }
