@@ -93,9 +93,9 @@ func (q *tasks) oneShot(id string, token int64, op, sql string, args ...any) (*p
 
 // fencedEvent is the end of a one-statement change whose CTE ch returns
 // taskCols: its event (op, with the row's claim) and the row.
-func fencedEvent(op string) string {
+func fencedEvent(op, status string) string {
 	return `,
-	events AS (SELECT 0 AS ord, '` + op + `' AS op, task_event(now(), '` + op + `', c.id, c.worker, c.token, c.status, NULL) AS rec FROM ch c)` +
+	events AS (SELECT 0 AS ord, '` + op + `' AS op, ` + taskEvent(op, "c.id", "c.worker", "c.token", status, "") + ` AS rec FROM ch c)` +
 		appendEvents + `
 	SELECT now(), ` + colsOf("c") + changedFlag + ` FROM ch c`
 }
@@ -103,10 +103,10 @@ func fencedEvent(op string) string {
 var (
 	renewSQL = `WITH ch AS (
 		UPDATE tasks t SET lease_until = now() + $4 * interval '1 microsecond', updated_at = now()
-		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("renew")
+		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("renew", "claimed")
 	completeSQL = `WITH ch AS (
 		UPDATE tasks t SET status = 'done', updated_at = now(), error = NULL, result = $4::json
-		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("complete")
+		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("complete", "done")
 )
 
 // Renew extends the lease of a held task to now+lease.
