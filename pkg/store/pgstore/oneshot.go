@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,9 +49,15 @@ func (s *Store) checkSchema(ctx context.Context) error {
 }
 
 // changedFlag ends the select list of a statement for changeRow: the
-// statement returns a row when it changed one, and then sets the session's
-// powerglide.changed, which notifyChangedSQL reads.
-const changedFlag = `, set_config('powerglide.changed', 'on', false)`
+// statement returns a row when it changed one, and then sets
+// powerglide.changed, for its transaction only (a pool's connections keep
+// nothing; the notifier wakes the listeners), or in a one-shot store for
+// the session (sessionFlag), for notifyChangedSQL to read after the
+// commit.
+const (
+	changedFlag = `, set_config('powerglide.changed', 'on', true)`
+	sessionFlag = `, set_config('powerglide.changed', 'on', false)`
+)
 
 // notifyChangedSQL is notifySQL if the last statement of changeRow on the
 // session changed a row; it clears the flag (CASE: in that order).
@@ -77,6 +84,7 @@ func (s *Store) changeRow(ctx context.Context, team string, work bool, sql strin
 		}
 		return err
 	}
+	sql = strings.Replace(sql, changedFlag, sessionFlag, 1)
 	err := s.sendChange(ctx, team, work, sql, args, dest)
 	if isGuardErr(err) {
 		if err := s.checkSchema(ctx); err != nil {

@@ -48,6 +48,12 @@ func TestOneShotRoundTrips(t *testing.T) {
 	if _, err := st.Tasks().Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
 		t.Fatal(err)
 	}
+	setup.Close() // its notifier's NOTIFY of the add goes out before the LISTEN
+	if setup, err = pgstore.OpenStore(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	st, _ = setup.Team("t")
 	listener, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -187,4 +193,30 @@ func oneShotTeam(t *testing.T, url string) store.Team {
 		t.Fatal(err)
 	}
 	return tm
+}
+
+// TestPoolLeavesNoChangedFlag: a long-lived store's claim sets the flag
+// that a one-shot store's NOTIFY reads for its transaction only, so that a
+// connection that a pooler hands on to a pg-queue command afterwards does
+// not make that command's claim of nothing notify.
+func TestPoolLeavesNoChangedFlag(t *testing.T) {
+	s, err := pgstore.OpenStore(t.Context(), pgtest.DB(t)+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tm, _ := s.Team("t")
+	if _, err := tm.Tasks().Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.Tasks().Claim("w1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var flag *string
+	if err := s.Pool().QueryRow(t.Context(), "SELECT current_setting('powerglide.changed', true)").Scan(&flag); err != nil {
+		t.Fatal(err)
+	}
+	if flag != nil && *flag == "on" {
+		t.Fatal("the claim left powerglide.changed on for the session")
+	}
 }
