@@ -416,6 +416,7 @@ func (otherCmd) Run() error { return nil }
 
 type probeCmd struct {
 	Flag     string `help:"A flag's help text." default:"${version}"`
+	Loud     bool   `help:"Be loud." short:"l"`
 	parsing  int    // GC percent while kong applied the arguments
 	running  int    // GC percent when the command ran
 	helps    []string
@@ -470,7 +471,7 @@ func TestParseNeitherCollectsNorInterpolatesHelp(t *testing.T) {
 	if len(c.defaults) == 0 || !slices.Contains(c.defaults, "pg-toy dev") && !slices.Contains(c.defaults, "pg-toy "+version()) {
 		t.Errorf("defaults %q: ${version} not interpolated", c.defaults)
 	}
-	for _, args := range [][]string{{"--help"}, {"probe", "-h"}, {"man"}} {
+	for _, args := range [][]string{{"--help"}, {"probe", "-h"}, {"man"}, {"probe", "-lh"}, {"-hl"}} {
 		out.Reset()
 		if code := Run(context.Background(), &Spec{Name: "pg-toy", Description: "A toy.", CLI: &probeCLI{}}, args, Test(nil, &out, &errb)); code != 0 {
 			t.Fatalf("%q: exit %d: %s", args, code, errb.String())
