@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Channel is channel, for the tests of package pgstore_test.
@@ -13,6 +15,11 @@ var Channel = channel
 // they make in trips: a write that follows a read (or opens the
 // connection) starts one.
 func OpenCounting(ctx context.Context, url string, trips *atomic.Int64) (*Store, error) {
+	return OpenCountingOptions(ctx, url, trips, Options{})
+}
+
+// OpenCountingOptions is OpenCounting with options.
+func OpenCountingOptions(ctx context.Context, url string, trips *atomic.Int64, o Options) (*Store, error) {
 	cfg, err := parseConfig(url)
 	if err != nil {
 		return nil, err
@@ -25,7 +32,10 @@ func OpenCounting(ctx context.Context, url string, trips *atomic.Int64) (*Store,
 		}
 		return &countingConn{Conn: c, trips: trips, read: true}, nil
 	}
-	return openConfig(ctx, cfg)
+	if o.OneShot {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	return openConfig(ctx, cfg, o.OneShot)
 }
 
 type countingConn struct {

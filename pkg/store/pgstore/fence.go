@@ -74,9 +74,8 @@ func (q *tasks) oneShot(id string, token int64, op, sql string, args ...any) (*p
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err := q.s.pool.QueryRow(ctx, sql, append([]any{q.team, id, token}, args...)...).Scan(append([]any{&now}, r.dest()...)...)
+	err := q.s.changeRow(ctx, q.team, frees(op), sql, append([]any{q.team, id, token}, args...), append([]any{&now}, r.dest()...)...)
 	if err == nil {
-		q.s.notes.changed(q.team, frees(op))
 		return r.task()
 	}
 	if !isNoRows(err) {
@@ -94,20 +93,20 @@ func (q *tasks) oneShot(id string, token int64, op, sql string, args ...any) (*p
 
 // fencedEvent is the end of a one-statement change whose CTE ch returns
 // taskCols: its event (op, with the row's claim) and the row.
-func fencedEvent(op string) string {
+func fencedEvent(op, status string) string {
 	return `,
-	events AS (SELECT 0 AS ord, '` + op + `' AS op, task_event(now(), '` + op + `', c.id, c.worker, c.token, c.status, NULL) AS rec FROM ch c)` +
+	events AS (SELECT 0 AS ord, '` + op + `' AS op, ` + taskEvent(op, "c.id", "c.worker", "c.token", status, "") + ` AS rec FROM ch c)` +
 		appendEvents + `
-	SELECT now(), ` + colsOf("c") + ` FROM ch c`
+	SELECT now(), ` + colsOf("c") + changedFlag + ` FROM ch c`
 }
 
 var (
 	renewSQL = `WITH ch AS (
 		UPDATE tasks t SET lease_until = now() + $4 * interval '1 microsecond', updated_at = now()
-		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("renew")
+		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("renew", "claimed")
 	completeSQL = `WITH ch AS (
 		UPDATE tasks t SET status = 'done', updated_at = now(), error = NULL, result = $4::json
-		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("complete")
+		WHERE ` + held + ` RETURNING ` + taskCols + `)` + fencedEvent("complete", "done")
 )
 
 // Renew extends the lease of a held task to now+lease.

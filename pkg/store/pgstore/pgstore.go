@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +48,11 @@ type Store struct {
 	pool  *pgxpool.Pool
 	cfg   *pgxpool.Config
 	notes *notifier
+	// oneShot: Options.OneShot.
+	oneShot bool
+	// schemaOK: the database is known to be at this program's schema
+	// version.
+	schemaOK atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -57,6 +63,11 @@ type Options struct {
 	// command). Statements are sent without preparing them first
 	// (pgx.QueryExecModeExec): one round trip each instead of two, while
 	// preparing would pay off only over many calls of a long-lived pool.
+	// And the schema version is not checked in a round trip of its own
+	// when the store opens: the first claim, renew or complete checks it
+	// in its own round trip (guardSQL), any other first call before it
+	// runs; and a claim, renew or complete wakes the listeners in its
+	// round trip too, rather than in one more.
 	OneShot bool
 }
 
@@ -76,7 +87,7 @@ func OpenOptions(ctx context.Context, url string, o Options) (store.Store, error
 	if o.OneShot && !strings.Contains(url, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	s, err := openConfig(ctx, cfg)
+	s, err := openConfig(ctx, cfg, o.OneShot)
 	if err != nil {
 		return nil, err
 	}
@@ -89,19 +100,35 @@ func OpenStore(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openConfig(ctx, cfg)
+	return openConfig(ctx, cfg, false)
 }
 
-func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+func openConfig(ctx context.Context, cfg *pgxpool.Config, oneShot bool) (*Store, error) {
+	s := &Store{cfg: cfg, oneShot: oneShot}
+	if oneShot {
+		cfg.PrepareConn = s.prepareConn
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectErr(cfg, err)
 	}
-	if _, err := migrate(ctx, pool); err != nil {
-		pool.Close()
-		return nil, connectErr(cfg, err)
+	s.pool = pool
+	if oneShot {
+		// Connect now, so that a server out of reach fails Open; the
+		// schema is checked later (prepareConn, guarded).
+		c, err := pool.Acquire(withOwnCheck(ctx))
+		if err != nil {
+			pool.Close()
+			return nil, connectErr(cfg, err)
+		}
+		c.Release()
+	} else {
+		if _, err := migrate(ctx, pool); err != nil {
+			pool.Close()
+			return nil, connectErr(cfg, err)
+		}
+		s.schemaOK.Store(true)
 	}
-	s := &Store{pool: pool, cfg: cfg}
 	s.notes = newNotifier(s)
 	return s, nil
 }

@@ -31,11 +31,14 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceOneShot runs the suite as pg-queue's commands use the
 // store (dial.Options.OneShot): statements sent unprepared
-// (QueryExecModeExec), their parameters typed from Go's types.
+// (QueryExecModeExec), their parameters typed from Go's types, the schema
+// checked in the round trip of the first change, and a change's NOTIFY
+// sent in its round trip.
 func TestConformanceOneShot(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Options{})
 	storetest.Run(t, storetest.Target{
-		New: func(t *testing.T) string { return srv.DB(t) + "&default_query_exec_mode=exec" },
+		New:     func(t *testing.T) string { return srv.DB(t) },
+		OneShot: true,
 		Restart: func(t *testing.T) {
 			if err := srv.Restart(); err != nil {
 				t.Fatalf("restart postgres: %v", err)

@@ -298,7 +298,7 @@ var claimSQL = `WITH spent AS (
 	failed AS (
 		UPDATE tasks t SET status = 'failed', updated_at = now(),
 			error = CASE WHEN s.old_status = 'claimed'
-				THEN format('lease of worker %s expired at %s after attempt %s of %s', s.worker, rfc3339s(s.lease_until), s.attempts, s.max_attempts)
+				THEN format('lease of worker %s expired at %s after attempt %s of %s', s.worker, ` + secondsRFC3339("s.lease_until") + `, s.attempts, s.max_attempts)
 				ELSE format('no attempts left: %s of %s used', s.attempts, s.max_attempts) END
 		FROM spent s WHERE t.team = s.team AND t.id = s.id
 		RETURNING s.seq, t.id, t.worker, t.token, t.error),
@@ -314,16 +314,15 @@ var claimSQL = `WITH spent AS (
 		FROM pick p WHERE t.team = p.team AND t.id = p.id
 		RETURNING p.old_status, p.old_worker, p.old_token, p.old_until, ` + taskCols + `),
 	events AS (
-		SELECT f.seq AS ord, 'expire' AS op, task_event(now(), 'expire', f.id, f.worker, f.token, 'failed', to_json(f.error)) AS rec
+		SELECT f.seq AS ord, 'expire' AS op, ` + taskEvent("expire", "f.id", "f.worker", "f.token", "failed", "to_json(f.error)") + ` AS rec
 		FROM failed f
 		UNION ALL
-		SELECT 9223372036854775806, 'expire', task_event(now(), 'expire', c.id, c.old_worker, c.old_token, 'pending',
-			to_json('lease expired at ' || rfc3339s(c.old_until)))
+		SELECT 9223372036854775806, 'expire', ` + taskEvent("expire", "c.id", "c.old_worker", "c.old_token", "pending", "to_json('lease expired at ' || "+secondsRFC3339("c.old_until")+")") + `
 		FROM claimed c WHERE c.old_status = 'claimed'
 		UNION ALL
-		SELECT 9223372036854775807, 'claim', task_event(now(), 'claim', c.id, c.worker, c.token, 'claimed', NULL)
+		SELECT 9223372036854775807, 'claim', ` + taskEvent("claim", "c.id", "c.worker", "c.token", "claimed", "") + `
 		FROM claimed c)` + appendEvents + `
-	SELECT now(), ` + colsOf("c") + ` FROM claimed c`
+	SELECT now(), ` + colsOf("c") + changedFlag + ` FROM claimed c`
 
 // Claim leases the best claimable task to worker (see queue.Queue.Claim),
 // in one statement. (A claim that claims nothing but fails spent tasks
@@ -340,13 +339,12 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err = q.s.pool.QueryRow(ctx, claimSQL, q.team, worker, lease.Microseconds()).Scan(append([]any{&now}, r.dest()...)...)
+	err = q.s.changeRow(ctx, q.team, false, claimSQL, []any{q.team, worker, lease.Microseconds()}, append([]any{&now}, r.dest()...)...)
 	if isNoRows(err) {
 		return nil, queue.ErrNothing
 	}
 	if err != nil {
 		return nil, err
 	}
-	q.s.notes.changed(q.team, false) // what it claims, no one else may
 	return r.task()
 }

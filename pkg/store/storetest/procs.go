@@ -16,12 +16,13 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
 	"github.com/powerglide/powerglide/pkg/store"
-	"github.com/powerglide/powerglide/pkg/store/dial"
 )
 
 const (
-	workerURLEnv  = "STORETEST_WORKER_URL"
-	workerNameEnv = "STORETEST_WORKER_NAME"
+	workerURLEnv = "STORETEST_WORKER_URL"
+	// workerOneShotEnv, when set, has workers open their store one-shot.
+	workerOneShotEnv = "STORETEST_WORKER_ONESHOT"
+	workerNameEnv    = "STORETEST_WORKER_NAME"
 )
 
 // IsWorker tells a test binary started by the process tests to be a claim
@@ -38,7 +39,7 @@ type workResult struct {
 // is drained, then returns 0 (the exit code). Errors go to stderr.
 func Worker(stderr io.Writer) int {
 	name := os.Getenv(workerNameEnv)
-	s, err := dial.Open(os.Getenv(workerURLEnv), "")
+	s, err := open(os.Getenv(workerURLEnv), os.Getenv(workerOneShotEnv) != "")
 	if err != nil {
 		fmt.Fprintf(stderr, "worker %s: %v\n", name, err)
 		return 1
@@ -145,7 +146,7 @@ func testExactlyOnceGoroutines(t *testing.T, e *env) {
 	var wg sync.WaitGroup
 	for i := range claimers {
 		wg.Go(func() {
-			s, err := dial.Open(e.url, "")
+			s, err := open(e.url, e.target.OneShot)
 			if err != nil {
 				t.Errorf("open: %v", err)
 				return
@@ -195,6 +196,9 @@ func testExactlyOnceProcesses(t *testing.T, e *env) {
 	start := func() {
 		cmd := exec.Command(exe, "-test.run=^$")
 		cmd.Env = append(os.Environ(), workerURLEnv+"="+e.url, fmt.Sprintf("%s=p%d", workerNameEnv, next))
+		if e.target.OneShot {
+			cmd.Env = append(cmd.Env, workerOneShotEnv+"=1")
+		}
 		var errBuf syncBuffer
 		cmd.Stderr = &errBuf
 		if err := cmd.Start(); err != nil {

@@ -18,6 +18,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/store"
@@ -31,6 +32,14 @@ type Target struct {
 	New func(t *testing.T) string
 	// Restart restarts the store's server; nil for a store without one.
 	Restart func(t *testing.T)
+	// OneShot opens every store as pg-queue's commands do
+	// (dial.Options.OneShot), in the test and in its worker processes.
+	OneShot bool
+}
+
+// open opens the store of url as dial does for target.
+func open(url string, oneShot bool) (store.Store, error) {
+	return dial.OpenContext(context.Background(), url, dial.Options{OneShot: oneShot})
 }
 
 // Run runs every conformance test against target.
@@ -64,7 +73,7 @@ func Run(t *testing.T, target Target) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			url := target.New(t)
-			s, err := dial.Open(url, "")
+			s, err := open(url, target.OneShot)
 			if err != nil {
 				t.Fatalf("open %s: %v", url, err)
 			}
