@@ -13,6 +13,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -415,6 +416,7 @@ func (otherCmd) Run() error { return nil }
 
 type probeCmd struct {
 	Flag     string `help:"A flag's help text." default:"${version}"`
+	Loud     bool   `help:"Be loud." short:"l"`
 	parsing  int    // GC percent while kong applied the arguments
 	running  int    // GC percent when the command ran
 	helps    []string
@@ -469,7 +471,7 @@ func TestParseNeitherCollectsNorInterpolatesHelp(t *testing.T) {
 	if len(c.defaults) == 0 || !slices.Contains(c.defaults, "pg-toy dev") && !slices.Contains(c.defaults, "pg-toy "+version()) {
 		t.Errorf("defaults %q: ${version} not interpolated", c.defaults)
 	}
-	for _, args := range [][]string{{"--help"}, {"probe", "-h"}, {"man"}} {
+	for _, args := range [][]string{{"--help"}, {"probe", "-h"}, {"man"}, {"probe", "-lh"}, {"-hl"}} {
 		out.Reset()
 		if code := Run(context.Background(), &Spec{Name: "pg-toy", Description: "A toy.", CLI: &probeCLI{}}, args, Test(nil, &out, &errb)); code != 0 {
 			t.Fatalf("%q: exit %d: %s", args, code, errb.String())
@@ -521,5 +523,28 @@ func TestParseBuildsTheNamedCommandAlone(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; the whole grammar: exit %d, stdout %q, stderr %q",
 				args, gotCode, got[0].String(), got[1].String(), wantCode, want[0].String(), want[1].String())
 		}
+	}
+}
+
+// TestParseRestoresGCWhenRunsOverlap: runs that parse at the same time
+// (the tests of the tools run Run in parallel) leave the collector as it
+// was: a run that turned it off must not take "off" for the percent to
+// restore from another run that turned it off before.
+func TestParseRestoresGCWhenRunsOverlap(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(70))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				var out, errb bytes.Buffer
+				Run(context.Background(), toySpec(), []string{"fail", "0"}, Test(nil, &out, &errb))
+			}
+		}()
+	}
+	wg.Wait()
+	if got := debug.SetGCPercent(70); got != 70 {
+		t.Errorf("GC percent %d after overlapping runs, want 70", got)
 	}
 }

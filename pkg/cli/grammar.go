@@ -28,14 +28,20 @@ func defaultSuffices(spec *Spec, args []string) bool {
 
 // describes reports whether args may ask for help, the man page or a
 // completion script: the runs that read the grammar's help texts. It
-// errs on the side of yes (an argument "man" may be a task's text).
+// errs on the side of yes (an argument "man" may be a task's text, an
+// "h" in a cluster of short flags such as -rh the value of another).
 func describes(args []string) bool {
 	for _, a := range args {
-		if a == "-h" || strings.HasPrefix(a, "--help") || a == "man" || a == "completion" {
+		if strings.HasPrefix(a, "--help") || a == "man" || a == "completion" || shortHelp(a) {
 			return true
 		}
 	}
 	return false
+}
+
+// shortHelp reports whether a is -h, alone or in a cluster (-rh).
+func shortHelp(a string) bool {
+	return len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a, 'h') > 0
 }
 
 // dropHelp empties the help texts of a grammar that will not be described

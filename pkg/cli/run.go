@@ -232,8 +232,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	// Building and parsing the grammar leaves a few hundred KB of garbage
 	// and nothing else: a collection then (a waiting tool's first comes at
 	// 2 MB) costs a start more than the memory it would free.
-	gc := debug.SetGCPercent(-1)
-	collect := sync.OnceFunc(func() { debug.SetGCPercent(gc) })
+	collect := collectorOff()
 	defer collect() // on every early return
 	parser, err := kong.New(grammar, opts...)
 	if err != nil {
@@ -385,4 +384,31 @@ func lowerFirst(s string) string {
 		s = strings.ToLower(s[:1]) + s[1:]
 	}
 	return s
+}
+
+// parsing counts the runs that parse now, with the GC percent to restore
+// when the last one is done: runs that overlap (the tools' tests run Run
+// in parallel) must not leave the collector off.
+var parsing struct {
+	sync.Mutex
+	n  int
+	gc int
+}
+
+// collectorOff turns the collector off until the returned function (safe
+// to call more than once) is called.
+func collectorOff() (collect func()) {
+	parsing.Lock()
+	if parsing.n == 0 {
+		parsing.gc = debug.SetGCPercent(-1)
+	}
+	parsing.n++
+	parsing.Unlock()
+	return sync.OnceFunc(func() {
+		parsing.Lock()
+		if parsing.n--; parsing.n == 0 {
+			debug.SetGCPercent(parsing.gc)
+		}
+		parsing.Unlock()
+	})
 }

@@ -577,12 +577,22 @@ func (l *ServeLLM) await(ctx context.Context, ch chan []byte, dead chan struct{}
 	}
 }
 
+// modelTableWait bounds the wait for the model table: pg-llm serve
+// answers at once, and a component in its place that ignores the request
+// must not hold the run at load_tasks for ever.
+var modelTableWait = 10 * time.Second
+
 // Models asks the coprocess for its model table (a model-list-request,
 // docs/protocol.md), starting it: only pg-llm serve answers one.
 func (l *ServeLLM) Models(ctx context.Context) ([]ModelInfo, error) {
 	id := nextID("m")
-	reply, err := l.co.ask(ctx, id, protocol.ModelListRequest{Type: "models", ID: id})
+	wait, cancel := context.WithTimeout(ctx, modelTableWait)
+	defer cancel()
+	reply, err := l.co.ask(wait, id, protocol.ModelListRequest{Type: "models", ID: id})
 	if err != nil {
+		if ctx.Err() == nil && wait.Err() != nil {
+			return nil, fmt.Errorf("model table: %q did not answer a model-list request within %v", l.co.cmdline, modelTableWait)
+		}
 		return nil, fmt.Errorf("model table: %w", err)
 	}
 	ev, err := protocol.ModelEvents.Decode(reply)

@@ -954,3 +954,34 @@ func TestEmitterWritesABurstAtOnce(t *testing.T) {
 		t.Errorf("an event of %d bytes: %d writes before the emitter waited, want 1", len(long), n)
 	}
 }
+
+// panickyLLM is a model component with a bug.
+type panickyLLM struct{}
+
+func (panickyLLM) Call(context.Context, *protocol.Request, func(any)) (*protocol.EndEvent, error) {
+	panic("a bug in the model component")
+}
+func (panickyLLM) Close() error { return nil }
+
+// TestPanicLeavesTheEventsBeforeIt: a run that panics (a bug; cli.Run
+// reports it as an internal error) has written the events emitted before
+// the panic, which are what tells where it happened.
+func TestPanicLeavesTheEventsBeforeIt(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as pg-loop runs (cli.Spec.Waits)
+	h := newHarness(t, panickyLLM{}, okTool("x"), "t")
+	r, err := NewRunner(h.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the run did not panic")
+			}
+		}()
+		r.Run(context.Background())
+	}()
+	if out := h.out.String(); !strings.Contains(out, `"task":"task-1"`) {
+		t.Errorf("the events before the panic were not written: %q", out)
+	}
+}

@@ -145,3 +145,27 @@ func TestCoprocessGoneSaysHow(t *testing.T) {
 		t.Fatalf("error %v, want the coprocess's exit", err)
 	}
 }
+
+// TestModelTableUnanswered: a model component that ignores a
+// model-list-request (a serve component of one's own put in pg-llm's
+// place) leaves the model unknown after modelTableWait, with a warning:
+// the run does not wait for it for ever.
+func TestModelTableUnanswered(t *testing.T) {
+	defer func(d time.Duration) { modelTableWait = d }(modelTableWait)
+	modelTableWait = 200 * time.Millisecond
+	llm := NewServeLLM("cat >/dev/null", os.Stderr)
+	defer llm.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := llm.Models(context.Background())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "did not answer") {
+			t.Fatalf("error %v, want one saying the component did not answer", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Models still waits for a component that ignores the request")
+	}
+}

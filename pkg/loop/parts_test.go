@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -547,5 +548,45 @@ func TestVelocityFileReadWhenChanged(t *testing.T) {
 	os.WriteFile(p, []byte("fast"), 0o644)
 	if _, _, err := f.read(); err == nil {
 		t.Error("a bad velocity accepted")
+	}
+}
+
+// secondsFS is a file system that keeps whole seconds: its files' times
+// are fixed at when.
+type secondsFS struct{ when time.Time }
+
+func (fs secondsFS) stat(p string) (os.FileInfo, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	st := *fi.Sys().(*syscall.Stat_t)
+	st.Ctim = syscall.Timespec{Sec: fs.when.Unix()}
+	st.Mtim = st.Ctim
+	return statOf{fi, &st}, nil
+}
+
+type statOf struct {
+	os.FileInfo
+	st *syscall.Stat_t
+}
+
+func (s statOf) Sys() any { return s.st }
+
+// TestVelocityFileWholeSeconds: on a file system that keeps whole
+// seconds, a same-size write within the second of the last read is seen
+// at the next step, though the file's stat did not change.
+func TestVelocityFileWholeSeconds(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "v")
+	f := newVelocityFile(p)
+	f.racy = 20 * time.Millisecond
+	f.stat = secondsFS{when: time.Now().Add(-500 * time.Millisecond).Truncate(time.Second)}.stat
+	os.WriteFile(p, []byte("2\n"), 0o644)
+	if v, _, _ := f.read(); v != 2 {
+		t.Fatalf("read %v, want 2", v)
+	}
+	os.WriteFile(p, []byte("3\n"), 0o644) // same size, within the same second
+	if v, _, _ := f.read(); v != 3 {
+		t.Errorf("read %v after a same-size write within the second, want 3", v)
 	}
 }

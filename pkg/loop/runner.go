@@ -294,6 +294,9 @@ var errLeaseLost = errors.New("lease lost: another worker may hold the task")
 // (failed). The last stdout line is <POWERGLIDE_DONE> or
 // <POWERGLIDE_ERROR>, except when a signal interrupted the run.
 func (r *Runner) Run(ctx context.Context) Result {
+	// The events wait in the emitter for the loop to wait: they are
+	// written when it returns, and also when a bug panics.
+	defer r.o.Events.Flush() // its error is Err's
 	r.runCtx = ctx
 	r.times.start = time.Now()
 	hbCtx, stopHB := context.WithCancel(context.Background())
@@ -363,7 +366,6 @@ func (r *Runner) Run(ctx context.Context) Result {
 	default:
 		r.o.Events.Marker(MarkerError)
 	}
-	_ = r.o.Events.Flush() // its error is Err's
 	return r.res
 }
 

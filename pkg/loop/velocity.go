@@ -12,12 +12,15 @@ import (
 // (issue 21). A file whose change time is within racy of when it was
 // last read is read again at every step, because a file's times come
 // from the kernel's clock tick: a second write of the same size within
-// the tick of a read would show no change. (A file on a server whose
-// clock is behind this host's by more than racy loses that guard.)
+// the tick of a read would show no change. On a file system that keeps
+// whole seconds (a change time without nanoseconds: ext3, FAT, some NFS
+// servers) the window is two seconds more. (A file on a server whose
+// clock is behind this host's by more than that loses the guard.)
 type velocityFile struct {
 	path  string
 	racy  time.Duration
-	reads int // reads of the file, for the tests
+	reads int                               // reads of the file, for the tests
+	stat  func(string) (os.FileInfo, error) // os.Stat but in the tests
 
 	seen   fileStamp // of the file last read; zero: read it
 	readAt time.Time
@@ -29,7 +32,7 @@ type velocityFile struct {
 const racyVelocity = 100 * time.Millisecond
 
 func newVelocityFile(path string) *velocityFile {
-	return &velocityFile{path: path, racy: racyVelocity}
+	return &velocityFile{path: path, racy: racyVelocity, stat: os.Stat}
 }
 
 // fileStamp is what changes when a file is written or replaced.
@@ -42,7 +45,7 @@ type fileStamp struct {
 // read returns the velocity the file holds; a missing or empty file is
 // "not set".
 func (f *velocityFile) read() (v float64, set bool, err error) {
-	fi, err := os.Stat(f.path)
+	fi, err := f.stat(f.path)
 	if err != nil {
 		f.seen = fileStamp{}
 		if errors.Is(err, os.ErrNotExist) {
@@ -56,7 +59,11 @@ func (f *velocityFile) read() (v float64, set bool, err error) {
 		return ReadVelocity(f.path)
 	}
 	stamp := fileStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
-	if stamp == f.seen && f.readAt.Sub(time.Unix(st.Ctim.Unix())) > f.racy {
+	racy := f.racy
+	if st.Ctim.Nsec == 0 {
+		racy += 2 * time.Second
+	}
+	if stamp == f.seen && f.readAt.Sub(time.Unix(st.Ctim.Unix())) > racy {
 		return f.v, f.set, f.err
 	}
 	f.reads++
