@@ -35,7 +35,8 @@ type Options struct {
 	File filestore.Options
 	// OneShot says the process makes a few store calls and exits (a
 	// pg-queue command): PostgreSQL statements are then sent without
-	// preparing them first, one round trip each instead of two.
+	// preparing them first, and a claim, renew or complete is one round
+	// trip with its schema check and its notification (pgstore.Options).
 	OneShot bool
 }
 
