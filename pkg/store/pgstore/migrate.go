@@ -129,11 +129,13 @@ func migrateConn(ctx context.Context, conn *pgx.Conn) (int, error) {
 		return 0, fmt.Errorf("lock the schema for migration: %w", err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if err != nil || v == 0 { // else it exists, and a role that may not create tables may use it
+		if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version integer PRIMARY KEY,
 		name text NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return 0, fmt.Errorf("create schema_migrations: %w", err)
+			return 0, fmt.Errorf("create schema_migrations: %w", err)
+		}
 	}
 	have := map[int]bool{}
 	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
@@ -177,6 +179,13 @@ func migrateConn(ctx context.Context, conn *pgx.Conn) (int, error) {
 		n++
 	}
 	if err := mark(ctx, conn, latest); err != nil {
+		var pgErr *pgconn.PgError
+		if n == 0 && errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+			// A role that may use the schema but not create functions
+			// in it: without a marker, its one-shot commands check the
+			// schema here each time, the slow path.
+			return 0, nil
+		}
 		return n, fmt.Errorf("schema marker: %w", err)
 	}
 	return n, nil

@@ -220,3 +220,48 @@ func TestPoolLeavesNoChangedFlag(t *testing.T) {
 		t.Fatal("the claim left powerglide.changed on for the session")
 	}
 }
+
+// TestMarkerNotRequiredOfAPlainRole: a role that may use the tables but not
+// create functions (PostgreSQL 15's default in schema public) still opens
+// a database that a build without markers migrated, long-lived and one
+// shot: the marker is an optimisation, its absence the slow path.
+func TestMarkerNotRequiredOfAPlainRole(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.DB(t)
+	s, err := pgstore.OpenStore(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	role := "plain_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := conn.Exec(ctx, "DROP FUNCTION powerglide_schema_v"+strconv.Itoa(pgstore.SchemaVersion())+"();"+
+		"CREATE ROLE "+role+" LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC;"+
+		"GRANT USAGE ON SCHEMA public TO "+role+"; GRANT ALL ON ALL TABLES IN SCHEMA public TO "+role+";"+
+		"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO "+role+";"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role)
+	})
+	plain := strings.Replace(url, "postgres://postgres@", "postgres://"+role+"@", 1)
+	if plain == url {
+		t.Fatalf("no user in %s", url)
+	}
+	ps, err := pgstore.OpenStore(ctx, plain)
+	if err != nil {
+		t.Fatalf("long-lived open as a plain role: %v", err)
+	}
+	ps.Close()
+	tm := oneShotTeam(t, plain)
+	if _, err := tm.Tasks().Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
+		t.Fatalf("one-shot add as a plain role: %v", err)
+	}
+	if _, err := oneShotTeam(t, plain).Tasks().Claim("w1", time.Minute); err != nil {
+		t.Fatalf("one-shot claim as a plain role: %v", err)
+	}
+}
