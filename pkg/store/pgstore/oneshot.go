@@ -125,11 +125,19 @@ func (s *Store) sendChange(ctx context.Context, team string, work bool, sql stri
 		if _, err := br.Exec(); err != nil { // BEGIN
 			return err
 		}
-		return br.QueryRow().Scan(dest...)
+		err := br.QueryRow().Scan(dest...)
+		if err != nil && !isNoRows(err) {
+			return err
+		}
+		if _, cerr := br.Exec(); cerr != nil { // COMMIT
+			return cerr
+		}
+		// The NOTIFY, after the commit: best effort, as the notifier's
+		// (a full notification queue does not undo the change).
+		br.Exec()
+		return err
 	}()
-	if cerr := br.Close(); err == nil || (isNoRows(err) && cerr != nil) {
-		err = cerr
-	}
+	br.Close() // all that counts was read: the commit is past
 	if st := conn.Conn().PgConn().TxStatus(); st != 'I' && !conn.Conn().IsClosed() {
 		// Failed inside BEGIN: the commit never came.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

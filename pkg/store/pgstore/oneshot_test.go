@@ -265,3 +265,40 @@ func TestMarkerNotRequiredOfAPlainRole(t *testing.T) {
 		t.Fatalf("one-shot claim as a plain role: %v", err)
 	}
 }
+
+// TestOneShotNotifyFailureIsNotTheChanges: the NOTIFY after a one-shot
+// change's COMMIT is best effort, as the notifier's: when it fails (here a
+// pg_notify of the search path that raises, as a full notification queue
+// would), the claim and the complete, committed, still report success.
+func TestOneShotNotifyFailureIsNotTheChanges(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.DB(t)
+	tm := oneShotTeam(t, url)
+	if _, err := tm.Tasks().Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `CREATE FUNCTION public.pg_notify(text, text) RETURNS void LANGUAGE plpgsql AS
+		$$BEGIN RAISE EXCEPTION 'too many notifications in the NOTIFY queue'; END$$`); err != nil {
+		t.Fatal(err)
+	}
+	failing := url + "&search_path=public,pg_catalog"
+	if !strings.Contains(url, "?") {
+		failing = url + "?search_path=public,pg_catalog"
+	}
+	c, err := oneShotTeam(t, failing).Tasks().Claim("w1", time.Minute)
+	if err != nil {
+		t.Fatalf("claim, committed, with a failing NOTIFY: %v", err)
+	}
+	if _, err := oneShotTeam(t, failing).Tasks().Complete("a", c.Claim.Token, nil); err != nil {
+		t.Fatalf("complete, committed, with a failing NOTIFY: %v", err)
+	}
+	var status string
+	if err := conn.QueryRow(ctx, "SELECT status FROM tasks WHERE id = 'a'").Scan(&status); err != nil || status != "done" {
+		t.Fatalf("status %q, %v", status, err)
+	}
+}
