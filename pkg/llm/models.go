@@ -9,21 +9,10 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
-// ModelInfo is one row of the model table: what `pg-llm models` prints and
-// what cost_usd is computed from. Prices are USD per million tokens.
-type ModelInfo struct {
-	Type          string  `json:"type"` // "model"
-	ID            string  `json:"id"`
-	ContextWindow int     `json:"context_window"`
-	MaxOutput     int     `json:"max_output,omitempty"`
-	InputPerMTok  float64 `json:"input_per_mtok"`
-	OutputPerMTok float64 `json:"output_per_mtok"`
-	// CacheReadPerMTok and CacheWritePerMTok price cached input; when zero
-	// the input price applies.
-	CacheReadPerMTok  float64 `json:"cache_read_per_mtok,omitempty"`
-	CacheWritePerMTok float64 `json:"cache_write_per_mtok,omitempty"`
-	Source            string  `json:"source"` // builtin or config
-}
+// ModelInfo is one row of the model table: what `pg-llm models` prints,
+// what a model-list request is answered with, and what cost_usd is computed
+// from. Prices are USD per million tokens.
+type ModelInfo = protocol.ModelInfo
 
 // builtinModels: list prices as published by Anthropic and OpenAI
 // (anthropic.com/pricing, openai.com/api/pricing), late 2025.
@@ -115,18 +104,4 @@ func (m *Models) All() []ModelInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-// Cost prices a usage.
-func (i ModelInfo) Cost(u protocol.Usage) float64 {
-	read, write := i.CacheReadPerMTok, i.CacheWritePerMTok
-	if read == 0 {
-		read = i.InputPerMTok
-	}
-	if write == 0 {
-		write = i.InputPerMTok
-	}
-	c := float64(u.InputTokens)*i.InputPerMTok + float64(u.OutputTokens)*i.OutputPerMTok +
-		float64(u.CacheReadTokens)*read + float64(u.CacheWriteTokens)*write
-	return c / 1e6
 }

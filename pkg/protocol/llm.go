@@ -410,6 +410,21 @@ type ModelInfo struct {
 	Source            string  `json:"source" jsonschema:"enum=builtin,enum=config"`
 }
 
+// Cost prices a usage at the model's prices (cached tokens at the input
+// price when the cache has none of its own).
+func (i ModelInfo) Cost(u Usage) float64 {
+	read, write := i.CacheReadPerMTok, i.CacheWritePerMTok
+	if read == 0 {
+		read = i.InputPerMTok
+	}
+	if write == 0 {
+		write = i.InputPerMTok
+	}
+	c := float64(u.InputTokens)*i.InputPerMTok + float64(u.OutputTokens)*i.OutputPerMTok +
+		float64(u.CacheReadTokens)*read + float64(u.CacheWriteTokens)*write
+	return c / 1e6
+}
+
 // ModelListRequest asks pg-llm serve for its model table on the same
 // stream as the requests: what `pg-llm models --json` prints, without
 // starting another process.

@@ -272,12 +272,7 @@ func modelsEvent(router *llm.Router, line []byte) (*protocol.ModelsEvent, error)
 	if req.ID == "" {
 		return nil, protocol.FieldError{Field: "id", Msg: "is required in serve mode"}
 	}
-	all := router.Models().All()
-	ev := &protocol.ModelsEvent{Type: "models", ID: req.ID, Models: make([]protocol.ModelInfo, len(all))}
-	for i, m := range all {
-		ev.Models[i] = protocol.ModelInfo(m)
-	}
-	return ev, nil
+	return &protocol.ModelsEvent{Type: "models", ID: req.ID, Models: router.Models().All()}, nil
 }
 
 // idOf finds the id of a line that is not a valid request, when it has one.
