@@ -518,6 +518,23 @@ func TestSSEFraming(t *testing.T) {
 	}
 }
 
+// TestSSEEventName: the event type is set by the last event: line, not
+// the lines joined, and an event without data is not dispatched, its
+// name forgotten (the SSE spec's "dispatch the event").
+func TestSSEEventName(t *testing.T) {
+	s := newSSEReader(strings.NewReader("event: ping\nevent: message_stop\ndata: {}\n\nevent: lonely\n\ndata: after\n\n"), MaxResponseBytes, nil)
+	name, data, err := s.Next()
+	if err != nil || string(name) != "message_stop" || string(data) != "{}" {
+		t.Fatalf("%q %q %v", name, data, err)
+	}
+	if name, data, err = s.Next(); err != nil || len(name) != 0 || string(data) != "after" {
+		t.Fatalf("an event without data must not be dispatched nor lend its name: %q %q %v", name, data, err)
+	}
+	if _, _, err = s.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("end: %v", err)
+	}
+}
+
 // TestOpenAIDoneRequired: provider openai needs [DONE]; openai-compatible
 // accepts a stream closed without it only when the finish_reason and the
 // usage both arrived.

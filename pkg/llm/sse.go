@@ -55,7 +55,10 @@ func (s *sseReader) line() ([]byte, error) {
 }
 
 // Next returns the next event's name and data (lines joined by \n), both
-// valid until the next call. At the end of the stream it returns
+// valid until the next call. As the SSE spec says, a later event: line of
+// an event replaces the name an earlier one gave, and an event without a
+// data: line is not dispatched (its name is forgotten). At the end of the
+// stream it returns
 // io.EOF; an event not closed by a blank line is dropped, as the SSE spec
 // says, and the stream counts as cut off (io.ErrUnexpectedEOF).
 func (s *sseReader) Next() (event, data []byte, err error) {
@@ -71,7 +74,8 @@ func (s *sseReader) Next() (event, data []byte, err error) {
 			return nil, nil, err
 		}
 		if len(line) == 0 {
-			if !hasData && len(s.event) == 0 {
+			if !hasData {
+				s.event = s.event[:0]
 				continue
 			}
 			return s.event, s.data.Bytes(), nil
@@ -82,7 +86,7 @@ func (s *sseReader) Next() (event, data []byte, err error) {
 		}
 		switch string(name) {
 		case "event":
-			s.event = append(s.event, value...)
+			s.event = append(s.event[:0], value...)
 		case "data":
 			if hasData {
 				s.data.WriteByte('\n')
