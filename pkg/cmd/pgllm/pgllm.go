@@ -70,8 +70,11 @@ type CallCmd struct {
 //
 // Each input line is a request with an "id"; every event of it carries that
 // id, and calls run concurrently (--concurrency), their events interleaved
-// line by line. A bad line gets an error event with its line number and
-// serving goes on. Serving ends at end of input, after the calls in flight.
+// line by line. A request ends with its end or error event, written once
+// the call is recorded (--record; a call that could not be recorded ends
+// with an error instead): its id may then be used again, and not before.
+// A bad line gets an error event with its line number and serving goes on.
+// Serving ends at end of input, after the calls in flight.
 //
 // Serve holds the last 16 conversations it answered: each end event names
 // one ("held":"h1"), and a later request with "after":"h1" sends only the

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"regexp"
 	"strings"
 	"sync"
@@ -426,5 +427,120 @@ func TestServeReadsStdinThroughThePoller(t *testing.T) {
 	w.Close()
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+// TestServeEndAfterTheIDIsFree: a request's end is written only once its
+// recording is done and its id is free again. Here the recording blocks
+// (the test holds the session file's lock) while a second request
+// starts: its start must not carry the first one's end out with it, and
+// once the end is out, reusing its id works.
+func TestServeEndAfterTheIDIsFree(t *testing.T) {
+	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(rs...)
+	srv.SetRepeat(true)
+	defer srv.Close()
+	home := t.TempDir()
+	recPath := filepath.Join(home, "rec.jsonl")
+	lock, err := os.Create(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errb bytes.Buffer
+	sio := cli.Test(inR, outW, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5", "--concurrency", "2", "--record", recPath}, sio)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	next := func() (typ, id string) {
+		if !lines.Scan() {
+			t.Fatalf("serve stopped writing: %v; stderr %s", lines.Err(), errb.String())
+		}
+		var ev struct{ Type, ID string }
+		if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+			t.Fatalf("line %q: %v", lines.Text(), err)
+		}
+		if ev.Type == "error" {
+			t.Fatalf("error event: %s", lines.Text())
+		}
+		return ev.Type, ev.ID
+	}
+	send := func(id string) {
+		fmt.Fprintf(inW, `{"id":%q,"messages":[{"role":"user","content":"weather?"}]}`+"\n", id)
+	}
+	send("a")
+	next() // a's start
+	// a is answered and then waits on its recording; b starts.
+	time.Sleep(100 * time.Millisecond)
+	send("b")
+	for {
+		typ, id := next()
+		if id == "b" && typ == "start" {
+			break
+		}
+		if typ == "end" {
+			t.Fatalf("the end of %s came out before its recording was done", id)
+		}
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_UN); err != nil { // the recordings go on
+		t.Fatal(err)
+	}
+	ends := map[string]bool{}
+	for len(ends) < 2 {
+		if typ, id := next(); typ == "end" {
+			ends[id] = true
+		}
+	}
+	send("a") // the id is free again
+	for typ, id := next(); typ != "end" || id != "a"; typ, id = next() {
+	}
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+// TestServeRecordFailureEndsTheRequest: when the call cannot be recorded,
+// the request ends with an error event instead of its end, as one-shot
+// pg-llm fails, never with an end followed by an error.
+func TestServeRecordFailureEndsTheRequest(t *testing.T) {
+	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(rs...)
+	defer srv.Close()
+	home := t.TempDir()
+	var out, errb bytes.Buffer
+	in := strings.NewReader(`{"id":"q1","messages":[{"role":"user","content":"weather?"}]}` + "\n")
+	sio := cli.Test(in, &out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	rec := filepath.Join(home, "missing", "rec.jsonl")
+	if code := cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5", "--record", rec}, sio); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var types []string
+	var last struct {
+		Type, ID string
+		Message  json.RawMessage // the error's text; the end's is an object
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if err := json.Unmarshal([]byte(l), &last); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		types = append(types, last.Type)
+	}
+	if slices.Contains(types, "end") || last.Type != "error" || last.ID != "q1" || !strings.Contains(string(last.Message), "rec.jsonl") {
+		t.Fatalf("events %v, last %+v", types, last)
 	}
 }

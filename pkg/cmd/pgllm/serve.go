@@ -233,26 +233,46 @@ loop:
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			// The request's last event, its end or error, is written
+			// only once the call is recorded and its id is free again:
+			// another call's flush would otherwise show the end to the
+			// client, which may then reuse the id while it is still in
+			// flight, or see the recording's failure after the end.
 			var events []any
+			var last any
 			sink := func(ev any) {
-				if end, ok := ev.(*protocol.EndEvent); ok {
-					held.Hold(req, end) // before the client can see the end and continue
+				switch e := ev.(type) {
+				case *protocol.EndEvent:
+					held.Hold(req, e) // before the client can see the end and continue
+					last = ev
+				case *protocol.ErrorEvent:
+					last = ev
 				}
 				if rec != nil {
 					events = append(events, ev)
 				}
-				out.Encode(ev)
+				if ev != last {
+					out.Encode(ev)
+				}
 			}
 			_, err := router.Call(ctx, req, sink)
 			if rec != nil && (err == nil || isLLMError(err)) {
 				if rerr := rec.Record(req, events); rerr != nil {
-					out.Encode(&protocol.ErrorEvent{Type: protocol.EventError, ID: req.ID, Tool: "pg-llm", Message: rerr.Error()})
+					if err == nil {
+						// As one-shot pg-llm fails when it cannot record.
+						last = &protocol.ErrorEvent{Type: protocol.EventError, ID: req.ID, Tool: "pg-llm", Message: rerr.Error()}
+					} else {
+						fmt.Fprintf(rt.IO.Err, "pg-llm: warning: %v\n", rerr)
+					}
 				}
 			}
 			mu.Lock()
 			delete(inflight, req.ID)
 			mu.Unlock()
-			out.Flush() // the client may reuse the id once it sees the end
+			if last != nil {
+				out.Encode(last)
+			}
+			out.Flush()
 		}()
 	}
 	wg.Wait()
