@@ -601,12 +601,7 @@ func (l *ServeLLM) Models(ctx context.Context) ([]ModelInfo, error) {
 	}
 	switch e := ev.(type) {
 	case *protocol.ModelsEvent:
-		table := make([]ModelInfo, len(e.Models))
-		for i, m := range e.Models {
-			table[i] = ModelInfo{ID: m.ID, ContextWindow: m.ContextWindow, InputPerMTok: m.InputPerMTok, OutputPerMTok: m.OutputPerMTok,
-				CacheReadPerMTok: m.CacheReadPerMTok, CacheWritePerMTok: m.CacheWritePerMTok}
-		}
-		return table, nil
+		return e.Models, nil
 	case *protocol.ErrorEvent:
 		return nil, fmt.Errorf("model table from %q: %s", l.co.cmdline, e.Message)
 	}

@@ -5,42 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/powerglide/powerglide/pkg/termtext"
 	"strings"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
-// ModelInfo is what the loop needs of a model: its context window and its
-// prices in USD per million tokens, as `pg-llm models --json` prints them.
-// pg-loop asks pg-llm rather than linking its table, so it carries no
-// provider SDK.
-type ModelInfo struct {
-	ID                string  `json:"id"`
-	ContextWindow     int     `json:"context_window"`
-	InputPerMTok      float64 `json:"input_per_mtok"`
-	OutputPerMTok     float64 `json:"output_per_mtok"`
-	CacheReadPerMTok  float64 `json:"cache_read_per_mtok,omitempty"`
-	CacheWritePerMTok float64 `json:"cache_write_per_mtok,omitempty"`
-}
-
-// Priced reports whether the model's prices are known.
-func (m ModelInfo) Priced() bool { return m.InputPerMTok > 0 || m.OutputPerMTok > 0 }
-
-// inputPrice is the dearest price an input token may have: a request with
-// caching on may write its prompt to the cache.
-func (m ModelInfo) inputPrice() float64 { return max(m.InputPerMTok, m.CacheWritePerMTok) }
-
-// Cost prices a usage at the model's prices (cached tokens at the input
-// price when the cache has none of its own).
-func (m ModelInfo) Cost(in, out, cacheRead, cacheWrite int) float64 {
-	read, write := m.CacheReadPerMTok, m.CacheWritePerMTok
-	if read == 0 {
-		read = m.InputPerMTok
-	}
-	if write == 0 {
-		write = m.InputPerMTok
-	}
-	return (float64(in)*m.InputPerMTok + float64(out)*m.OutputPerMTok + float64(cacheRead)*read + float64(cacheWrite)*write) / 1e6
-}
+// ModelInfo is one model of the model component's table (`pg-llm models
+// --json`, or its answer to a model-list-request).
+type ModelInfo = protocol.ModelInfo
 
 // ModelLookup finds the run's model in a model table while the run
 // starts: Runner.Run asks Table as it starts the model coprocess, and

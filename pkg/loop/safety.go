@@ -240,7 +240,7 @@ func (b Budget) Check(spent protocol.Usage, in, maxOut int) error {
 	priced := b.Prices != nil && b.Prices.Priced()
 	if priced {
 		// A component that reports no cost is priced here.
-		cost = max(cost, b.Prices.Cost(spent.InputTokens, spent.OutputTokens, spent.CacheReadTokens, spent.CacheWriteTokens))
+		cost = max(cost, b.Prices.Cost(spent))
 	}
 	if cost >= b.USD {
 		return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("$%.4f spent, the budget is $%.4f", cost, b.USD)}

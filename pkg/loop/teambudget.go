@@ -81,7 +81,7 @@ func (r *Runner) reserve(ctx context.Context, req *protocol.Request) (string, er
 // when it reports none.
 func (r *Runner) callCost(u protocol.Usage) float64 {
 	if p := r.o.Budget.Prices; p != nil && p.Priced() {
-		return max(u.CostUSD, p.Cost(u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens))
+		return max(u.CostUSD, p.Cost(u))
 	}
 	return u.CostUSD
 }
@@ -94,7 +94,7 @@ func (r *Runner) callCost(u protocol.Usage) float64 {
 // far; the first call has no estimate (ok false).
 func (b Budget) nextCost(spent protocol.Usage, in, maxOut int) (usd float64, ok bool) {
 	if b.Prices != nil && b.Prices.Priced() {
-		return (float64(in)*b.Prices.inputPrice() + float64(maxOut)*b.Prices.OutputPerMTok) / 1e6, true
+		return (float64(in)*max(b.Prices.InputPerMTok, b.Prices.CacheWritePerMTok) + float64(maxOut)*b.Prices.OutputPerMTok) / 1e6, true
 	}
 	if t := spent.Tokens(); t > 0 && spent.CostUSD > 0 {
 		// Output tokens cost more than input; price the output at five

@@ -410,6 +410,9 @@ type ModelInfo struct {
 	Source            string  `json:"source" jsonschema:"enum=builtin,enum=config"`
 }
 
+// Priced reports whether the model's prices are known.
+func (i ModelInfo) Priced() bool { return i.InputPerMTok > 0 || i.OutputPerMTok > 0 }
+
 // Cost prices a usage at the model's prices (cached tokens at the input
 // price when the cache has none of its own).
 func (i ModelInfo) Cost(u Usage) float64 {
