@@ -147,15 +147,16 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	// The descriptor is an anonymous memory file (memfd), not a pipe: a
 	// daemon the command leaves behind must not hold the call open; and
 	// no file in TMPDIR: the command never sees it, and a call costs no
-	// file creation, write-back and unlink on a disk.
+	// file creation, write-back and unlink on a disk (cwdChannel falls
+	// back to one, unlinked at once, where memfd_create is refused).
 	script := in.Command
 	var cwdOut *os.File
 	if s.opts.PersistCwd && in.Workdir == nil {
-		fd, err := unix.MemfdCreate("pg-tool-cwd", unix.MFD_CLOEXEC)
+		f, err := cwdChannel()
 		if err != nil {
 			return "", fmt.Errorf("bash: working directory channel: %w", err)
 		}
-		cwdOut = os.NewFile(uintptr(fd), "pg-tool-cwd")
+		cwdOut = f
 		defer cwdOut.Close()
 		// It arrives as fd 3 and moves out of the way of the command's
 		// own use of low descriptors (exec 3>file), to three descriptors
@@ -215,4 +216,27 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	}
 	text += "[exit code: 0]\n"
 	return text, nil
+}
+
+// memfdCreate is unix.MemfdCreate (a variable for the tests).
+var memfdCreate = unix.MemfdCreate
+
+// cwdChannel opens the file the working directory comes back on: a memfd,
+// or where memfd_create is refused (a seccomp profile that denies it, a
+// kernel before 3.17), a temporary file removed as soon as it is open, so
+// that no command sees it by name.
+func cwdChannel() (*os.File, error) {
+	fd, err := memfdCreate("pg-tool-cwd", unix.MFD_CLOEXEC)
+	if err == nil {
+		return os.NewFile(uintptr(fd), "pg-tool-cwd"), nil
+	}
+	f, terr := os.CreateTemp("", "pg-tool-cwd-*")
+	if terr != nil {
+		return nil, fmt.Errorf("memfd: %v; temporary file: %w", err, terr)
+	}
+	if rerr := os.Remove(f.Name()); rerr != nil {
+		f.Close()
+		return nil, fmt.Errorf("memfd: %v; temporary file: %w", err, rerr)
+	}
+	return f, nil
 }

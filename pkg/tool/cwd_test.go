@@ -11,6 +11,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // A command that opens descriptors of its own at the numbers bash gives
@@ -20,6 +21,20 @@ import (
 func TestBashCwdNeverWrittenIntoTheCommandsFiles(t *testing.T) {
 	for _, mode := range []sandbox.Mode{sandbox.Off, sandbox.WorkspaceWrite} {
 		t.Run(string(mode), func(t *testing.T) { testCwdChannel(t, mode) })
+	}
+}
+
+// Where memfd_create is refused (a seccomp profile, an old kernel), the
+// working directory comes back through an unlinked temporary file, and cd
+// still carries over; the file leaves nothing behind.
+func TestBashCwdWithoutMemfd(t *testing.T) {
+	memfdCreate = func(string, int) (int, error) { return -1, unix.ENOSYS }
+	defer func() { memfdCreate = unix.MemfdCreate }()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	testCwdChannel(t, sandbox.Off)
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("left in TMPDIR: %v", left)
 	}
 }
 
