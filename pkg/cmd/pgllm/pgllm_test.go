@@ -21,6 +21,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/llm"
 	"github.com/powerglide/powerglide/pkg/llm/llmtest"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/protocol/validate"
@@ -542,5 +543,74 @@ func TestServeRecordFailureEndsTheRequest(t *testing.T) {
 	}
 	if slices.Contains(types, "end") || last.Type != "error" || last.ID != "q1" || !strings.Contains(string(last.Message), "rec.jsonl") {
 		t.Fatalf("events %v, last %+v", types, last)
+	}
+}
+
+// TestServeHoldsOnlyWhatItAnswers: a call that could not be recorded ends
+// with an error, so the client never learns the name of its conversation:
+// serve does not hold it, and so many such calls do not push out a
+// conversation the client can still continue.
+func TestServeHoldsOnlyWhatItAnswers(t *testing.T) {
+	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "text.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(rs...)
+	srv.SetRepeat(true)
+	defer srv.Close()
+	home := t.TempDir()
+	dir := filepath.Join(home, "rec")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errb bytes.Buffer
+	sio := cli.Test(inR, outW, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5", "--record", filepath.Join(dir, "rec.jsonl")}, sio)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	// ask sends a request and returns its last event.
+	ask := func(req string) (ev struct{ Type, ID, Held, Kind string }) {
+		t.Helper()
+		if _, err := io.WriteString(inW, req+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		for lines.Scan() {
+			if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type == "end" || ev.Type == "error" {
+				return ev
+			}
+		}
+		t.Fatalf("no end: %v %s", lines.Err(), errb.String())
+		return ev
+	}
+	first := ask(`{"id":"r0","messages":[{"role":"user","content":"first question"}]}`)
+	if first.Type != "end" || first.Held == "" {
+		t.Fatalf("first answer %+v", first)
+	}
+	if err := os.Rename(dir, dir+".away"); err != nil { // the recordings fail
+		t.Fatal(err)
+	}
+	for i := 1; i <= llm.MaxHeld; i++ {
+		if ev := ask(fmt.Sprintf(`{"id":"r%d","messages":[{"role":"user","content":"question %d"}]}`, i, i)); ev.Type != "error" || ev.Held != "" {
+			t.Fatalf("a call that could not be recorded: %+v", ev)
+		}
+	}
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	if ev := ask(`{"id":"r99","after":"` + first.Held + `","messages":[{"role":"user","content":"second question"}]}`); ev.Type != "end" {
+		t.Fatalf("continuing %s after %d unrecorded calls: %+v", first.Held, llm.MaxHeld, ev)
+	}
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }

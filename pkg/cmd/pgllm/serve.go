@@ -241,11 +241,8 @@ loop:
 			var events []any
 			var last any
 			sink := func(ev any) {
-				switch e := ev.(type) {
-				case *protocol.EndEvent:
-					held.Hold(req, e) // before the client can see the end and continue
-					last = ev
-				case *protocol.ErrorEvent:
+				switch ev.(type) {
+				case *protocol.EndEvent, *protocol.ErrorEvent:
 					last = ev
 				}
 				if rec != nil {
@@ -265,6 +262,13 @@ loop:
 						fmt.Fprintf(rt.IO.Err, "pg-llm: warning: %v\n", rerr)
 					}
 				}
+			}
+			if end, ok := last.(*protocol.EndEvent); ok {
+				// Held only when the end goes out (a call that could not
+				// be recorded ends with an error, and holding its
+				// conversation would push out one the client can
+				// continue), and before the client can see it.
+				held.Hold(req, end)
 			}
 			mu.Lock()
 			delete(inflight, req.ID)
