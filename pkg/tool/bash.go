@@ -218,16 +218,25 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	return text, nil
 }
 
-// memfdCreate is unix.MemfdCreate (a variable for the tests).
-var memfdCreate = unix.MemfdCreate
+// memfdCreate and openTmpfile are variables for the tests.
+var (
+	memfdCreate = unix.MemfdCreate
+	openTmpfile = func(dir string) (int, error) {
+		return unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	}
+)
 
 // cwdChannel opens the file the working directory comes back on: a memfd,
 // or where memfd_create is refused (a seccomp profile that denies it, a
-// kernel before 3.17), a temporary file removed as soon as it is open, so
-// that no command sees it by name.
+// kernel before 3.17), a file in TMPDIR that never has a name (O_TMPFILE),
+// or where the file system cannot make one, a temporary file removed as
+// soon as it is open: no command sees it by name.
 func cwdChannel() (*os.File, error) {
 	fd, err := memfdCreate("pg-tool-cwd", unix.MFD_CLOEXEC)
 	if err == nil {
+		return os.NewFile(uintptr(fd), "pg-tool-cwd"), nil
+	}
+	if fd, terr := openTmpfile(os.TempDir()); terr == nil {
 		return os.NewFile(uintptr(fd), "pg-tool-cwd"), nil
 	}
 	f, terr := os.CreateTemp("", "pg-tool-cwd-*")

@@ -25,16 +25,23 @@ func TestBashCwdNeverWrittenIntoTheCommandsFiles(t *testing.T) {
 }
 
 // Where memfd_create is refused (a seccomp profile, an old kernel), the
-// working directory comes back through an unlinked temporary file, and cd
-// still carries over; the file leaves nothing behind.
+// working directory comes back through a file in TMPDIR without a name
+// (O_TMPFILE), or where that cannot be made, one removed at once; cd still
+// carries over, and nothing is left behind.
 func TestBashCwdWithoutMemfd(t *testing.T) {
+	memfd, tmpfile := memfdCreate, openTmpfile
+	defer func() { memfdCreate, openTmpfile = memfd, tmpfile }()
 	memfdCreate = func(string, int) (int, error) { return -1, unix.ENOSYS }
-	defer func() { memfdCreate = unix.MemfdCreate }()
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	testCwdChannel(t, sandbox.Off)
-	if left, _ := os.ReadDir(tmp); len(left) != 0 {
-		t.Fatalf("left in TMPDIR: %v", left)
+	for _, named := range []bool{false, true} {
+		if named {
+			openTmpfile = func(string) (int, error) { return -1, unix.EOPNOTSUPP }
+		}
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		testCwdChannel(t, sandbox.Off)
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Fatalf("named %v: left in TMPDIR: %v", named, left)
+		}
 	}
 }
 
