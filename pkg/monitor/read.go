@@ -14,7 +14,10 @@ import (
 // as few calls as possible (open, read, close).
 
 // reader reads small files into a reused buffer.
-type reader struct{ buf []byte }
+type reader struct {
+	buf    []byte
+	guards proc.Guards // the ancestry, read once a pass
+}
 
 func (r *reader) read(path string) ([]byte, error) {
 	if r.buf == nil {

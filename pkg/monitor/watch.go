@@ -191,7 +191,7 @@ func (w *Watcher) probe(rd *reader, r *protocol.Worker) Process {
 	if !rd.matches(r.PID, r.PIDStart) {
 		return ProcGone
 	}
-	if refused(r) != nil {
+	if rd.refused(r) != nil {
 		// pid 1, this process or an ancestor, with the recorded start
 		// time: never signalled, and its tasks are not released while
 		// it runs. The pass warns.
@@ -202,12 +202,12 @@ func (w *Watcher) probe(rd *reader, r *protocol.Worker) Process {
 
 // refused says why the process of record r must never be signalled (pid
 // 1 and below, this process or an ancestor: a hand-written or mistaken
-// record), or nil.
-func refused(r *protocol.Worker) error {
+// record), or nil. The ancestry is read once for the reader's pass.
+func (rd *reader) refused(r *protocol.Worker) error {
 	if r.PID == 0 {
 		return nil // no process recorded
 	}
-	return proc.Guard(r.PID)
+	return rd.guards.Guard(r.PID)
 }
 
 // Statuses classifies every worker record without acting (pg-monitor
@@ -349,7 +349,7 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 	reasons := map[string]string{}
 	for _, r := range recs {
 		p := w.probe(rd, r)
-		if err := refused(r); err != nil && p == ProcUnknown {
+		if err := rd.refused(r); err != nil && p == ProcUnknown {
 			res.Errors = append(res.Errors, fmt.Errorf("worker %s: pid %d is never acted on: %w", r.Worker, r.PID, err))
 		}
 		v := Classify(r, now, p, w.Opts)

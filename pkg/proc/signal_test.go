@@ -184,3 +184,26 @@ func TestChildCancelKillsGroup(t *testing.T) {
 	c.Wait()
 	waitGone(t, sleep, sstart)
 }
+
+// Guards answers as Guard does, for every kind of pid, from one reading
+// of the ancestry.
+func TestGuardsAgreeWithGuard(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var g proc.Guards
+	for _, pid := range []int{-1, 0, 1, os.Getpid(), os.Getppid(), cmd.Process.Pid} {
+		want, got := proc.Guard(pid), g.Guard(pid)
+		if (want == nil) != (got == nil) || (want != nil && want.Error() != got.Error()) {
+			t.Errorf("pid %d: Guards says %v, Guard %v", pid, got, want)
+		}
+	}
+	if err := g.Guard(cmd.Process.Pid); err != nil {
+		t.Errorf("a child of ours refused: %v", err)
+	}
+	if err := g.Guard(os.Getppid()); !errors.Is(err, proc.ErrRefused) {
+		t.Errorf("the parent allowed: %v", err)
+	}
+}
