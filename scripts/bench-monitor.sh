@@ -26,11 +26,16 @@ export POWERGLIDE_QUEUE_CMD="$tmp/bin/q"
 echo "-- watch --once over 256 records, end to end (process start included)"
 dir="$POWERGLIDE_HOME/teams/bench"
 mkdir -p "$dir"
-start=$(awk '{print $22}' /proc/$$/stat)
+# The records name a live process that is not an ancestor of pg-monitor
+# (one that is, such as this shell, is never acted on and warned about:
+# not the steady state measured here).
+sleep 600 &
+live=$!
+start=$(awk '{print $22}' /proc/$live/stat)
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 for i in $(seq 1 256); do
 	printf '{"worker":"%s","pid":%s,"pid_start":"%s","host":"%s","state":"executing","heartbeat_at":"%s","progress_at":"%s","started_at":"%s","usage":{"cost_usd":0},"velocity":1,"last_error":null}\n' \
-		"$i" $$ "$start" "$(hostname)" "$now" "$now" "$now" >"$dir/worker-$i.json"
+		"$i" "$live" "$start" "$(hostname)" "$now" "$now" "$now" >"$dir/worker-$i.json"
 done
 for _ in 1 2 3; do
 	/usr/bin/time -f "watch --once: %e s wall, %M KB max RSS" pg-monitor watch --team bench --once --stale 1h
