@@ -115,7 +115,7 @@ func TestBashSession(t *testing.T) {
 
 	// Ctrl-C interrupts the foreground job, not the shell.
 	send(t, s, "sh", "sleep 300; echo after", "Enter")
-	waitFor(t, "sleep running", func() bool { return len(sessionMembers(scr2pid(t, s, "sh"))) > 0 })
+	waitFor(t, "sleep in the foreground", func() bool { return foreground(scr2pid(t, s, "sh"), "sleep") })
 	send(t, s, "sh", "", "C-c")
 	got = expect(t, s, "sh", `\$ $`)
 	if strings.Contains(got, "\r\nafter\r\n") || !strings.Contains(got, "^C") {
@@ -140,6 +140,32 @@ func TestBashSession(t *testing.T) {
 	if err := s.Send(context.Background(), "sh", []byte("x"), nil); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("send after exit: %v", err)
 	}
+}
+
+// foreground reports whether a process of session sid runs command comm
+// (it has exec'd) in the terminal's foreground process group: only then
+// does a Ctrl-C reach it. A member of the session alone may be the
+// shell's child before its exec and before the shell gave it the
+// terminal, and the signal then goes to the shell's own group.
+func foreground(sid int, comm string) bool {
+	for _, m := range sessionMembers(sid) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.PID))
+		if err != nil {
+			continue
+		}
+		st, err := proc.ParseStat(b)
+		if err != nil || st.Comm != comm {
+			continue
+		}
+		// tpgid, the terminal's foreground group, is the 8th field: the
+		// 6th after the command name's closing parenthesis.
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 5 && f[5] == fmt.Sprint(st.PGID) {
+			return true
+		}
+	}
+	return false
 }
 
 func scr2pid(t *testing.T, s Store, name string) int {
