@@ -62,21 +62,14 @@ func TestChooseModel(t *testing.T) {
 // TestServeConcurrent runs serve in-process with many requests in flight
 // at once: every event line is whole, valid and tagged with its request.
 func TestServeConcurrent(t *testing.T) {
-	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs[0].Delay = 50 * time.Millisecond
-	srv := llmtest.NewServer(rs...)
-	srv.SetRepeat(true)
-	defer srv.Close()
+	srv := fakeAnthropic(t, "tool_use.http", 50*time.Millisecond)
 	var in, out, errb bytes.Buffer
 	const n = 12
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&in, `{"id":"q%d","messages":[{"role":"user","content":"weather %d"}]}`+"\n", i, i)
 	}
 	home := t.TempDir()
-	io := cli.Test(&in, &out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	io := cli.Test(&in, &out, &errb, serveEnv(home, srv.URL)...)
 	code := cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5", "--concurrency", "6", "--record", filepath.Join(home, "rec.jsonl")}, io)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -154,13 +147,7 @@ func TestServeReusesConnection(t *testing.T) {
 // gets the whole conversation; a name serve does not hold is an error of
 // kind not_held; a single call refuses after.
 func TestServeHeldConversation(t *testing.T) {
-	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "text.http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := llmtest.NewServer(rs...)
-	srv.SetRepeat(true)
-	defer srv.Close()
+	srv := fakeAnthropic(t, "text.http", 0)
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=" + srv.URL}
 	inR, inW := io.Pipe()
@@ -283,7 +270,7 @@ func TestServeWritesWhatArrivedTogether(t *testing.T) {
 	out := &writeLog{}
 	var errb bytes.Buffer
 	in := strings.NewReader(`{"id":"q1","messages":[{"role":"user","content":"weather?"}]}` + "\n")
-	sio := cli.Test(in, out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	sio := cli.Test(in, out, &errb, serveEnv(home, srv.URL)...)
 	if code := cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5"}, sio); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -382,7 +369,7 @@ func TestServeReadsStdinThroughThePoller(t *testing.T) {
 	home := t.TempDir()
 	out := &writeLog{}
 	var errb bytes.Buffer
-	sio := cli.Test(r, out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	sio := cli.Test(r, out, &errb, serveEnv(home, srv.URL)...)
 	done := make(chan int)
 	go func() {
 		done <- cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5"}, sio)
@@ -437,13 +424,7 @@ func TestServeReadsStdinThroughThePoller(t *testing.T) {
 // starts: its start must not carry the first one's end out with it, and
 // once the end is out, reusing its id works.
 func TestServeEndAfterTheIDIsFree(t *testing.T) {
-	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := llmtest.NewServer(rs...)
-	srv.SetRepeat(true)
-	defer srv.Close()
+	srv := fakeAnthropic(t, "tool_use.http", 0)
 	home := t.TempDir()
 	recPath := filepath.Join(home, "rec.jsonl")
 	lock, err := os.Create(recPath)
@@ -457,7 +438,7 @@ func TestServeEndAfterTheIDIsFree(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var errb bytes.Buffer
-	sio := cli.Test(inR, outW, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	sio := cli.Test(inR, outW, &errb, serveEnv(home, srv.URL)...)
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5", "--concurrency", "2", "--record", recPath}, sio)
@@ -516,16 +497,11 @@ func TestServeEndAfterTheIDIsFree(t *testing.T) {
 // the request ends with an error event instead of its end, as one-shot
 // pg-llm fails, never with an end followed by an error.
 func TestServeRecordFailureEndsTheRequest(t *testing.T) {
-	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "tool_use.http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := llmtest.NewServer(rs...)
-	defer srv.Close()
+	srv := fakeAnthropic(t, "tool_use.http", 0)
 	home := t.TempDir()
 	var out, errb bytes.Buffer
 	in := strings.NewReader(`{"id":"q1","messages":[{"role":"user","content":"weather?"}]}` + "\n")
-	sio := cli.Test(in, &out, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	sio := cli.Test(in, &out, &errb, serveEnv(home, srv.URL)...)
 	rec := filepath.Join(home, "missing", "rec.jsonl")
 	if code := cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5", "--record", rec}, sio); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -551,13 +527,7 @@ func TestServeRecordFailureEndsTheRequest(t *testing.T) {
 // serve does not hold it, and so many such calls do not push out a
 // conversation the client can still continue.
 func TestServeHoldsOnlyWhatItAnswers(t *testing.T) {
-	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", "text.http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := llmtest.NewServer(rs...)
-	srv.SetRepeat(true)
-	defer srv.Close()
+	srv := fakeAnthropic(t, "text.http", 0)
 	home := t.TempDir()
 	dir := filepath.Join(home, "rec")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -566,7 +536,7 @@ func TestServeHoldsOnlyWhatItAnswers(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var errb bytes.Buffer
-	sio := cli.Test(inR, outW, &errb, "HOME="+home, "XDG_CONFIG_HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL)
+	sio := cli.Test(inR, outW, &errb, serveEnv(home, srv.URL)...)
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(context.Background(), Spec(), []string{"serve", "--model", "anthropic/claude-sonnet-4-5", "--record", filepath.Join(dir, "rec.jsonl")}, sio)
@@ -613,4 +583,25 @@ func TestServeHoldsOnlyWhatItAnswers(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
+}
+
+// fakeAnthropic serves a recorded Anthropic answer (testdata/llm/anthropic)
+// to every request, after delay; it is closed when the test ends.
+func fakeAnthropic(t *testing.T, file string, delay time.Duration) *llmtest.Server {
+	t.Helper()
+	rs, err := llmtest.Load(filepath.Join("..", "..", "..", "testdata", "llm", "anthropic", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs[0].Delay = delay
+	srv := llmtest.NewServer(rs...)
+	srv.SetRepeat(true)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// serveEnv is the environment of an in-process pg-llm against the
+// Anthropic server at url, with home as its HOME and config directory.
+func serveEnv(home, url string) []string {
+	return []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=" + url}
 }
