@@ -75,6 +75,8 @@ var baseKeys = []Key{
 	{Name: "sandbox", Kind: KindString, Env: []string{"POWERGLIDE_SANDBOX"}, Default: "workspace-write", Help: "pg-tool: sandbox of the commands it starts: workspace-write, read-only or off"},
 	{Name: "team", Kind: KindString, Env: []string{"POWERGLIDE_TEAM"}, Default: "default", Help: "team name: the queue and workers in $POWERGLIDE_HOME/teams/<team>/"},
 	{Name: "store", Kind: KindString, Env: []string{"POWERGLIDE_STORE"}, Default: "", Help: "where team state lives for pg-queue, pg-loop --team, pg-monitor and pg-dash: empty or file: (the team directories under home), file:/path (those under /path), postgres://… or a libpq keyword string (PostgreSQL)"},
+	{Name: "store_agent", Kind: KindString, Env: []string{"POWERGLIDE_STORE_AGENT"}, Default: "auto", Help: "pg-queue on a PostgreSQL store: auto (commands go through this host's store agent, pg-queue agent, started on first use) or off (each command connects to the database itself); the file store never uses one"},
+	{Name: "store_agent_idle", Kind: KindDuration, Env: []string{"POWERGLIDE_STORE_AGENT_IDLE"}, Default: 60 * time.Second, Help: "pg-queue agent: exit after this long with no client"},
 	{Name: "queue_sync", Kind: KindBool, Env: []string{"POWERGLIDE_QUEUE_SYNC"}, Default: true, Help: "fsync the task queue after each change (false: faster; a power loss may lose the last changes, a killed process never corrupts it)"},
 	{Name: "queue_keep_finished", Kind: KindInt, Env: []string{"POWERGLIDE_QUEUE_KEEP_FINISHED"}, Default: 500, Help: "finished tasks kept in task-queue.json; beyond that the oldest move to task-archive.jsonl"},
 	{Name: "lease", Kind: KindDuration, Env: []string{"POWERGLIDE_LEASE"}, Default: 10 * time.Minute, Help: "task lease length"},

@@ -72,3 +72,8 @@ func ExhaustMessage(t *protocol.Task) string {
 	}
 	return fmt.Sprintf("no attempts left: %d of %d used", t.Attempts, t.MaxAttempts)
 }
+
+// DecodeStoredTask decodes a task record as another store or a wire sent
+// it: exactly as encoded (EncodeTask), with the fields this version does
+// not know in Extra, and nothing normalized.
+func DecodeStoredTask(js []byte, t *protocol.Task) error { return decodeTask(js, t) }

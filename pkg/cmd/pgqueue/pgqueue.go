@@ -67,6 +67,7 @@ type CLI struct {
 	Watch    WatchCmd    `cmd:"" help:"Follow the team journal, events.jsonl."`
 	Archive  ArchiveCmd  `cmd:"" help:"Move finished tasks out of task-queue.json into task-archive.jsonl."`
 	Prune    PruneCmd    `cmd:"" help:"Delete finished tasks from task-queue.json and task-archive.jsonl."`
+	Agent    AgentCmd    `cmd:"" help:"Serve a PostgreSQL store to this host's commands over a Unix socket (started on first use; see store_agent)."`
 }
 
 // teamExists is checked by the commands that only read a team (list,
@@ -81,8 +82,13 @@ func teamExists(rt *cli.Runtime, t store.Team) error {
 	return err
 }
 
-// open resolves the team and opens it in the configured store.
-func (c *CLI) open(rt *cli.Runtime) (store.Team, error) {
+// open resolves the team and opens it in the configured store: on
+// PostgreSQL through the host's store agent (agent.go) unless store_agent
+// is off.
+func (c *CLI) open(rt *cli.Runtime) (store.Team, error) { return c.openVia(rt, true) }
+
+// openVia is open; useAgent false connects to the store directly.
+func (c *CLI) openVia(rt *cli.Runtime, useAgent bool) (store.Team, error) {
 	// A one-shot command lives a few milliseconds: collecting garbage would
 	// cost more than the memory it frees. The limit keeps a huge queue from
 	// growing without bound. (watch, which runs for long, turns it back on.)
@@ -102,10 +108,22 @@ func (c *CLI) open(rt *cli.Runtime) (store.Team, error) {
 	if n := cfg.Int("queue_keep_finished"); n < 1 {
 		return nil, cli.Usagef("queue_keep_finished must be at least 1, got %d", n)
 	}
+	switch v := cfg.String("store_agent"); v {
+	case "auto", "off":
+	default:
+		return nil, cli.Usagef("store_agent must be auto or off, got %q", v)
+	}
 	var warned sync.Once
-	st, t, err := dial.Team(rt.Ctx, cfg, dial.Options{OneShot: true, File: filestore.Options{Crash: crashHook(), OnSettleError: func(err error) {
+	o := dial.Options{OneShot: true, File: filestore.Options{Crash: crashHook(), OnSettleError: func(err error) {
 		warned.Do(func() { fmt.Fprintf(rt.IO.Err, "pg-queue: warning: cannot settle the queue: %v\n", err) })
-	}}}, team)
+	}}}
+	if useAgent {
+		if st, t, ok := agentTeam(rt, cfg, o, team); ok {
+			rt.Defer(func() { st.Close() })
+			return t, nil
+		}
+	}
+	st, t, err := dial.Team(rt.Ctx, cfg, o, team)
 	if err != nil {
 		return nil, err
 	}
@@ -728,7 +746,9 @@ Examples:
 // Run follows events.jsonl until interrupted (or --count lines).
 func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 	rt.JSON = true
-	t, err := root.open(rt)
+	// A follower lives long: it connects itself rather than hold an
+	// agent's connection.
+	t, err := root.openVia(rt, false)
 	if err != nil {
 		return err
 	}

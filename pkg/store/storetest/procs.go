@@ -38,8 +38,15 @@ type workResult struct {
 // $STORETEST_WORKER_URL as worker $STORETEST_WORKER_NAME until the queue
 // is drained, then returns 0 (the exit code). Errors go to stderr.
 func Worker(stderr io.Writer) int {
+	return WorkerOpen(stderr, func(url string) (store.Store, error) {
+		return open(url, os.Getenv(workerOneShotEnv) != "")
+	})
+}
+
+// WorkerOpen is Worker for a target with its own Open.
+func WorkerOpen(stderr io.Writer, openURL func(url string) (store.Store, error)) int {
 	name := os.Getenv(workerNameEnv)
-	s, err := open(os.Getenv(workerURLEnv), os.Getenv(workerOneShotEnv) != "")
+	s, err := openURL(os.Getenv(workerURLEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "worker %s: %v\n", name, err)
 		return 1
@@ -146,7 +153,7 @@ func testExactlyOnceGoroutines(t *testing.T, e *env) {
 	var wg sync.WaitGroup
 	for i := range claimers {
 		wg.Go(func() {
-			s, err := open(e.url, e.target.OneShot)
+			s, err := e.target.open(e.url)
 			if err != nil {
 				t.Errorf("open: %v", err)
 				return

@@ -35,11 +35,23 @@ type Target struct {
 	// OneShot opens every store as pg-queue's commands do
 	// (dial.Options.OneShot), in the test and in its worker processes.
 	OneShot bool
+	// Open, when set, opens every store of the test instead of dial (a
+	// client of the store agent, say); its worker processes then need
+	// WorkerOpen with the same.
+	Open func(url string) (store.Store, error)
 }
 
 // open opens the store of url as dial does for target.
 func open(url string, oneShot bool) (store.Store, error) {
 	return dial.OpenContext(context.Background(), url, dial.Options{OneShot: oneShot})
+}
+
+// open opens the store of url as the target wants.
+func (t Target) open(url string) (store.Store, error) {
+	if t.Open != nil {
+		return t.Open(url)
+	}
+	return open(url, t.OneShot)
 }
 
 // Run runs every conformance test against target.
@@ -73,7 +85,7 @@ func Run(t *testing.T, target Target) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			url := target.New(t)
-			s, err := open(url, target.OneShot)
+			s, err := target.open(url)
 			if err != nil {
 				t.Fatalf("open %s: %v", url, err)
 			}

@@ -1,0 +1,105 @@
+// Package agent keeps one store agent per host and store, ssh
+// ControlPersist style: a long-lived `pg-queue agent` holds a small pool
+// of PostgreSQL connections with prepared statements and serves the team
+// store (pkg/store/remote) on a Unix socket under the data root, so that a
+// short pg-queue command pays a local round trip instead of a server
+// backend's fork and a cold catalog cache (docs/store-agent.md).
+//
+// The socket is $POWERGLIDE_HOME/run/store-<hash>.sock, the hash over the
+// store URL and the PG* variables that complete it: a host's commands
+// reach only the agent of their own data root and store. The run directory
+// is 0700 and the socket 0600; a client refuses either when it is owned by
+// another user or open to others, and the agent refuses peers of another
+// user.
+//
+// The first command that finds no agent starts one (Open) under a flock
+// next to the socket, and waits for it to say it listens on a pipe. The
+// agent exits after an idle period with no client, or when its socket is
+// removed or replaced (the data root deleted, another agent started).
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+)
+
+// RunDir is the directory of the agents' sockets, locks and logs under
+// the data root.
+func RunDir(home string) string { return filepath.Join(home, "run") }
+
+// Key names the agent of a store URL: a short hash over the URL, the PG*
+// variables of environ (which fill what the URL leaves out) and the wire
+// protocol's version.
+func Key(url string, environ []string) string {
+	var pg []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "PG") {
+			pg = append(pg, kv)
+		}
+	}
+	slices.Sort(pg)
+	h := sha256.New()
+	fmt.Fprintf(h, "v%d\x00%s\x00%s", protocol.StoreAgentProtocol, url, strings.Join(pg, "\x00"))
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// SocketPath is the socket of the agent of url under home.
+func SocketPath(home, url string, environ []string) string {
+	return filepath.Join(RunDir(home), "store-"+Key(url, environ)+".sock")
+}
+
+// ensureRunDir makes the run directory (0700) and checks it is private.
+func ensureRunDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return checkPrivate(dir, true)
+}
+
+// checkPrivate refuses a file (the run directory, a socket) that another
+// user owns or that others may use.
+func checkPrivate(path string, dir bool) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: no owner", path)
+	}
+	if int(st.Uid) != os.Getuid() {
+		return &RefusedError{Path: path, Why: fmt.Sprintf("owned by uid %d, not %d", st.Uid, os.Getuid())}
+	}
+	switch {
+	case dir && !fi.IsDir():
+		return &RefusedError{Path: path, Why: "not a directory"}
+	case !dir && fi.Mode().Type() != os.ModeSocket:
+		return &RefusedError{Path: path, Why: "not a socket"}
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return &RefusedError{Path: path, Why: fmt.Sprintf("mode %04o lets other users in (want 0700 or 0600)", fi.Mode().Perm())}
+	}
+	return nil
+}
+
+// RefusedError is a run directory or socket that is not private.
+type RefusedError struct {
+	Path string
+	Why  string
+}
+
+func (e *RefusedError) Error() string { return fmt.Sprintf("store agent: refusing %s: %s", e.Path, e.Why) }
+
+// ErrRefused is what errors.Is finds in a RefusedError.
+var ErrRefused = errors.New("store agent: refused")
+
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }

@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
+
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/remote"
+)
+
+// OpenOptions say which agent a client reaches and how to start one.
+type OpenOptions struct {
+	// Home is the data root; URL and Env name the store (SocketPath).
+	Home string
+	URL  string
+	Env  []string
+	// Path and Args start an agent when there is none (Args[0] is the
+	// name the program sees): e.g. the pg-queue binary and
+	// ["pg-queue", "agent"]. It gets Env with POWERGLIDE_HOME and
+	// POWERGLIDE_STORE set to Home and URL, and the readiness pipe as file
+	// descriptor 3. Empty Path: connect only.
+	Path string
+	Args []string
+	// Direct opens the store directly for the calls a lost connection
+	// leaves unanswered (remote.Options.Direct).
+	Direct func() (store.Store, error)
+	// StartTimeout bounds the wait for a new agent (default 10 s).
+	StartTimeout time.Duration
+}
+
+// ReadyFD is the file descriptor of the readiness pipe in a started agent.
+const ReadyFD = 3
+
+// Open connects to the host's agent of the store, starting one when there
+// is none. Any error means: use the store directly.
+func Open(ctx context.Context, o OpenOptions) (*remote.Client, error) {
+	path := SocketPath(o.Home, o.URL, o.Env)
+	c, err := connect(path, o)
+	if err == nil || errors.Is(err, ErrRefused) || o.Path == "" {
+		return c, err
+	}
+	if err := ensureRunDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	// One starter at a time; the others find its agent when they get the
+	// lock.
+	lk := flock.New(strings.TrimSuffix(path, ".sock") + ".lock")
+	if err := lk.Lock(); err != nil {
+		return nil, fmt.Errorf("store agent: lock: %w", err)
+	}
+	defer lk.Close()
+	if c, err := connect(path, o); err == nil || errors.Is(err, ErrRefused) {
+		return c, err
+	}
+	if err := start(ctx, path, o); err != nil {
+		return nil, err
+	}
+	return connect(path, o)
+}
+
+// connect reaches the agent at path, after checking that the run
+// directory and the socket are private.
+func connect(path string, o OpenOptions) (*remote.Client, error) {
+	if err := checkPrivate(filepath.Dir(path), true); err != nil {
+		return nil, err
+	}
+	if err := checkPrivate(path, false); err != nil {
+		return nil, err
+	}
+	conn, err := dialUnix(path)
+	if err != nil {
+		return nil, err
+	}
+	return remote.NewClient(conn, remote.Options{Direct: o.Direct})
+}
+
+// dialUnix connects to a socket whose path may be too long for an
+// address, through its directory's descriptor.
+func dialUnix(path string) (net.Conn, error) {
+	if len(path) < 100 {
+		return net.Dial("unix", path)
+	}
+	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return net.Dial("unix", "/proc/self/fd/"+strconv.Itoa(fd)+"/"+filepath.Base(path))
+}
+
+// start starts an agent in a session of its own, its stderr appended to
+// a log beside the socket, and waits until it says it listens.
+func start(ctx context.Context, path string, o OpenOptions) error {
+	timeout := o.StartTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	logf, err := os.OpenFile(strings.TrimSuffix(path, ".sock")+".log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	cmd := &exec.Cmd{
+		Path:        o.Path,
+		Args:        o.Args,
+		Env:         append(append([]string(nil), o.Env...), "POWERGLIDE_HOME="+o.Home, "POWERGLIDE_STORE="+o.URL),
+		Stderr:      logf,
+		ExtraFiles:  []*os.File{pw},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return fmt.Errorf("store agent: start: %w", err)
+	}
+	// The agent outlives this process; reap it should it end first.
+	go cmd.Wait()
+	pr.SetReadDeadline(time.Now().Add(timeout))
+	stop := context.AfterFunc(ctx, func() { pr.SetReadDeadline(time.Now()) })
+	defer stop()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	line = strings.TrimSpace(line)
+	switch {
+	case line == "ready":
+		return nil
+	case strings.HasPrefix(line, "error: "):
+		return fmt.Errorf("store agent: %s", strings.TrimPrefix(line, "error: "))
+	case err != nil:
+		return fmt.Errorf("store agent: no word from the agent: %w", err)
+	}
+	return fmt.Errorf("store agent: said %q", line)
+}

@@ -1,0 +1,375 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store"
+)
+
+// maxLine caps one request line: an add of many tasks is one line.
+const maxLine = 256 << 20
+
+// Serve answers the requests of one connection with st until the client
+// closes it or ctx ends. Each request runs in a goroutine of its own, so a
+// wait_claim does not hold up the calls behind it.
+func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &session{st: st, enc: jsonl.NewEncoder(conn), teams: map[string]store.Team{},
+		calls: map[int64]context.CancelFunc{}, followers: map[int64]store.Follower{}}
+	defer s.closeFollowers()
+	if err := s.write(protocol.StoreAgentHello{Type: "hello", Protocol: protocol.StoreAgentProtocol, Store: st.Kind(), PID: os.Getpid()}); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for sc.Scan() {
+		var req protocol.StoreAgentRequest
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			return fmt.Errorf("store agent: bad request: %w", err)
+		}
+		if req.Op == "cancel" {
+			s.cancel(req.ID)
+			continue
+		}
+		cctx, ccancel := context.WithCancel(ctx)
+		s.mu.Lock()
+		s.calls[req.ID] = ccancel
+		s.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.handle(cctx, &req)
+			s.mu.Lock()
+			delete(s.calls, req.ID)
+			s.mu.Unlock()
+			ccancel()
+			resp := protocol.StoreAgentResponse{ID: req.ID, Error: encodeError(err)}
+			if err == nil && res != nil {
+				resp.Result, err = marshalResult(res)
+				resp.Error = encodeError(err)
+			}
+			if werr := s.write(resp); werr != nil {
+				cancel() // the client is gone
+			}
+		}()
+	}
+	cancel()
+	return sc.Err()
+}
+
+// session is one connection's state.
+type session struct {
+	st  store.Store
+	wmu sync.Mutex
+	enc interface{ Encode(any) error }
+
+	mu        sync.Mutex
+	teams     map[string]store.Team
+	calls     map[int64]context.CancelFunc
+	followers map[int64]store.Follower
+	nextF     int64
+}
+
+func (s *session) write(v any) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.enc.Encode(v)
+}
+
+func (s *session) cancel(id int64) {
+	s.mu.Lock()
+	c := s.calls[id]
+	s.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+func (s *session) closeFollowers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, f := range s.followers {
+		f.Close()
+		delete(s.followers, id)
+	}
+}
+
+func (s *session) team(name string) (store.Team, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.teams[name]; ok {
+		return t, nil
+	}
+	t, err := s.st.Team(name)
+	if err != nil {
+		return nil, err
+	}
+	s.teams[name] = t
+	return t, nil
+}
+
+func (s *session) follower(id int64) (store.Follower, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.followers[id]
+	if !ok {
+		return nil, fmt.Errorf("store agent: no follower %d", id)
+	}
+	return f, nil
+}
+
+// rawResult is a result already encoded.
+type rawResult []byte
+
+// taskResult and tasksResult encode tasks as stored, with the fields this
+// version does not know.
+type taskResult struct{ t *protocol.Task }
+type tasksResult []protocol.Task
+
+func marshalResult(v any) (json.RawMessage, error) {
+	switch r := v.(type) {
+	case rawResult:
+		return json.RawMessage(r), nil
+	case taskResult:
+		return queue.EncodeTask(r.t)
+	case tasksResult:
+		out := []byte{'['}
+		for i := range r {
+			b, err := queue.EncodeTask(&r[i])
+			if err != nil {
+				return nil, err
+			}
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, b...)
+		}
+		return append(out, ']'), nil
+	}
+	return json.Marshal(v)
+}
+
+func oneTask(t *protocol.Task, err error) (any, error) {
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return taskResult{t}, nil
+}
+
+func taskList(ts []protocol.Task, err error) (any, error) {
+	if err != nil || ts == nil {
+		return nil, err
+	}
+	return tasksResult(ts), nil
+}
+
+func ns(n int64) time.Duration { return time.Duration(n) }
+
+// handle runs one request.
+func (s *session) handle(ctx context.Context, r *protocol.StoreAgentRequest) (any, error) {
+	switch r.Op {
+	case "follow_next":
+		f, err := s.follower(r.Follower)
+		if err != nil {
+			return nil, err
+		}
+		b, err := f.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return rawResult(b), nil
+	case "follow_close":
+		s.mu.Lock()
+		f := s.followers[r.Follower]
+		delete(s.followers, r.Follower)
+		s.mu.Unlock()
+		if f != nil {
+			return nil, f.Close()
+		}
+		return nil, nil
+	}
+	tm, err := s.team(r.Team)
+	if err != nil {
+		return nil, err
+	}
+	q := tm.Tasks()
+	switch r.Op {
+	case "team":
+		return nil, nil
+	case "exists":
+		return nil, tm.Exists(ctx)
+	case "add":
+		in := make([]protocol.Task, len(r.Tasks))
+		for i, b := range r.Tasks {
+			if err := queue.DecodeStoredTask(b, &in[i]); err != nil {
+				return nil, fmt.Errorf("store agent: task %d: %w", i, err)
+			}
+		}
+		return taskList(q.Add(in))
+	case "claim":
+		return oneTask(q.Claim(r.Worker, ns(r.LeaseNS)))
+	case "wait_claim":
+		return oneTask(q.WaitClaim(ctx, r.Worker, ns(r.LeaseNS), ns(r.WaitNS)))
+	case "renew":
+		return oneTask(q.Renew(r.Task, r.Token, ns(r.LeaseNS)))
+	case "complete":
+		return oneTask(q.Complete(r.Task, r.Token, r.Result))
+	case "fail":
+		return oneTask(q.Fail(r.Task, r.Token, r.Message, r.Retry))
+	case "release":
+		return oneTask(q.Release(r.Task, r.Token))
+	case "unclaim":
+		return oneTask(q.Unclaim(r.Task, r.Token, r.Message))
+	case "release_worker":
+		return taskList(q.ReleaseWorker(r.Worker, r.Message, r.Token))
+	case "cancel_task":
+		return oneTask(q.Cancel(r.Task, r.Message))
+	case "cancel_all":
+		return taskList(q.CancelAll(r.IDs, r.Message))
+	case "list":
+		return taskList(q.List(queue.ListOptions{Status: r.Status, Worker: r.Worker, Archived: r.Archived}))
+	case "show":
+		return oneTask(q.Show(r.Task))
+	case "stats":
+		return q.Stats()
+	case "archive":
+		return q.Archive(ns(r.OlderThanNS))
+	case "prune":
+		return q.Prune(ns(r.OlderThanNS))
+	case "append":
+		recs := make([]any, len(r.Records))
+		for i, b := range r.Records {
+			recs[i] = b
+		}
+		return nil, tm.Journal().Append(ctx, recs...)
+	case "follow":
+		return s.follow(tm, r.FromStart)
+	}
+	return s.handleRecords(ctx, tm, r)
+}
+
+// follow opens a follower that lives as long as the connection.
+func (s *session) follow(tm store.Team, fromStart bool) (any, error) {
+	f, err := tm.Journal().Follow(context.Background(), fromStart)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.nextF++
+	id := s.nextF
+	s.followers[id] = f
+	s.mu.Unlock()
+	return id, nil
+}
+
+// handleRecords runs the ops on worker records and the budget.
+func (s *session) handleRecords(ctx context.Context, tm store.Team, r *protocol.StoreAgentRequest) (any, error) {
+	w := tm.Workers()
+	switch r.Op {
+	case "worker_read":
+		return w.Read(ctx, r.Worker)
+	case "worker_cas":
+		var rec protocol.Worker
+		if err := json.Unmarshal(r.Record, &rec); err != nil {
+			return nil, fmt.Errorf("store agent: worker record: %w", err)
+		}
+		return w.Update(ctx, r.Worker, func(old *protocol.Worker) (*protocol.Worker, error) {
+			if err := same(old, r.Expect); err != nil {
+				return nil, err
+			}
+			return &rec, nil
+		})
+	case "worker_write":
+		var rec protocol.Worker
+		if err := json.Unmarshal(r.Record, &rec); err != nil {
+			return nil, fmt.Errorf("store agent: worker record: %w", err)
+		}
+		return nil, w.Write(ctx, &rec)
+	case "worker_list":
+		recs, errs := w.List(ctx)
+		out := workerList{Workers: recs}
+		for _, e := range errs {
+			out.Errors = append(out.Errors, encodeError(e))
+		}
+		return out, nil
+	case "velocity":
+		return w.Velocity(ctx, r.Worker)
+	case "set_velocity":
+		if r.Velocity == nil {
+			return nil, errors.New("store agent: set_velocity without a velocity")
+		}
+		return nil, w.SetVelocity(ctx, r.Worker, *r.Velocity)
+	case "answer":
+		if r.Answer == nil {
+			return nil, errors.New("store agent: answer without an answer")
+		}
+		return nil, w.Answer(ctx, *r.Answer)
+	case "take_answer":
+		a, ok, err := w.TakeAnswer(ctx, r.Worker, r.Call)
+		if err != nil {
+			return nil, err
+		}
+		return takenAnswer{Answer: a, OK: ok}, nil
+	case "budget_read":
+		return tm.Budget().Read(ctx)
+	case "budget_cas":
+		var tb protocol.TeamBudget
+		if err := json.Unmarshal(r.Record, &tb); err != nil {
+			return nil, fmt.Errorf("store agent: budget: %w", err)
+		}
+		return tm.Budget().Update(ctx, func(old *protocol.TeamBudget) (*protocol.TeamBudget, error) {
+			if err := same(old, r.Expect); err != nil {
+				return nil, err
+			}
+			return &tb, nil
+		})
+	}
+	return nil, fmt.Errorf("store agent: unknown op %q", r.Op)
+}
+
+// same checks that the stored document old is the one the client read
+// (expect, as the read encoded it; null or absent for none).
+func same[T any](old *T, expect json.RawMessage) error {
+	var cur []byte
+	if old != nil {
+		b, err := json.Marshal(old)
+		if err != nil {
+			return err
+		}
+		cur = b
+	}
+	e := expect
+	if string(e) == "null" {
+		e = nil
+	}
+	if string(cur) != string(e) {
+		return errConflict
+	}
+	return nil
+}
+
+// workerList is worker_list's result.
+type workerList struct {
+	Workers []*protocol.Worker         `json:"workers"`
+	Errors  []*protocol.StoreAgentError `json:"errors,omitempty"`
+}
+
+// takenAnswer is take_answer's result.
+type takenAnswer struct {
+	Answer protocol.ApprovalAnswer `json:"answer"`
+	OK     bool                    `json:"ok"`
+}
