@@ -70,8 +70,8 @@ type StoreAgentRequest struct {
 // StoreAgentResponse answers the request with the same id: a result, or
 // an error.
 type StoreAgentResponse struct {
-	ID     int64           `json:"id"`
-	Result json.RawMessage `json:"result,omitempty" jsonschema:"description=the method's result: a task\\, a list of tasks\\, stats\\, a count\\, a record\\, or absent"`
+	ID     int64            `json:"id"`
+	Result json.RawMessage  `json:"result,omitempty" jsonschema:"description=the method's result: a task\\, a list of tasks\\, stats\\, a count\\, a record\\, or absent"`
 	Error  *StoreAgentError `json:"error,omitempty"`
 }
 

@@ -97,7 +97,9 @@ type RefusedError struct {
 	Why  string
 }
 
-func (e *RefusedError) Error() string { return fmt.Sprintf("store agent: refusing %s: %s", e.Path, e.Why) }
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("store agent: refusing %s: %s", e.Path, e.Why)
+}
 
 // ErrRefused is what errors.Is finds in a RefusedError.
 var ErrRefused = errors.New("store agent: refused")

@@ -80,6 +80,6 @@ type Error struct {
 	Bad bool
 }
 
-func (e *Error) Error() string   { return e.Msg }
-func (e *Error) Unwrap() error   { return e.Err }
-func (e *Error) BadInput() bool  { return e.Bad }
+func (e *Error) Error() string  { return e.Msg }
+func (e *Error) Unwrap() error  { return e.Err }
+func (e *Error) BadInput() bool { return e.Bad }

@@ -364,7 +364,7 @@ func same[T any](old *T, expect json.RawMessage) error {
 
 // workerList is worker_list's result.
 type workerList struct {
-	Workers []*protocol.Worker         `json:"workers"`
+	Workers []*protocol.Worker          `json:"workers"`
 	Errors  []*protocol.StoreAgentError `json:"errors,omitempty"`
 }
 
