@@ -24,12 +24,15 @@ const (
 	agentEnv = "AGENTTEST_SERVE"
 	homeEnv  = "AGENTTEST_HOME"
 	idleEnv  = "AGENTTEST_IDLE"
+	dialEnv  = "AGENTTEST_DIAL"
 )
 
 func TestMain(m *testing.M) {
 	switch {
 	case os.Getenv(agentEnv) != "":
 		os.Exit(serveAgent())
+	case os.Getenv(dialEnv) != "":
+		os.Exit(dialAs(os.Getenv(dialEnv)))
 	case storetest.IsWorker():
 		os.Exit(storetest.WorkerOpen(os.Stderr, openAgent))
 	}

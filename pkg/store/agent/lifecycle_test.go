@@ -1,0 +1,417 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/internal/testenv"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/agent"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
+)
+
+// Many first commands at once start exactly one agent: they take turns at
+// the flock beside the socket, and all reach the one agent.
+func TestAutoStartRace(t *testing.T) {
+	home := withHome(t, time.Minute)
+	url := "file:" + t.TempDir()
+	const n = 16
+	pids := make([]int, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := agent.Open(context.Background(), options(url))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			pids[i] = c.Hello().PID
+			tm, err := c.Team("t")
+			if err == nil {
+				_, err = tm.Tasks().Add([]protocol.Task{{Title: fmt.Sprint("task ", i)}})
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, p := range pids {
+		if p != pids[0] {
+			t.Fatalf("several agents: %v", pids)
+		}
+	}
+	log, err := os.ReadFile(strings.TrimSuffix(agent.SocketPath(home, url, os.Environ()), ".sock") + ".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(log), ": serving "); got != 1 {
+		t.Fatalf("%d agents started, want 1; log:\n%s", got, log)
+	}
+	c := mustOpen(t, options(url))
+	tm, _ := c.Team("t")
+	ts, err := tm.Tasks().List(queue.ListOptions{})
+	if err != nil || len(ts) != n {
+		t.Fatalf("%d tasks (%v), want %d", len(ts), err, n)
+	}
+}
+
+// An agent killed with SIGKILL while commands run loses nothing and does
+// nothing twice: a call it did not answer runs on the direct store when
+// it may (claim, complete), and the next command starts a new agent over
+// the stale socket. Every task ends done exactly once.
+func TestKillAgentMidRun(t *testing.T) {
+	withHome(t, time.Minute)
+	url := pgtest.DB(t)
+	o := options(url)
+	o.Direct = func() (store.Store, error) {
+		return dial.OpenContext(context.Background(), url, dial.Options{OneShot: true})
+	}
+	const tasks = 60
+	seed := mustOpen(t, o)
+	tm, err := seed.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := make([]protocol.Task, tasks)
+	for i := range in {
+		in[i] = protocol.Task{ID: fmt.Sprintf("k%02d", i), Title: "k"}
+	}
+	if _, err := tm.Tasks().Add(in); err != nil {
+		t.Fatal(err)
+	}
+	killed := map[int]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprint("w", w)
+			for n := 0; ; n++ {
+				done, pid, err := command(o, name)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if done {
+					return
+				}
+				// Every fifth command of worker 0 kills the agent it used.
+				if w == 0 && n%5 == 4 {
+					mu.Lock()
+					if !killed[pid] {
+						killed[pid] = true
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(killed) < 2 {
+		t.Fatalf("only %d agents killed", len(killed))
+	}
+	direct, err := o.Direct()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	dt, _ := direct.Team("t")
+	ts, err := dt.Tasks().List(queue.ListOptions{Archived: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range ts {
+		if tk.Status != protocol.StatusDone {
+			t.Errorf("task %s is %s", tk.ID, tk.Status)
+		}
+	}
+	if len(ts) != tasks {
+		t.Fatalf("%d tasks, want %d", len(ts), tasks)
+	}
+	// Each task completed once: one complete event each.
+	f, err := dt.Journal().Follow(t.Context(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	completes := map[string]int{}
+	for range 1000 {
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		b, err := f.Next(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		var ev protocol.TaskEvent
+		json.Unmarshal(b, &ev)
+		if ev.Op == "complete" {
+			completes[ev.Task]++
+		}
+	}
+	for _, tk := range ts {
+		if completes[tk.ID] != 1 {
+			t.Errorf("task %s completed %d times", tk.ID, completes[tk.ID])
+		}
+	}
+}
+
+// command is one pg-queue-like command pair: open a client, claim and
+// complete one task. It reports done when the queue is drained, and the
+// pid of the agent it reached.
+func command(o agent.OpenOptions, worker string) (done bool, pid int, err error) {
+	c, err := agent.Open(context.Background(), o)
+	if err != nil {
+		return false, 0, err
+	}
+	defer c.Close()
+	tm, err := c.Team("t")
+	if err != nil {
+		return false, 0, err
+	}
+	q := tm.Tasks()
+	tk, err := q.Claim(worker, 2*time.Second)
+	if errors.Is(err, queue.ErrNothing) {
+		st, err := q.Stats()
+		if err != nil {
+			return false, 0, err
+		}
+		if st.Drained {
+			return true, c.Hello().PID, nil
+		}
+		// A claim lost with a killed agent holds its task until the
+		// lease ends: wait for a claimable task as a worker would.
+		tk, err = q.WaitClaim(context.Background(), worker, 2*time.Second, 5*time.Second)
+		if errors.Is(err, queue.ErrNothing) {
+			return false, c.Hello().PID, nil
+		}
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("claim: %w", err)
+	}
+	if _, err := q.Complete(tk.ID, tk.Claim.Token, json.RawMessage(`{"by":"`+worker+`"}`)); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		return false, 0, fmt.Errorf("complete %s: %w", tk.ID, err)
+	}
+	return false, c.Hello().PID, nil
+}
+
+// An agent exits when its socket is removed (its data root deleted), when
+// another replaces it, and after its idle period with no client.
+func TestAgentExits(t *testing.T) {
+	t.Run("socket removed", func(t *testing.T) {
+		home := withHome(t, time.Minute)
+		url := "file:" + t.TempDir()
+		c := mustOpen(t, options(url))
+		pid := c.Hello().PID
+		if err := os.Remove(agent.SocketPath(home, url, os.Environ())); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		waitExit(t, pid, 10*time.Second)
+	})
+	t.Run("home removed", func(t *testing.T) {
+		home := withHome(t, time.Minute)
+		url := "file:" + t.TempDir()
+		c := mustOpen(t, options(url))
+		pid := c.Hello().PID
+		c.Close()
+		if err := os.RemoveAll(home); err != nil {
+			t.Fatal(err)
+		}
+		waitExit(t, pid, 10*time.Second)
+	})
+	t.Run("socket replaced", func(t *testing.T) {
+		home := withHome(t, time.Minute)
+		url := "file:" + t.TempDir()
+		c := mustOpen(t, options(url))
+		pid := c.Hello().PID
+		c.Close()
+		// A second agent of the same store (started by hand) takes the
+		// name over; the first one leaves.
+		path := agent.SocketPath(home, url, os.Environ())
+		os.Rename(path, path+".old")
+		c2 := mustOpen(t, options(url))
+		if c2.Hello().PID == pid {
+			t.Fatal("no new agent")
+		}
+		waitExit(t, pid, 10*time.Second)
+		if !alive(c2.Hello().PID) {
+			t.Fatal("the new agent exited too")
+		}
+	})
+	t.Run("idle", func(t *testing.T) {
+		withHome(t, 200*time.Millisecond)
+		url := "file:" + t.TempDir()
+		c := mustOpen(t, options(url))
+		pid := c.Hello().PID
+		// Busy while a client is connected, however long.
+		tm, _ := c.Team("t")
+		if _, err := tm.Tasks().Add([]protocol.Task{{Title: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		waitExit(t, pid, 10*time.Second)
+	})
+}
+
+// A socket file left by a dead agent is replaced by the next agent.
+func TestStaleSocket(t *testing.T) {
+	home := withHome(t, time.Minute)
+	url := "file:" + t.TempDir()
+	path := agent.SocketPath(home, url, os.Environ())
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close() // no one listens: what a SIGKILLed agent leaves
+	os.Chmod(path, 0o600)
+	c := mustOpen(t, options(url))
+	if c.Hello().PID == os.Getpid() || c.Hello().Store != "file" {
+		t.Fatalf("hello %+v", c.Hello())
+	}
+}
+
+// A run directory or socket that another user owns, or that others may
+// use, is refused: the command then connects directly.
+func TestRefusedSockets(t *testing.T) {
+	needRoot(t)
+	cases := []struct {
+		name  string
+		spoil func(t *testing.T, dir, path string)
+	}{
+		{"loose socket", func(t *testing.T, dir, path string) { os.Chmod(path, 0o666) }},
+		{"loose directory", func(t *testing.T, dir, path string) { os.Chmod(dir, 0o755) }},
+		{"socket of another user", func(t *testing.T, dir, path string) { os.Lchown(path, 65534, 65534) }},
+		{"directory of another user", func(t *testing.T, dir, path string) { os.Lchown(dir, 65534, 65534) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			home := withHome(t, time.Minute)
+			url := "file:" + t.TempDir()
+			c := mustOpen(t, options(url))
+			pid := c.Hello().PID
+			c.Close()
+			path := agent.SocketPath(home, url, os.Environ())
+			tc.spoil(t, filepath.Dir(path), path)
+			_, err := agent.Open(context.Background(), options(url))
+			if !errors.Is(err, agent.ErrRefused) {
+				t.Fatalf("open: %v, want it refused", err)
+			}
+			if !alive(pid) {
+				t.Fatal("the agent died")
+			}
+			os.RemoveAll(home)
+			waitExit(t, pid, 10*time.Second)
+		})
+	}
+}
+
+// The agent refuses peers of another user (SO_PEERCRED).
+func TestRefusesOtherUser(t *testing.T) {
+	needRoot(t)
+	home := withHome(t, time.Minute)
+	url := "file:" + t.TempDir()
+	c := mustOpen(t, options(url))
+	c.Close()
+	path := agent.SocketPath(home, url, os.Environ())
+	// Let nobody reach the socket, then connect as nobody from a child:
+	// the agent hangs up without a hello.
+	for d := filepath.Dir(path); d != filepath.Dir(filepath.Dir(home)); d = filepath.Dir(d) {
+		os.Chmod(d, 0o711)
+	}
+	os.Chmod(path, 0o666)
+	out, err := runAs(t, 65534, path)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if strings.Contains(out, `"hello"`) {
+		t.Fatalf("the agent greeted another user: %s", out)
+	}
+}
+
+// needRoot: only root makes files of another user and runs as one. Under
+// CI=true a test that cannot fails.
+func needRoot(t *testing.T) {
+	if os.Getuid() == 0 {
+		return
+	}
+	if testenv.CI() {
+		t.Fatal("needs root (CI=true)")
+	}
+	t.Skip("needs root to act as another user")
+}
+
+// runAs connects to the socket at path as user uid (this test binary
+// again, dialAs) and returns what it read.
+func runAs(t *testing.T, uid int, path string) (string, error) {
+	// A copy of the test binary that the user may run.
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		return "", err
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	cp := filepath.Join(dir, "dial")
+	if err := os.WriteFile(cp, b, 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.Command(cp)
+	cmd.Env = append(os.Environ(), dialEnv+"="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// dialAs is the child of runAs: it connects and prints the first line
+// the agent sends, or nothing when it hangs up.
+func dialAs(path string) int {
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return 1
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b := make([]byte, 4096)
+	n, _ := conn.Read(b)
+	fmt.Print(string(b[:n]))
+	return 0
+}
