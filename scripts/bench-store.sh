@@ -8,7 +8,10 @@
 #      `pg-queue add -` of a JSONL file;
 #   2. the two comparisons of the issue: PostgreSQL's p50 over the file
 #      store's at 1k (target <= 1.5x), and PostgreSQL's p50 at 100k over its
-#      p50 at 1k (target: flat, about 1x); and, when pgbouncer is installed,
+#      p50 at 1k (target: flat, about 1x), each call connecting itself
+#      (store_agent=off) and through the host's store agent (the default:
+#      pg-queue agent, started by the first call, whose time is reported
+#      apart); and, when pgbouncer is installed,
 #      the same cycles through PgBouncer in session mode (a pg-queue process
 #      then borrows a warm server connection instead of forking a backend);
 #   3. pgstore's in-process benchmark, BenchmarkClaimComplete32: 32
@@ -30,8 +33,11 @@ qb=("$tmp/queuebench" -bin "$tmp/pg-queue" -sync true -scenarios sizes -cycles 2
 echo "-- claim+complete through the CLI, a fresh pg-queue per call, the team directory (queue_sync on)"
 "${qb[@]}" -dir "$tmp/file" "$@" | tee "$tmp/file.out"
 echo
-echo "-- the same on PostgreSQL (--store postgres://...)"
+echo "-- the same on PostgreSQL (--store postgres://...), each call connecting itself (store_agent=off)"
 "${qb[@]}" -dir "$tmp/pg" -postgres "$@" | tee "$tmp/pg.out"
+echo
+echo "-- the same through the host's store agent (store_agent=auto, the default: pg-queue agent keeps warm connections)"
+"${qb[@]}" -dir "$tmp/pga" -postgres -agent "$@" | tee "$tmp/pga.out"
 echo
 : >"$tmp/pgb.out"
 if command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; then
@@ -49,10 +55,15 @@ f1k=$(p50 1000 "$tmp/file.out")
 p1k=$(p50 1000 "$tmp/pg.out")
 p10k=$(p50 10000 "$tmp/pg.out")
 p100k=$(p50 100000 "$tmp/pg.out")
+a1k=$(p50 1000 "$tmp/pga.out")
+a10k=$(p50 10000 "$tmp/pga.out")
+a100k=$(p50 100000 "$tmp/pga.out")
 b1k=$(p50 1000 "$tmp/pgb.out")
 b100k=$(p50 100000 "$tmp/pgb.out")
 echo "postgres vs file at 1000 live tasks: p50 ${p1k:-?} ms vs ${f1k:-?} ms = $(ratio "$p1k" "$f1k")x (target <= 1.5x)"
 echo "postgres from 1000 to 100000 live tasks: p50 ${p1k:-?} -> ${p10k:-?} -> ${p100k:-?} ms = $(ratio "$p100k" "$p1k")x (target flat)"
+echo "postgres through the store agent vs file at 1000 live tasks: p50 ${a1k:-?} ms vs ${f1k:-?} ms = $(ratio "$a1k" "$f1k")x (target <= 1.5x)"
+echo "postgres through the store agent from 1000 to 100000 live tasks: p50 ${a1k:-?} -> ${a10k:-?} -> ${a100k:-?} ms = $(ratio "$a100k" "$a1k")x (target flat)"
 echo "postgres through pgbouncer vs file at 1000 live tasks: p50 ${b1k:-?} ms vs ${f1k:-?} ms = $(ratio "$b1k" "$f1k")x; at 100000: ${b100k:-?} ms"
 echo
 

@@ -73,6 +73,9 @@ var samples = []struct {
 		OldestPending: "t-1", OldestPendingAge: 1.5, NextToken: 18, Throughput: protocol.QueueThroughput{Last1m: 1, Last5m: 2, Last15m: 3, PerMinute: 0.4}}},
 	{"queue-count", &protocol.QueueCount{Type: "prune", Count: 7}},
 	{"queue-init", &protocol.StoreInit{Type: "init", Store: "file", Team: "t", Dir: "/h/teams/t"}},
+	{"store-agent-hello", &protocol.StoreAgentHello{Type: "hello", Protocol: 1, Store: "postgres", PID: 4242}},
+	{"store-agent-request", &protocol.StoreAgentRequest{ID: 7, Op: "complete", Team: "t", Task: "t-1", Token: 17, Result: json.RawMessage(`{"ok":true}`)}},
+	{"store-agent-response", &protocol.StoreAgentResponse{ID: 7, Error: &protocol.StoreAgentError{Kind: "lease_lost", Message: "task t-1: lease lost"}}},
 }
 
 func TestSamplesValidateAndRoundTrip(t *testing.T) {

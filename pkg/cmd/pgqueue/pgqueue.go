@@ -41,7 +41,7 @@ Bad input changes nothing and creates nothing: the team directory appears with t
 
 Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
 		CLI:     &CLI{},
-		Schemas: []string{"task", "task-input", "journal-event", "queue-stats", "queue-count", "queue-init", "error"},
+		Schemas: []string{"task", "task-input", "journal-event", "queue-stats", "queue-count", "queue-init", "store-agent-hello", "store-agent-request", "store-agent-response", "error"},
 	}
 }
 

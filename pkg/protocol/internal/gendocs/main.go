@@ -102,6 +102,21 @@ var intro = map[string]string{
 		"Each command is answered by a `reply` loop event with its `id` (`ok`, `error`, the `task` made or concerned, `state`), written before the events the command causes.",
 	"approval-answer": "`worker-<n>.approval` in the team directory (the worker's `answer` column on PostgreSQL): the answer to the call a team worker waits on (its worker record's `approval`), written by `pg-loop approve` or pg-dash's y and n keys, on any host that reaches the team's store, and taken by the worker.",
 	"error":           "The error record every tool writes to stdout in JSON mode, alongside its one-line message on stderr.",
+	"store-agent-hello": "The first line `pg-queue agent` (the store agent, docs/store-agent.md) writes on a connection to its socket, `$POWERGLIDE_HOME/run/store-<hash>.sock`. " +
+		"A client that reads another `protocol` does not use the agent.",
+	"store-agent-request": "A line a client writes to the store agent: one call of the team store's interface (`op`, its arguments, and an `id` the response carries). " +
+		"Calls may overlap on one connection. `{\"op\":\"cancel\",\"id\":N}` cancels call N (`wait_claim`, `follow_next`), which then answers with what it had done. " +
+		"`worker_cas` and `budget_cas` write `record` only if the stored document is still `expect`, exactly as `worker_read` or `budget_read` returned it (`null`: none), else fail with kind `conflict`: a client updates by reading, changing and writing until no conflict.\n\n" +
+		"```\n" +
+		`{"type":"hello","protocol":1,"store":"postgres","pid":4242}` + "\n" +
+		`{"id":1,"op":"team","team":"t"}` + "\n" +
+		`{"id":1}` + "\n" +
+		`{"id":2,"op":"claim","team":"t","worker":"1","lease_ns":600000000000}` + "\n" +
+		`{"id":2,"result":{"id":"t-01JD...","title":"fix the test","status":"claimed",...,"claim":{"worker":"1","token":17,"until":"..."},...}}` + "\n" +
+		`{"id":3,"op":"complete","team":"t","task":"t-01JD...","token":99}` + "\n" +
+		`{"id":3,"error":{"kind":"lease_lost","message":"task t-01JD...: lease lost: ..."}}` + "\n" +
+		"```",
+	"store-agent-response": "The store agent's answer to the request with the same `id`: `result` (a task, a list of tasks, stats, a count, a record; absent for none) or `error`, whose `kind` keeps what the tools map to exit codes.",
 }
 
 func render(w io.Writer) error {

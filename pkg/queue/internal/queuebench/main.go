@@ -2,6 +2,7 @@
 // process per call, as workers driven by shell scripts use it: claim+complete
 // cycles at several queue sizes and the throughput of concurrent workers,
 // on the team directory or, with -store, on another team store.
+// With -agent the calls on PostgreSQL go through the host's store agent.
 // scripts/bench-queue.sh and scripts/bench-store.sh run it.
 package main
 
@@ -37,6 +38,7 @@ var (
 	store    = flag.String("store", "", "the team store (POWERGLIDE_STORE) of every call; default the team directory")
 	postgres = flag.Bool("postgres", false, "start a PostgreSQL server of the benchmark's own (fsync on, a free local port) and use it as the store")
 	pooler   = flag.Bool("pgbouncer", false, "with -postgres: reach the server through PgBouncer (session mode), as a host with many workers would")
+	viaAgent = flag.Bool("agent", false, "with a PostgreSQL store: every call goes through this host's store agent (pg-queue agent, which the first call starts); without it each call connects itself (store_agent=off)")
 	only     = flag.String("scenarios", "version,sizes,finished,concurrent", "the scenarios to run")
 	syncFlag = "true"
 )
@@ -98,6 +100,21 @@ func main() {
 			*store = via
 			fmt.Println("PgBouncer in session mode in front of it: each pg-queue borrows a server connection that is already open")
 		}
+	}
+	if *viaAgent {
+		if *store == "" {
+			fail(fmt.Errorf("-agent needs a PostgreSQL store (-postgres or -store)"))
+		}
+		stop := atExit
+		// The agent leaves when its socket goes.
+		atExit = func() { os.RemoveAll(filepath.Join(root, "run")); stop() }
+		// The first call starts the agent; it is not part of the cycles.
+		_, code, first := run(root, "agent-start", "", "add", "first")
+		_, code2, warm := run(root, "agent-start", "", "add", "second")
+		if code != 0 || code2 != 0 {
+			fail(fmt.Errorf("add through the agent: exit %d, %d", code, code2))
+		}
+		fmt.Printf("through the host's store agent: the first call (it starts the agent) took %.2f ms, the next %.2f ms\n", ms(first), ms(warm))
 	}
 	where := "the team directory"
 	if *store != "" {
@@ -173,6 +190,11 @@ func env(root, team string) []string {
 	out = append(out, "POWERGLIDE_HOME="+root, "POWERGLIDE_TEAM="+team, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "POWERGLIDE_QUEUE_SYNC="+syncFlag)
 	if *store != "" {
 		out = append(out, "POWERGLIDE_STORE="+*store)
+		if *viaAgent {
+			out = append(out, "POWERGLIDE_STORE_AGENT=auto")
+		} else {
+			out = append(out, "POWERGLIDE_STORE_AGENT=off")
+		}
 	}
 	return out
 }
@@ -327,6 +349,8 @@ func report(name string, ss []sample) {
 	}
 	fmt.Printf("%-34s %8d %8.2f %8.2f %8.2f %8.2f %8.2f\n", name, len(ss), pct(tot, 50), pct(tot, 99), pct(cl, 50), pct(co, 50), pct(cpu, 50))
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func pct(ds []time.Duration, p int) float64 {
 	if len(ds) == 0 {
