@@ -201,9 +201,9 @@ func command(o agent.OpenOptions, worker string) (done bool, pid int, err error)
 	q := tm.Tasks()
 	tk, err := q.Claim(worker, 2*time.Second)
 	if errors.Is(err, queue.ErrNothing) {
-		st, err := q.Stats()
-		if err != nil {
-			return false, 0, err
+		st, serr := q.Stats()
+		if serr != nil {
+			return false, 0, serr
 		}
 		if st.Drained {
 			return true, c.Hello().PID, nil

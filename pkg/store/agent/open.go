@@ -47,6 +47,13 @@ const ReadyFD = 3
 // Open connects to the host's agent of the store, starting one when there
 // is none. Any error means: use the store directly.
 func Open(ctx context.Context, o OpenOptions) (*remote.Client, error) {
+	// The agent runs in / (it must not hold a directory of the command's),
+	// so the data root is made absolute for both.
+	home, err := filepath.Abs(o.Home)
+	if err != nil {
+		return nil, err
+	}
+	o.Home = home
 	path := SocketPath(o.Home, o.URL, o.Env)
 	c, err := connect(path, o)
 	if err == nil || errors.Is(err, ErrRefused) || o.Path == "" {
@@ -122,6 +129,7 @@ func start(ctx context.Context, path string, o OpenOptions) error {
 		Path:        o.Path,
 		Args:        o.Args,
 		Env:         append(append([]string(nil), o.Env...), "POWERGLIDE_HOME="+o.Home, "POWERGLIDE_STORE="+o.URL),
+		Dir:         "/",
 		Stderr:      logf,
 		ExtraFiles:  []*os.File{pw},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
