@@ -68,6 +68,10 @@ func (s *Session) lockPath(r string) func() {
 	}
 }
 
+// Warm gets the sandbox ready for commands in the background (see
+// sandbox.Sandbox.Warm): the first bash call then costs what the others do.
+func (s *Session) Warm() { go s.sandbox.Warm() }
+
 // NewSession opens the workspace root and registers the tools.
 func NewSession(opts Options) (*Session, error) {
 	if opts.Root == "" {
