@@ -209,17 +209,21 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	return <-req.done
 }
 
-// Warm makes ready, in the background, what the first command would
-// otherwise wait for: the private TMPDIR, the rules and the launcher
-// thread with its restrictions in force (several milliseconds, most of a
-// first bash call). A pg-tool that is sure to run commands (serve, once
-// it has answered the tool list) calls it; a failure is left for the
-// first Start to report.
+// Warm makes ready what the first command would otherwise wait for: it
+// makes the private TMPDIR and the rules, and starts the launcher thread,
+// which puts its restrictions in force in the background (several
+// milliseconds, most of a first bash call). A pg-tool that is about to run
+// commands (serve, once it has answered the tool list) calls it; a
+// failure is left for the first Start to report.
 func (sb *Sandbox) Warm() {
 	if sb.policy.Mode == Off || sb.prepare() != nil {
 		return
 	}
-	sb.once.Do(sb.startLauncher)
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if !sb.done {
+		sb.once.Do(sb.startLauncher)
+	}
 }
 
 // startLauncher starts the goroutine that owns the sandboxed thread.
