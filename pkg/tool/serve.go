@@ -83,10 +83,6 @@ func (s *Session) Serve(ctx context.Context, r io.Reader, w io.Writer, parallel 
 				continue
 			}
 			emit(s.listEvent(ctx, req.ID))
-			// A client that lists the tools is about to call them (pg-loop
-			// lists them at launch, then asks the model): the sandbox
-			// gets ready meanwhile, off the first call's path.
-			s.Warm()
 			continue
 		}
 		var call protocol.ToolCall
