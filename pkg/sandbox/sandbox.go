@@ -213,7 +213,7 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 // makes the private TMPDIR and the rules, and starts the launcher thread,
 // which puts its restrictions in force in the background (several
 // milliseconds, most of a first bash call). A pg-tool that is about to run
-// commands (serve, once it has answered the tool list) calls it; a
+// commands (serve, as it starts) calls it, in the background; a
 // failure is left for the first Start to report.
 func (sb *Sandbox) Warm() {
 	if sb.policy.Mode == Off || sb.prepare() != nil {
