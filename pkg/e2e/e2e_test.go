@@ -40,7 +40,18 @@ func scriptDir(name string) string {
 // runScripts runs every script in testdata/script/<dir>.
 func runScripts(t *testing.T, dir string) {
 	t.Helper()
-	testscript.Run(t, Params(scriptDir(dir)))
+	runTestscript(t, Params(scriptDir(dir)))
+}
+
+// runTestscript runs scripts with their work directories under the test's
+// own temporary directory, which the test removes: testscript's default
+// root, a go-test-script directory in TMPDIR, is left behind by every run.
+func runTestscript(t *testing.T, p testscript.Params) {
+	t.Helper()
+	if p.WorkdirRoot == "" {
+		p.WorkdirRoot = t.TempDir()
+	}
+	testscript.Run(t, p)
 }
 
 // Params are the testscript settings every script runs with: a private

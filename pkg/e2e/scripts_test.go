@@ -15,7 +15,7 @@ import (
 // so a script reaches scripts/ and testdata/.
 func TestScripts(t *testing.T) {
 	t.Parallel()
-	testscript.Run(t, scriptsParams(t, "scripts"))
+	runTestscript(t, scriptsParams(t, "scripts"))
 }
 
 // TestScriptsPostgres runs testdata/script/scripts-pg: the scripts, and
@@ -26,7 +26,7 @@ func TestScripts(t *testing.T) {
 func TestScriptsPostgres(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{})
-	testscript.Run(t, withDatabase(withLoopDoubles(t, scriptsParams(t, "scripts-pg")), srv, "STORE"))
+	runTestscript(t, withDatabase(withLoopDoubles(t, scriptsParams(t, "scripts-pg")), srv, "STORE"))
 }
 
 // scriptsParams are the settings of the scripts' tests: $REPO is the

@@ -31,7 +31,7 @@ func TestStorePostgres(t *testing.T) {
 }
 
 func storeScripts(t *testing.T, srv *pgtest.Server) {
-	testscript.Run(t, withDatabase(withLoopDoubles(t, Params(scriptDir("store-postgres"))), srv, "POWERGLIDE_STORE"))
+	runTestscript(t, withDatabase(withLoopDoubles(t, Params(scriptDir("store-postgres"))), srv, "POWERGLIDE_STORE"))
 }
 
 // withDatabase gives every script a database of its own on srv, its URL

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"testing"
-
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // TestSwarm runs testdata/script/swarm: the whole stack at once, pg-monitor
@@ -13,5 +11,5 @@ import (
 // doubles the scripts carry.
 func TestSwarm(t *testing.T) {
 	t.Parallel()
-	testscript.Run(t, withLoopDoubles(t, Params(scriptDir("swarm"))))
+	runTestscript(t, withLoopDoubles(t, Params(scriptDir("swarm"))))
 }

@@ -23,7 +23,7 @@ func TestPgLLM(t *testing.T) {
 	p.Cmds["fakellm-requests"] = cmdFakeLLMRequests
 	p.Cmds["fakellm-conns"] = cmdFakeLLMConns
 	p.Cmds["endlessllm"] = cmdEndlessLLM
-	testscript.Run(t, p)
+	runTestscript(t, p)
 }
 
 var (

@@ -19,7 +19,7 @@ func TestPgLoop(t *testing.T) {
 	p := withLoopDoubles(t, Params(scriptDir("pg-loop")))
 	p.Cmds["fakellm"] = cmdFakeLLM
 	p.Cmds["fakellm-requests"] = cmdFakeLLMRequests
-	testscript.Run(t, p)
+	runTestscript(t, p)
 }
 
 // withLoopDoubles puts pg-loop's stand-ins for its components

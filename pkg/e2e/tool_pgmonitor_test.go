@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/cmd/pgmonitor"
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func init() { tools["pg-monitor"] = pgmonitor.Spec }
@@ -14,5 +13,5 @@ func init() { tools["pg-monitor"] = pgmonitor.Spec }
 // script can supervise real pg-loop workers over the real pg-queue.
 func TestPgMonitor(t *testing.T) {
 	t.Parallel()
-	testscript.Run(t, withLoopDoubles(t, Params(scriptDir("pg-monitor"))))
+	runTestscript(t, withLoopDoubles(t, Params(scriptDir("pg-monitor"))))
 }

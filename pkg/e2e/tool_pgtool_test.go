@@ -69,7 +69,7 @@ func TestPgTool(t *testing.T) {
 		}
 		return condition(cond)
 	}
-	testscript.Run(t, p)
+	runTestscript(t, p)
 }
 
 // cmdFreePort: freeport VAR sets VAR to a TCP port free on 127.0.0.1 (for

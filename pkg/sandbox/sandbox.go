@@ -209,6 +209,23 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	return <-req.done
 }
 
+// Warm makes ready what the first command would otherwise wait for: it
+// makes the private TMPDIR and the rules, and starts the launcher thread,
+// which puts its restrictions in force in the background (several
+// milliseconds, most of a first bash call). A pg-tool that is about to run
+// commands (serve, as it starts) calls it, in the background; a
+// failure is left for the first Start to report.
+func (sb *Sandbox) Warm() {
+	if sb.policy.Mode == Off || sb.prepare() != nil {
+		return
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if !sb.done {
+		sb.once.Do(sb.startLauncher)
+	}
+}
+
 // startLauncher starts the goroutine that owns the sandboxed thread.
 func (sb *Sandbox) startLauncher() {
 	sb.reqs = make(chan startReq)

@@ -367,3 +367,38 @@ func TestNoCapabilities(t *testing.T) {
 		t.Errorf("capabilities through sandbox-exec: %q, %v; want %q", b, err, want)
 	}
 }
+
+// TestWarm: Warm starts the launcher thread with its restrictions ahead of
+// the first command, which then runs confined as ever; on a sandbox that
+// is off or closed it starts nothing.
+func TestWarm(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	sb.Warm()
+	if sb.reqs == nil {
+		t.Fatal("Warm did not start the launcher")
+	}
+	if out, err := run(t, sb, f.root, "cat "+f.home+"/.ssh/id_ed25519"); err == nil || strings.Contains(out, "FAKE-KEY") {
+		t.Errorf("after Warm, a secret was read: %q, %v", out, err)
+	}
+	if out, err := run(t, sb, f.root, "echo ok > here && cat here"); err != nil || out != "ok\n" {
+		t.Errorf("after Warm, a write in the workspace: %q, %v", out, err)
+	}
+
+	off, err := New(Policy{Mode: Off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	off.Warm()
+	if off.reqs != nil {
+		t.Error("Warm started a launcher for a sandbox that is off")
+	}
+
+	closed := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	closed.Close()
+	closed.Warm()
+	if closed.reqs != nil {
+		t.Error("Warm started a launcher for a closed sandbox")
+	}
+}

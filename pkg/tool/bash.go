@@ -151,7 +151,7 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	// back to one, unlinked at once, where memfd_create is refused).
 	script := in.Command
 	var cwdOut *os.File
-	if s.opts.PersistCwd && in.Workdir == nil {
+	if s.opts.PersistCwd && in.Workdir == nil && mayChangeDir(in.Command) {
 		f, err := cwdChannel()
 		if err != nil {
 			return "", fmt.Errorf("bash: working directory channel: %w", err)
@@ -217,6 +217,22 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 	text += "[exit code: 0]\n"
 	return text, nil
 }
+
+// dirChangeRE finds what may change bash's working directory in a command
+// line: cd (also in builtin cd, command cd, CDPATH, or a function that
+// calls it), pushd, popd, and what runs text the line does not show: a
+// sourced file (source, or "." as a command word) and eval.
+var dirChangeRE = lazyRegexp(`cd|pushd|popd|source|eval|(^|[\s;&|(){}!])\.[ \t]`)
+
+// mayChangeDir reports whether a command may leave bash in another working
+// directory, so that the call needs the channel that brings it back. Most
+// calls cannot, and run as plain bash -c: the wrapper that reports the
+// directory costs a bash builtin command about 0.3 ms, and an external
+// command 0.75 ms more (bash no longer execs it in place of itself, but
+// forks it and waits). A line that reaches cd only through text it
+// builds at run time (a=c; ${a}d dir) is run plainly: its cd does not
+// carry over.
+func mayChangeDir(command string) bool { return dirChangeRE().MatchString(command) }
 
 // memfdCreate and openTmpfile are variables for the tests.
 var (

@@ -87,3 +87,56 @@ func testCwdChannel(t *testing.T, mode sandbox.Mode) {
 		}
 	}
 }
+
+// The directory channel wraps only a line that may change the directory:
+// every way a line can reach cd still carries over, and any other line
+// runs as plain bash -c (no wrapper variables in its shell).
+func TestBashCwdOnlyWhenItMayChange(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{"cd sub", true}, {"ls; cd sub", true}, {"builtin cd sub", true}, {"pushd sub", true}, {"popd", true},
+		{"source ./go.sh", true}, {". ./go.sh", true}, {"true && . ./go.sh", true}, {"(. ./go.sh)", true}, {"eval \"$x\"", true},
+		{"echo step 1", false}, {"go test ./...", false}, {"ls -la", false}, {"cat a.b", false}, {"grep -r foo .", false}, {"echo done.", false},
+	} {
+		if got := mayChangeDir(c.line); got != c.want {
+			t.Errorf("mayChangeDir(%q) = %v, want %v", c.line, got, c.want)
+		}
+	}
+
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.sh"), []byte("cd sub\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSession(Options{Root: root, PersistCwd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bash := func(cmd string) string {
+		t.Helper()
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		r := s.Call(context.Background(), protocol.ToolCall{ID: "1", Name: "bash", Input: in})
+		if r.Error != nil {
+			t.Fatalf("%s: %s", cmd, *r.Error)
+		}
+		return strings.TrimSuffix(r.Output, "[exit code: 0]\n")
+	}
+	for _, line := range []string{"cd sub", "builtin cd sub", "pushd sub >/dev/null", "source ./go.sh", ". ./go.sh", "true && . ./go.sh", "eval 'c''d sub'", "f() { cd sub; }; f"} {
+		bash("cd " + root)
+		bash(line)
+		if got := bash("pwd -P"); filepath.Base(strings.TrimSpace(got)) != "sub" {
+			t.Errorf("after %q the next call runs in %q, want sub", line, got)
+		}
+	}
+	if got := bash("compgen -v __pg_ || echo plain"); got != "plain\n" {
+		t.Errorf("a line that cannot change the directory ran wrapped: %q", got)
+	}
+	if got := bash("cd . && compgen -v __pg_c"); !strings.Contains(got, "__pg_c1") {
+		t.Errorf("a line with cd ran without the channel: %q", got)
+	}
+}

@@ -171,11 +171,6 @@ func (s *Session) sandboxed(argv []string) ([]string, error) {
 	return s.sandbox.Wrap(s.opts.Helper, argv)
 }
 
-// PrepareSandbox makes the sandbox ready for the first command (its
-// private TMPDIR and rules, made when first needed); serve calls it in the
-// background while it waits for the first call.
-func (s *Session) PrepareSandbox() { _ = s.sandbox.Err() }
-
 // SandboxReport says what confines the session's commands.
 func (s *Session) SandboxReport() protocol.SandboxReport {
 	return s.sandbox.Report(s.env())

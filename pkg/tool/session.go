@@ -68,6 +68,12 @@ func (s *Session) lockPath(r string) func() {
 	}
 }
 
+// Warm gets the sandbox ready for commands in the background (see
+// sandbox.Sandbox.Warm): its private TMPDIR, its rules and its launcher
+// thread, made when first needed otherwise. serve calls it as it starts,
+// so the first call costs what the others do.
+func (s *Session) Warm() { go s.sandbox.Warm() }
+
 // NewSession opens the workspace root and registers the tools.
 func NewSession(opts Options) (*Session, error) {
 	if opts.Root == "" {

@@ -27,6 +27,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the benchmarks' binary, once they have run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // pgllmBinary builds cmd/pg-llm stripped, as `make build` does (without
 // -trimpath, which would miss the build cache and recompile everything).
 func pgllmBinary(b *testing.B) string {

@@ -305,7 +305,7 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 		return err
 	}
 	c.warnSkills(rt) // as pg-tool list does: pg-loop lists its tools through serve
-	go s.PrepareSandbox()
+	s.Warm()
 	defer cli.TuneGC(rt.IO.Getenv)()
 	tool.NarrowProcessors(rt.IO.Getenv)
 	err = s.Serve(rt.Ctx, cli.Pollable(rt.IO.In), rt.IO.Out, sc.Parallel)
