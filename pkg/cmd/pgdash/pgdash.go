@@ -15,6 +15,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/dash"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/store/dial"
+	_ "github.com/powerglide/powerglide/pkg/store/dial/pgdial" // opens PostgreSQL stores itself
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 

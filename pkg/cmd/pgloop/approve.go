@@ -41,7 +41,7 @@ func (a *ApproveCmd) Run(rt *cli.Runtime) error {
 	if err := teamdir.ValidName("worker", a.Worker); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	st, tm, err := dial.Team(rt.Ctx, cfg, dial.Options{}, team)
+	st, tm, err := dial.Team(rt.Ctx, cfg, storeOptions(rt, cfg), team)
 	if err != nil {
 		return err
 	}

@@ -736,7 +736,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if err != nil {
 			return nil, err
 		}
-		st, tm, err := dial.Team(rt.Ctx, cfg, dial.Options{}, c.Team)
+		st, tm, err := dial.Team(rt.Ctx, cfg, storeOptions(rt, cfg), c.Team)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package pgqueue
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -11,7 +12,14 @@ import (
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/agent"
 	"github.com/powerglide/powerglide/pkg/store/dial"
+	"github.com/powerglide/powerglide/pkg/store/remote"
 )
+
+// stdio is stdin and stdout as one connection.
+type stdio struct {
+	io.Reader
+	io.Writer
+}
 
 // AgentCmd serves the configured PostgreSQL store to this host's
 // commands.
@@ -21,6 +29,7 @@ import (
 type AgentCmd struct {
 	Idle    time.Duration `help:"Exit after this long with no client (default 60s)." config:"store_agent_idle" env:"POWERGLIDE_STORE_AGENT_IDLE" placeholder:"D"`
 	ReadyFD int           `name:"ready-fd" hidden:"" help:"Write ready (or error: ...) on this file descriptor once listening, then close it."`
+	Stdio   bool          `help:"Serve one client on stdin and stdout instead of the socket, and exit when stdin ends (a private agent, as pg-loop starts one with store_agent=off)."`
 }
 
 // Help details agent.
@@ -29,7 +38,7 @@ func (c *AgentCmd) Help() string {
 
 The socket is $POWERGLIDE_HOME/run/store-<hash>.sock (the hash over the store URL and the PG* variables), mode 0600 in a 0700 directory; the agent's log is store-<hash>.log beside it. A socket or directory owned by another user or open to others is refused. The wire protocol is JSON Lines, documented in docs/store-agent.md.
 
-Run by hand it serves in the foreground until idle; there is no need to, except to watch its log.
+Run by hand it serves in the foreground until idle; there is no need to, except to watch its log. With --stdio it serves one client on stdin and stdout and exits when stdin ends: pg-loop, which does not link the PostgreSQL driver, reaches a PostgreSQL store through the host's agent, or through such a private agent when store_agent is off or the host's agent cannot be reached.
 
 Examples:
   $ pg-queue agent --store postgres://pg@db/powerglide
@@ -62,6 +71,14 @@ func (c *AgentCmd) run(rt *cli.Runtime, ready *os.File) error {
 	}
 	if kind != "postgres" {
 		return cli.Usagef("agent: the store agent serves PostgreSQL stores; the file store needs none")
+	}
+	if c.Stdio {
+		st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return remote.Serve(rt.Ctx, stdio{rt.IO.In, rt.IO.Out}, st)
 	}
 	o := agent.ServeOptions{
 		Home: cfg.String("home"), URL: url, Env: rt.IO.Env, Idle: cfg.Duration("store_agent_idle"), Log: rt.IO.Err,

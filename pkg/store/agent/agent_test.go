@@ -3,7 +3,9 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -25,14 +27,20 @@ const (
 	homeEnv  = "AGENTTEST_HOME"
 	idleEnv  = "AGENTTEST_IDLE"
 	dialEnv  = "AGENTTEST_DIAL"
+	// pipeWorkersEnv makes the suite's worker processes use openPipe.
+	pipeWorkersEnv = "AGENTTEST_PIPE_WORKERS"
 )
 
 func TestMain(m *testing.M) {
 	switch {
+	case os.Getenv(agentEnv) != "" && slices.Contains(os.Args, agent.StdioArg):
+		os.Exit(serveStdio())
 	case os.Getenv(agentEnv) != "":
 		os.Exit(serveAgent())
 	case os.Getenv(dialEnv) != "":
 		os.Exit(dialAs(os.Getenv(dialEnv)))
+	case storetest.IsWorker() && os.Getenv(pipeWorkersEnv) != "":
+		os.Exit(storetest.WorkerOpen(os.Stderr, openPipe))
 	case storetest.IsWorker():
 		os.Exit(storetest.WorkerOpen(os.Stderr, openAgent))
 	}
@@ -57,6 +65,51 @@ func serveAgent() int {
 		return 1
 	}
 	return 0
+}
+
+// serveStdio is a private agent on stdin and stdout, as pg-queue agent
+// --stdio.
+func serveStdio() int {
+	st, err := dial.OpenContext(context.Background(), os.Getenv("POWERGLIDE_STORE"), dial.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		return 1
+	}
+	defer st.Close()
+	if err := remote.Serve(context.Background(), struct {
+		io.Reader
+		io.Writer
+	}{os.Stdin, os.Stdout}, st); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		return 1
+	}
+	return 0
+}
+
+// openPipe opens the store of url through a private agent on pipes.
+func openPipe(url string) (store.Store, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return agent.OpenPipe(context.Background(), exe, []string{exe, "agent", agent.StdioArg}, append(os.Environ(), agentEnv+"=1", "POWERGLIDE_STORE="+url), os.Stderr)
+}
+
+// TestConformancePipe runs the suite through private agents on pipes (as
+// pg-loop, which does not link pgx, reaches PostgreSQL with store_agent
+// off).
+func TestConformancePipe(t *testing.T) {
+	t.Setenv(pipeWorkersEnv, "1")
+	srv := pgtest.Start(t, pgtest.Options{})
+	storetest.Run(t, storetest.Target{
+		New:  func(t *testing.T) string { return srv.DB(t) },
+		Open: openPipe,
+		Restart: func(t *testing.T) {
+			if err := srv.Restart(); err != nil {
+				t.Fatalf("restart postgres: %v", err)
+			}
+		},
+	})
 }
 
 // options reach the agent of url under the test's home ($AGENTTEST_HOME),

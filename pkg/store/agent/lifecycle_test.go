@@ -22,6 +22,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/store/agent"
 	"github.com/powerglide/powerglide/pkg/store/dial"
 	"github.com/powerglide/powerglide/pkg/store/pgtest"
+	"github.com/powerglide/powerglide/pkg/store/remote"
 )
 
 // Many first commands at once start exactly one agent: they take turns at
@@ -414,4 +415,52 @@ func dialAs(path string) int {
 	n, _ := conn.Read(b)
 	fmt.Print(string(b[:n]))
 	return 0
+}
+
+// A program that does not link pgx (pg-loop) reaches the store through the
+// host's agent, or through a private one on pipes when the host's agent
+// cannot be used (here: a run directory open to others) or store_agent is
+// off; a private one ends with its client.
+func TestOpenRemote(t *testing.T) {
+	home := withHome(t, time.Minute)
+	url := "file:" + t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := agent.RemoteOptions{Home: home, URL: url, Env: append(os.Environ(), agentEnv+"=1"), Path: exe, Name: "pg-queue", Stderr: os.Stderr}
+	use := func(t *testing.T, o agent.RemoteOptions) int {
+		st, err := agent.OpenRemote(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		tm, err := st.Team("t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tm.Tasks().Add([]protocol.Task{{Title: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		return st.(*remote.Client).Hello().PID
+	}
+	host := use(t, o)
+	sock := agent.SocketPath(home, url, o.Env)
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("no host agent: %v", err)
+	}
+	if !alive(host) {
+		t.Fatal("the host's agent is gone")
+	}
+	o.Off = true
+	private := use(t, o)
+	if private == host || alive(private) {
+		t.Fatalf("store_agent=off: agent %d (host's %d), alive %v", private, host, alive(private))
+	}
+	o.Off = false
+	os.Chmod(filepath.Dir(sock), 0o755)
+	private = use(t, o)
+	if private == host || alive(private) {
+		t.Fatalf("refused host agent: agent %d (host's %d), alive %v", private, host, alive(private))
+	}
 }

@@ -38,6 +38,9 @@ type Options struct {
 	// preparing them first, and a claim, renew or complete is one round
 	// trip with its schema check and its notification (pgstore.Options).
 	OneShot bool
+	// Remote, when set, opens PostgreSQL stores instead of the driver
+	// (a store agent's client: pg-loop, which does not link pgx).
+	Remote func(ctx context.Context, url string) (store.Store, error)
 }
 
 // Open opens the store url names, with home as the data root of the file
@@ -59,7 +62,7 @@ func OpenContext(ctx context.Context, rawURL string, o Options) (store.Store, er
 		}
 		return filestore.Open(home, o.File), nil
 	default:
-		s, err := openPostgres(ctx, rawURL, o.OneShot)
+		s, err := openPostgres(ctx, rawURL, o)
 		if err != nil {
 			return nil, redactErr(rawURL, err)
 		}

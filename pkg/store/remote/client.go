@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"sync"
 	"time"
 
@@ -26,9 +26,16 @@ type Options struct {
 	HelloTimeout time.Duration
 }
 
+// Conn is a client's connection to an agent: a Unix socket, or a pair of
+// pipes to an agent coprocess.
+type Conn interface {
+	io.ReadWriteCloser
+	SetReadDeadline(time.Time) error
+}
+
 // Client is a store.Store whose calls an agent answers over conn.
 type Client struct {
-	conn  net.Conn
+	conn  Conn
 	hello protocol.StoreAgentHello
 	opts  Options
 
@@ -49,7 +56,7 @@ var _ store.Store = (*Client)(nil)
 
 // NewClient reads the agent's hello on conn and returns a client that
 // owns conn. An agent of another protocol version is an error.
-func NewClient(conn net.Conn, o Options) (*Client, error) {
+func NewClient(conn Conn, o Options) (*Client, error) {
 	if o.HelloTimeout <= 0 {
 		o.HelloTimeout = 5 * time.Second
 	}

@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/remote"
+)
+
+// StdioArg is the argument that makes pg-queue agent serve one client on
+// its stdin and stdout, as a coprocess, and exit when stdin ends.
+const StdioArg = "--stdio"
+
+// OpenPipe starts a private agent as a coprocess (path with args, which
+// should ask it to serve on its stdin and stdout) and returns a client
+// over the pipes. Closing the client ends the coprocess.
+func OpenPipe(ctx context.Context, path string, args, env []string, stderr io.Writer) (*remote.Client, error) {
+	cmd := &exec.Cmd{Path: path, Args: args, Env: env, Stderr: stderr}
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = pw
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("store agent: start %s: %w", path, err)
+	}
+	pw.Close()
+	c, err := remote.NewClient(&pipeConn{r: pr, w: w.(*os.File), cmd: cmd}, remote.Options{HelloTimeout: 30 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// pipeConn is a coprocess's stdout and stdin as one connection.
+type pipeConn struct {
+	r   *os.File
+	w   *os.File
+	cmd *exec.Cmd
+}
+
+func (p *pipeConn) Read(b []byte) (int, error)        { return p.r.Read(b) }
+func (p *pipeConn) Write(b []byte) (int, error)       { return p.w.Write(b) }
+func (p *pipeConn) SetReadDeadline(t time.Time) error { return p.r.SetReadDeadline(t) }
+
+// Close ends stdin, on which the agent exits, and waits for it a while
+// before killing it.
+func (p *pipeConn) Close() error {
+	p.w.Close()
+	done := make(chan struct{})
+	go func() {
+		p.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+	}
+	return p.r.Close()
+}
+
+// RemoteOptions say how a binary that does not link the PostgreSQL driver
+// (pg-loop) reaches a PostgreSQL store: through the host's agent, or a
+// private one.
+type RemoteOptions struct {
+	Home, URL string
+	Env       []string
+	// Path is the pg-queue binary; Name the name it is run as (pg-queue).
+	Path, Name string
+	// Off: store_agent=off, a private agent coprocess only.
+	Off bool
+	// Stderr gets a private agent's errors.
+	Stderr io.Writer
+}
+
+// OpenRemote opens the store through the host's agent, starting it when
+// there is none, with a private agent coprocess as the fallback for
+// everything the host's agent cannot answer (none reachable, the
+// connection lost); with Off, through a private coprocess only.
+func OpenRemote(ctx context.Context, o RemoteOptions) (store.Store, error) {
+	env := append(append([]string(nil), o.Env...), "POWERGLIDE_HOME="+o.Home, "POWERGLIDE_STORE="+o.URL)
+	private := func() (store.Store, error) {
+		return OpenPipe(ctx, o.Path, []string{o.Name, "agent", StdioArg}, env, o.Stderr)
+	}
+	if o.Off {
+		return private()
+	}
+	c, err := Open(ctx, OpenOptions{
+		Home: o.Home, URL: o.URL, Env: o.Env,
+		Path: o.Path, Args: []string{o.Name, "agent", fmt.Sprintf("--ready-fd=%d", ReadyFD)},
+		Direct: private,
+	})
+	if err != nil {
+		return private()
+	}
+	return c, nil
+}
