@@ -140,6 +140,7 @@ complete -c pg-queue -n '__fish_seen_subcommand_from prune' -l team -r -F -d 'Te
 complete -c pg-queue -n '__fish_seen_subcommand_from prune' -l store -r -F -d 'Where the team'\''s state lives: empty or file: (the team directory under $POWERGLIDE_HOME), file:/path (the one under /path), postgres://... or a libpq keyword string (PostgreSQL, shared by hosts; PG* variables fill what it leaves out).'
 complete -c pg-queue -n '__fish_seen_subcommand_from prune' -l json -d 'Print JSON Lines even on a terminal.'
 complete -c pg-queue -n '__fish_seen_subcommand_from agent' -l idle -r -F -d 'Exit after this long with no client (default 60s).'
+complete -c pg-queue -n '__fish_seen_subcommand_from agent' -l stdio -d 'Serve one client on stdin and stdout instead of the socket, and exit when stdin ends (a private agent, as pg-loop starts one with store_agent=off).'
 complete -c pg-queue -n '__fish_seen_subcommand_from agent' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-queue -n '__fish_seen_subcommand_from agent' -l version -d 'Print the version and exit.'
 complete -c pg-queue -n '__fish_seen_subcommand_from agent' -l team -r -F -d 'Team whose queue to use: $POWERGLIDE_HOME/teams/<team>/.'
