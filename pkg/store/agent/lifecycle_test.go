@@ -464,3 +464,30 @@ func TestOpenRemote(t *testing.T) {
 		t.Fatalf("refused host agent: agent %d (host's %d), alive %v", private, host, alive(private))
 	}
 }
+
+// An agent that cannot open its store says so on the readiness pipe and
+// exits; the command connects directly, and so do the commands behind it
+// for a while, without each starting (and waiting for) another agent.
+func TestStartFails(t *testing.T) {
+	home := withHome(t, time.Minute)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=5", port)
+	for i := range 3 {
+		_, err := agent.Open(context.Background(), options(url))
+		if err == nil {
+			t.Fatalf("open %d: an agent without a database", i)
+		}
+	}
+	log, err := os.ReadFile(strings.TrimSuffix(agent.SocketPath(home, url, os.Environ()), ".sock") + ".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), "agent: "); n != 1 {
+		t.Fatalf("%d agents tried to start, want 1; log:\n%s", n, log)
+	}
+}

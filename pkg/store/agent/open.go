@@ -37,7 +37,7 @@ type OpenOptions struct {
 	// Direct opens the store directly for the calls a lost connection
 	// leaves unanswered (remote.Options.Direct).
 	Direct func() (store.Store, error)
-	// StartTimeout bounds the wait for a new agent (default 10 s).
+	// StartTimeout bounds the wait for a new agent (default 5 s).
 	StartTimeout time.Duration
 }
 
@@ -62,9 +62,13 @@ func Open(ctx context.Context, o OpenOptions) (*remote.Client, error) {
 	if err := ensureRunDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
+	base := strings.TrimSuffix(path, ".sock")
+	if failedRecently(base) {
+		return nil, errors.New("store agent: the last one could not start; connecting directly")
+	}
 	// One starter at a time; the others find its agent when they get the
 	// lock.
-	lk := flock.New(strings.TrimSuffix(path, ".sock") + ".lock")
+	lk := flock.New(base + ".lock")
 	if err := lk.Lock(); err != nil {
 		return nil, fmt.Errorf("store agent: lock: %w", err)
 	}
@@ -72,10 +76,29 @@ func Open(ctx context.Context, o OpenOptions) (*remote.Client, error) {
 	if c, err := connect(path, o); err == nil || errors.Is(err, ErrRefused) {
 		return c, err
 	}
+	if failedRecently(base) { // while this one waited for the lock
+		return nil, errors.New("store agent: the last one could not start; connecting directly")
+	}
 	if err := start(ctx, path, o); err != nil {
+		// The commands behind this one connect directly for a while
+		// rather than each wait for an agent that cannot start (the
+		// database down, say).
+		os.WriteFile(base+".failed", []byte(err.Error()+"\n"), 0o600)
 		return nil, err
 	}
+	os.Remove(base + ".failed")
 	return connect(path, o)
+}
+
+// retryStart is how long after an agent failed to start the commands
+// connect directly without trying another.
+const retryStart = 10 * time.Second
+
+// failedRecently tells whether an agent failed to start in the last
+// retryStart.
+func failedRecently(base string) bool {
+	fi, err := os.Stat(base + ".failed")
+	return err == nil && time.Since(fi.ModTime()) < retryStart
 }
 
 // connect reaches the agent at path, after checking that the run
@@ -113,7 +136,7 @@ func dialUnix(path string) (net.Conn, error) {
 func start(ctx context.Context, path string, o OpenOptions) error {
 	timeout := o.StartTimeout
 	if timeout <= 0 {
-		timeout = 10 * time.Second
+		timeout = 5 * time.Second
 	}
 	logf, err := os.OpenFile(strings.TrimSuffix(path, ".sock")+".log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
