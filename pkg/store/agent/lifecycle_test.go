@@ -482,12 +482,15 @@ func TestStartFails(t *testing.T) {
 		if err == nil {
 			t.Fatalf("open %d: an agent without a database", i)
 		}
+		if i > 0 && !strings.Contains(err.Error(), "could not start") {
+			t.Fatalf("open %d: %v", i, err)
+		}
 	}
 	log, err := os.ReadFile(strings.TrimSuffix(agent.SocketPath(home, url, os.Environ()), ".sock") + ".log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(log), "agent: "); n != 1 {
+	if n := strings.Count(string(log), "store agent "); n != 1 {
 		t.Fatalf("%d agents tried to start, want 1; log:\n%s", n, log)
 	}
 }

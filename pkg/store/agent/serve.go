@@ -56,6 +56,9 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 		o.Log = io.Discard
 	}
 	defer func() {
+		if err != nil {
+			fmt.Fprintf(o.Log, "store agent %d: %v\n", os.Getpid(), err)
+		}
 		if o.Ready != nil {
 			if err != nil {
 				fmt.Fprintf(o.Ready, "error: %s\n", oneLine(err.Error()))
