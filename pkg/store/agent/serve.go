@@ -166,8 +166,17 @@ func (a *agent) wait() { a.conns.Wait() }
 func (a *agent) accept(ctx context.Context, ln *net.UnixListener) {
 	for {
 		c, err := ln.AcceptUnix()
-		if err != nil {
+		if errors.Is(err, net.ErrClosed) {
 			return
+		}
+		if err != nil { // out of descriptors, say: the clients wait a little
+			fmt.Fprintf(a.log, "store agent %d: accept: %v\n", os.Getpid(), err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
 		}
 		if err := checkPeer(c); err != nil {
 			fmt.Fprintf(a.log, "store agent %d: %v\n", os.Getpid(), err)
