@@ -27,6 +27,8 @@ const (
 	homeEnv  = "AGENTTEST_HOME"
 	idleEnv  = "AGENTTEST_IDLE"
 	dialEnv  = "AGENTTEST_DIAL"
+	// commandEnv makes the test binary a first command (TestAutoStartRace).
+	commandEnv = "AGENTTEST_COMMAND"
 	// pipeWorkersEnv makes the suite's worker processes use openPipe.
 	pipeWorkersEnv = "AGENTTEST_PIPE_WORKERS"
 )
@@ -37,6 +39,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serveStdio())
 	case os.Getenv(agentEnv) != "":
 		os.Exit(serveAgent())
+	case os.Getenv(commandEnv) != "":
+		os.Exit(firstCommand(os.Getenv(commandEnv)))
 	case os.Getenv(dialEnv) != "":
 		os.Exit(dialAs(os.Getenv(dialEnv)))
 	case storetest.IsWorker() && os.Getenv(pipeWorkersEnv) != "":

@@ -25,44 +25,39 @@ import (
 	"github.com/powerglide/powerglide/pkg/store/remote"
 )
 
-// Many first commands at once start exactly one agent: they take turns at
-// the flock beside the socket, and all reach the one agent.
+// Many first commands at once, each a process of its own, start exactly
+// one agent: they take turns at the flock beside the socket, and all reach
+// the one agent.
 func TestAutoStartRace(t *testing.T) {
 	home := withHome(t, time.Minute)
 	url := "file:" + t.TempDir()
-	const n = 16
-	pids := make([]int, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := agent.Open(context.Background(), options(url))
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer c.Close()
-			pids[i] = c.Hello().PID
-			tm, err := c.Team("t")
-			if err == nil {
-				_, err = tm.Tasks().Add([]protocol.Task{{Title: fmt.Sprint("task ", i)}})
-			}
-			if err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	exe, err := os.Executable()
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pids {
-		if p != pids[0] {
-			t.Fatalf("several agents: %v", pids)
+	const n = 12
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]*strings.Builder, n)
+	for i := range cmds {
+		outs[i] = new(strings.Builder)
+		cmds[i] = exec.Command(exe)
+		cmds[i].Env = append(os.Environ(), commandEnv+"="+url)
+		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+	}
+	for _, c := range cmds { // all started before any is waited for
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
 		}
+	}
+	pids := map[string]int{}
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("command %d: %v: %s", i, err, outs[i])
+		}
+		pids[strings.TrimSpace(outs[i].String())]++
+	}
+	if len(pids) != 1 {
+		t.Fatalf("the commands reached several agents: %v", pids)
 	}
 	log, err := os.ReadFile(strings.TrimSuffix(agent.SocketPath(home, url, os.Environ()), ".sock") + ".log")
 	if err != nil {
@@ -77,6 +72,27 @@ func TestAutoStartRace(t *testing.T) {
 	if err != nil || len(ts) != n {
 		t.Fatalf("%d tasks (%v), want %d", len(ts), err, n)
 	}
+}
+
+// firstCommand is a process of TestAutoStartRace: it adds a task through
+// the agent of url and prints the agent's pid.
+func firstCommand(url string) int {
+	c, err := agent.Open(context.Background(), options(url))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer c.Close()
+	tm, err := c.Team("t")
+	if err == nil {
+		_, err = tm.Tasks().Add([]protocol.Task{{Title: "task"}})
+	}
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println(c.Hello().PID)
+	return 0
 }
 
 // An agent killed with SIGKILL while commands run loses nothing and does
