@@ -179,6 +179,7 @@ func (c *Client) call(ctx context.Context, req *protocol.StoreAgentRequest) (jso
 	req.ID = c.nextID
 	c.pending[req.ID] = ch
 	c.mu.Unlock()
+	redact(req)
 	c.wmu.Lock()
 	err := c.enc.Encode(req)
 	c.wmu.Unlock()
