@@ -250,6 +250,16 @@ func (c *Client) directStore() (store.Store, error) {
 // and there is one). When the connection is lost, a call not sent, or one
 // that may run twice (again), runs on the direct store instead.
 func (c *Client) do(ctx context.Context, req *protocol.StoreAgentRequest, decode func(json.RawMessage) error, again bool, direct func(store.Store) error) error {
+	var d func(store.Store, bool) error
+	if direct != nil {
+		d = func(st store.Store, _ bool) error { return direct(st) }
+	}
+	return c.doSent(ctx, req, decode, again, d)
+}
+
+// doSent is do whose direct call learns whether the lost request had been
+// sent (and so may have taken effect on the agent).
+func (c *Client) doSent(ctx context.Context, req *protocol.StoreAgentRequest, decode func(json.RawMessage) error, again bool, direct func(st store.Store, sent bool) error) error {
 	res, err := c.call(ctx, req)
 	var lost *LostError
 	if errors.As(err, &lost) {
@@ -260,7 +270,7 @@ func (c *Client) do(ctx context.Context, req *protocol.StoreAgentRequest, decode
 		if derr != nil {
 			return fmt.Errorf("%v; and directly: %w", err, derr)
 		}
-		return direct(st)
+		return direct(st, lost.Sent)
 	}
 	if err != nil {
 		return err

@@ -92,20 +92,77 @@ func (q *tasks) Add(in []protocol.Task) ([]protocol.Task, error) {
 	return q.many(req, false, func(s store.Tasks) ([]protocol.Task, error) { return s.Add(in) })
 }
 
-// Claim, renew and complete may run twice: a claim lost with the
-// connection leaves a lease that expires, a renew extends it again, and a
-// second complete with the same token is a harmless success.
+// Renew and complete may run twice: a renew extends the lease again, and
+// a second complete with the same token is a harmless success. A claim
+// may not: see claim.
 
 func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
 	req := q.t.req("claim")
 	req.Worker, req.LeaseNS = worker, int64(lease)
-	return q.one(context.Background(), req, true, func(s store.Tasks) (*protocol.Task, error) { return s.Claim(worker, lease) })
+	return q.claim(context.Background(), req, worker, lease, func(s store.Tasks) (*protocol.Task, error) { return s.Claim(worker, lease) })
 }
 
 func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
 	req := q.t.req("wait_claim")
 	req.Worker, req.LeaseNS, req.WaitNS = worker, int64(lease), int64(wait)
-	return q.one(ctx, req, true, func(s store.Tasks) (*protocol.Task, error) { return s.WaitClaim(ctx, worker, lease, wait) })
+	return q.claim(ctx, req, worker, lease, func(s store.Tasks) (*protocol.Task, error) { return s.WaitClaim(ctx, worker, lease, wait) })
+}
+
+// claim runs a claim (claim, wait_claim), on the direct store when the
+// connection is lost. A claim lost after it was sent may have claimed a
+// task on the agent before it died: the direct path then adopts that claim
+// (returns its task) rather than claim a second one, which would stay held
+// until its lease ended, an attempt used and its dependents blocked.
+func (q *tasks) claim(ctx context.Context, req *protocol.StoreAgentRequest, worker string, lease time.Duration, direct func(store.Tasks) (*protocol.Task, error)) (*protocol.Task, error) {
+	sent := time.Now()
+	var out *protocol.Task
+	err := q.t.c.doSent(ctx, req, func(b json.RawMessage) (err error) {
+		out, err = decodeTask(b)
+		return err
+	}, true, func(st store.Store, lost bool) error {
+		tm, err := st.Team(q.t.name)
+		if err != nil {
+			return err
+		}
+		if lost {
+			// Less a millisecond: stores keep times in microseconds.
+			if out, err = adopt(tm.Tasks(), worker, sent.Add(lease-time.Millisecond)); err != nil || out != nil {
+				return err
+			}
+		}
+		out, err = direct(tm.Tasks())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// adopt returns the claim a lost claim call made, if it made one: worker's
+// claim whose lease ends at or after until (the time the call was sent
+// plus its lease), the newest by token. A claim of worker's made before
+// the send ends earlier, unless renewed since by another process under the
+// same worker name. The store's clock is taken to agree with this host's
+// to within the call's round trip (the file store's is this host's); a
+// database whose clock is behind can hide the claim, and the command then
+// claims another, as a claim that never reached the agent does.
+func adopt(q store.Tasks, worker string, until time.Time) (*protocol.Task, error) {
+	held, err := q.List(queue.ListOptions{Status: []string{protocol.StatusClaimed}, Worker: worker})
+	if err != nil {
+		return nil, err
+	}
+	var out *protocol.Task
+	for i := range held {
+		t := &held[i]
+		if t.Claim == nil || t.Claim.Worker != worker || t.Claim.Until.Before(until) {
+			continue
+		}
+		if out == nil || t.Claim.Token > out.Claim.Token {
+			out = t
+		}
+	}
+	return out, nil
 }
 
 func (q *tasks) Renew(id string, token int64, lease time.Duration) (*protocol.Task, error) {
