@@ -81,9 +81,11 @@ type StoreAgentError struct {
 	// Kind names the error the message wraps: not_found, lease_lost,
 	// finished, nothing (queue errors), input (bad input to the queue, with
 	// index), not_exist (no such record), no_approval, conflict (a
-	// compare-and-write found another document), canceled, deadline, or
-	// empty for any other.
-	Kind    string `json:"kind,omitempty" jsonschema:"enum=,enum=not_found,enum=lease_lost,enum=finished,enum=nothing,enum=input,enum=not_exist,enum=no_approval,enum=conflict,enum=canceled,enum=deadline"`
+	// compare-and-write found another document), canceled (the client
+	// cancelled the request), deadline, stopping (the agent is stopping and
+	// did not run the request, or stopped it before it changed anything:
+	// run it elsewhere), or empty for any other.
+	Kind    string `json:"kind,omitempty" jsonschema:"enum=,enum=not_found,enum=lease_lost,enum=finished,enum=nothing,enum=input,enum=not_exist,enum=no_approval,enum=conflict,enum=canceled,enum=deadline,enum=stopping"`
 	Message string `json:"message"`
 	// BadInput: the error is bad input (exit 2).
 	BadInput bool `json:"bad_input,omitempty"`

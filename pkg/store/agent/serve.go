@@ -97,12 +97,15 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 	err = a.watch(ctx, path, ino, o)
 	// Stop taking clients first, and give the name up while it is still
 	// this agent's: a command that comes now starts a new agent. The
-	// clients already in finish their calls (unless ctx ended).
+	// clients already in get the answers of the calls in flight; a
+	// waiting call (claim --wait) stops, and is told to go on elsewhere
+	// when it has claimed nothing.
 	ln.Close()
 	if fi, serr := os.Lstat(path); serr == nil && inode(fi) == ino {
 		os.Remove(path)
 	}
 	<-accepting
+	cancel()
 	a.wait()
 	return err
 }
@@ -189,9 +192,8 @@ func (a *agent) accept(ctx context.Context, ln *net.UnixListener) {
 			defer a.conns.Done()
 			defer a.track(-1)
 			defer c.Close()
-			// An agent told to stop hangs up on its clients.
-			stop := context.AfterFunc(ctx, func() { c.Close() })
-			defer stop()
+			// An agent told to stop lets the calls in flight answer, then
+			// hangs up (remote.Serve).
 			remote.Serve(ctx, c, a.st)
 		}()
 	}

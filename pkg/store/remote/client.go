@@ -191,35 +191,47 @@ func (c *Client) call(ctx context.Context, req *protocol.StoreAgentRequest) (jso
 		return nil, &LostError{Op: req.Op, Err: err}
 	}
 	done := ctx.Done()
+	cancelled := false
 	for {
 		select {
 		case resp := <-ch:
-			if resp.Error != nil {
-				if done == nil && resp.Error.Kind == "canceled" {
-					// Cancelled for this ctx: say why, as a local call would.
-					return nil, ctx.Err()
-				}
-				return nil, decodeError(resp.Error)
-			}
-			return resp.Result, nil
+			return c.answer(ctx, req.Op, resp, cancelled)
 		case <-c.dead:
 			// The reader may have delivered the response just before.
 			select {
 			case resp := <-ch:
-				if resp.Error != nil {
-					return nil, decodeError(resp.Error)
-				}
-				return resp.Result, nil
+				return c.answer(ctx, req.Op, resp, cancelled)
 			default:
 			}
 			return nil, &LostError{Op: req.Op, Sent: true, Err: c.lost}
 		case <-done:
-			done = nil
+			done, cancelled = nil, true
 			c.wmu.Lock()
 			c.enc.Encode(&protocol.StoreAgentRequest{Op: "cancel", ID: req.ID})
 			c.wmu.Unlock()
 		}
 	}
+}
+
+// answer is a call's result or error. An agent that is stopping says so
+// for a call it did not run: the call goes on as if the connection had
+// been lost before it was sent. A cancellation this client did not ask
+// for (an agent of an earlier version, stopping) is a lost connection too,
+// never this client's own cancel.
+func (c *Client) answer(ctx context.Context, op string, resp *protocol.StoreAgentResponse, cancelled bool) (json.RawMessage, error) {
+	if resp.Error == nil {
+		return resp.Result, nil
+	}
+	switch kind := resp.Error.Kind; {
+	case kind == "stopping":
+		return nil, &LostError{Op: op, Err: errors.New("the agent is stopping")}
+	case kind == "canceled" && cancelled && ctx.Err() != nil:
+		// Cancelled for this ctx: say why, as a local call would.
+		return nil, ctx.Err()
+	case kind == "canceled":
+		return nil, &LostError{Op: op, Sent: true, Err: errors.New("the agent cancelled the call")}
+	}
+	return nil, decodeError(resp.Error)
 }
 
 // broken tells whether the connection was lost.
@@ -237,6 +249,9 @@ func (c *Client) directStore() (store.Store, error) {
 	c.dmu.Lock()
 	defer c.dmu.Unlock()
 	if c.direct == nil {
+		if c.opts.Direct == nil {
+			return nil, errors.New("store agent: connection lost, and no direct store")
+		}
 		st, err := c.opts.Direct()
 		if err != nil {
 			return nil, err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -111,11 +110,16 @@ const maxConflicts = 1000
 func casUpdate[T any](ctx context.Context, t *team, op, worker string, read func() (*T, json.RawMessage, error), fn func(*T) (*T, error), direct func(store.Team) (*T, error)) (*T, error) {
 	for range maxConflicts {
 		old, raw, err := read()
-		if errors.Is(err, fs.ErrNotExist) {
-			old, raw, err = nil, nil, nil
+		var lost *LostError
+		if errors.As(err, &lost) {
+			return nil, err
 		}
 		if err != nil {
-			return nil, err
+			// None, or unreadable (corrupt, of a newer version): fn gets
+			// nil, as from the stores' own Update (a heartbeat must go
+			// through), and the agent writes only if the stored record
+			// is still absent or unreadable.
+			old, raw = nil, nil
 		}
 		if t.c.broken() {
 			// The read may have come from the direct store: nothing to

@@ -21,21 +21,55 @@ import (
 const maxLine = 256 << 20
 
 // Serve answers the requests of one connection with st until the client
-// closes it or ctx ends. Each request runs in a goroutine of its own, so a
-// wait_claim does not hold up the calls behind it.
+// closes it. Each request runs in a goroutine of its own, so a wait_claim
+// does not hold up the calls behind it.
+//
+// When ctx ends (the agent is told to stop), the calls in flight finish:
+// a short call as it would have, a waiting one (wait_claim, follow_next)
+// stopped, with what it had done by then (a task it claimed) or else the
+// error kind stopping, which tells the client that nothing happened and to
+// run the call elsewhere, as each request read after gets. Then Serve
+// closes conn (when it is an io.Closer) and returns.
 func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// sctx ends with the connection: the calls of a client gone stop.
+	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer scancel()
 	s := &session{st: st, enc: jsonl.NewEncoder(conn), teams: map[string]store.Team{},
-		calls: map[int64]context.CancelFunc{}, followers: map[int64]store.Follower{}}
+		calls: map[int64]*call{}, followers: map[int64]store.Follower{}}
 	defer s.closeFollowers()
 	if err := s.write(protocol.StoreAgentHello{Type: "hello", Protocol: protocol.StoreAgentProtocol, Store: st.Kind(), PID: os.Getpid()}); err != nil {
 		return err
 	}
+	// On stop: no new call starts; once those in flight have answered,
+	// the connection closes, which ends the read loop.
+	closed := make(chan struct{})
+	defer close(closed)
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.stopping = true
+		for _, c := range s.calls {
+			if c.waits {
+				c.byAgent = true
+				c.cancel()
+			}
+		}
+		s.mu.Unlock()
+		s.inflight.Wait()
+		if c, ok := conn.(io.Closer); ok {
+			select {
+			case <-closed:
+			default:
+				c.Close()
+			}
+		}
+	})
+	defer stop()
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		scancel()
+		s.inflight.Wait()
+	}()
 	for sc.Scan() {
 		var req protocol.StoreAgentRequest
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -45,30 +79,59 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 			s.cancel(req.ID)
 			continue
 		}
-		cctx, ccancel := context.WithCancel(ctx)
+		cl := &call{waits: req.Op == "wait_claim" || req.Op == "follow_next"}
+		var cctx context.Context
+		cctx, cl.cancel = context.WithCancel(sctx)
 		s.mu.Lock()
-		s.calls[req.ID] = ccancel
+		if s.stopping {
+			s.mu.Unlock()
+			cl.cancel()
+			if err := s.write(protocol.StoreAgentResponse{ID: req.ID, Error: stoppingError()}); err != nil {
+				return err
+			}
+			continue
+		}
+		s.calls[req.ID] = cl
+		s.inflight.Add(1)
 		s.mu.Unlock()
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer s.inflight.Done()
 			res, err := s.handle(cctx, &req)
 			s.mu.Lock()
 			delete(s.calls, req.ID)
+			byAgent := cl.byAgent && !cl.byClient
 			s.mu.Unlock()
-			ccancel()
+			cl.cancel()
 			resp := protocol.StoreAgentResponse{ID: req.ID, Error: encodeError(err)}
+			if byAgent && errors.Is(err, context.Canceled) {
+				// A wait stopped by the agent's stop, not by the client,
+				// having claimed nothing.
+				resp.Error = stoppingError()
+			}
 			if err == nil && res != nil {
 				resp.Result, err = marshalResult(res)
 				resp.Error = encodeError(err)
 			}
-			if werr := s.write(resp); werr != nil {
-				cancel() // the client is gone
+			if s.write(resp) != nil {
+				scancel() // the client is gone
 			}
 		}()
 	}
-	cancel()
 	return sc.Err()
+}
+
+// call is a request in flight.
+type call struct {
+	cancel   context.CancelFunc
+	waits    bool // wait_claim, follow_next: stopped when the agent stops
+	byClient bool // the client cancelled it
+	byAgent  bool // the agent's stop cancelled it
+}
+
+// stoppingError tells the client that the agent is stopping and did not
+// run the call (or stopped a wait before it did anything).
+func stoppingError() *protocol.StoreAgentError {
+	return &protocol.StoreAgentError{Kind: "stopping", Message: "store agent: stopping"}
 }
 
 // session is one connection's state.
@@ -79,9 +142,11 @@ type session struct {
 
 	mu        sync.Mutex
 	teams     map[string]store.Team
-	calls     map[int64]context.CancelFunc
+	calls     map[int64]*call
 	followers map[int64]store.Follower
 	nextF     int64
+	stopping  bool           // ctx ended: no new call starts
+	inflight  sync.WaitGroup // calls running (Add under mu, before stopping)
 }
 
 func (s *session) write(v any) error {
@@ -93,9 +158,12 @@ func (s *session) write(v any) error {
 func (s *session) cancel(id int64) {
 	s.mu.Lock()
 	c := s.calls[id]
+	if c != nil {
+		c.byClient = true
+	}
 	s.mu.Unlock()
 	if c != nil {
-		c()
+		c.cancel()
 	}
 }
 

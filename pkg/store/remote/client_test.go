@@ -1,0 +1,203 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store"
+	"github.com/powerglide/powerglide/pkg/store/filestore"
+)
+
+// dying is a store whose Claim does the real claim and then cuts the
+// agent's connection before the answer goes out: an agent killed (SIGKILL,
+// OOM, SIGTERM, which hangs up on its clients) between the commit and the
+// reply.
+type dying struct {
+	store.Store
+	die func()
+}
+
+func (d dying) Team(name string) (store.Team, error) {
+	t, err := d.Store.Team(name)
+	if err != nil {
+		return nil, err
+	}
+	return dyingTeam{t, d.die}, nil
+}
+
+type dyingTeam struct {
+	store.Team
+	die func()
+}
+
+func (t dyingTeam) Tasks() store.Tasks { return dyingTasks{t.Team.Tasks(), t.die} }
+
+type dyingTasks struct {
+	store.Tasks
+	die func()
+}
+
+func (q dyingTasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
+	t, err := q.Tasks.Claim(worker, lease)
+	q.die()
+	return t, err
+}
+
+// TestLostClaimClaimsOnce: a claim that reached the agent, which claimed
+// the task and then lost the connection before answering (killed between
+// the commit and the reply), leaves one task claimed, not two: the direct
+// path adopts the claim made after the send instead of claiming another
+// (which would be held until its lease ended, an attempt used, and its
+// dependents blocked).
+func TestLostClaimClaimsOnce(t *testing.T) {
+	dir := t.TempDir()
+	st := filestore.Open(dir, filestore.Options{NoSync: true})
+	defer st.Close()
+	tm, err := st.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.Tasks().Add([]protocol.Task{{Title: "a", MaxAttempts: 1}, {Title: "b", MaxAttempts: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	srv, cli := net.Pipe()
+	go Serve(context.Background(), srv, dying{Store: st, die: func() { srv.Close() }})
+	c, err := NewClient(cli, Options{Direct: func() (store.Store, error) {
+		return filestore.Open(dir, filestore.Options{NoSync: true}), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ct, err := c.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ct.Tasks().Claim("w1", time.Minute)
+	t.Logf("claim printed %v (err %v)", func() string {
+		if got == nil {
+			return "nothing"
+		}
+		return got.Title
+	}(), err)
+	held, err := tm.Tasks().List(queue.ListOptions{Status: []string{"claimed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) > 1 {
+		var titles []string
+		for _, h := range held {
+			titles = append(titles, fmt.Sprintf("%s (attempt %d of %d)", h.Title, h.Attempts, h.MaxAttempts))
+		}
+		t.Errorf("one claim call left %d tasks claimed by w1: %v; the one not printed is held until its lease ends and, with max_attempts 1, fails unrun", len(held), titles)
+	}
+}
+
+// TestAgentStopIsNotClientCancel: an agent told to stop (SIGTERM, SIGINT)
+// while a claim waits does not answer as if the client had been
+// interrupted (context.Canceled: exit 130): the claim goes on directly.
+func TestAgentStopIsNotClientCancel(t *testing.T) {
+	dir := t.TempDir()
+	st := filestore.Open(dir, filestore.Options{NoSync: true})
+	defer st.Close()
+	srv, conn := net.Pipe()
+	ctx, stop := context.WithCancel(context.Background())
+	go Serve(ctx, srv, st)
+	c, err := NewClient(conn, Options{Direct: func() (store.Store, error) {
+		return filestore.Open(dir, filestore.Options{NoSync: true}), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ct, err := c.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(200*time.Millisecond, stop) // the agent gets SIGTERM
+	// The client's context is alive (pg-queue passes rt.Ctx).
+	cctx, ccancel := context.WithCancel(context.Background())
+	defer ccancel()
+	_, err = ct.Tasks().WaitClaim(cctx, "w1", time.Minute, time.Second)
+	if errors.Is(err, context.Canceled) || cli.ExitCode(err) == 130 {
+		t.Errorf("a waiting claim whose agent stopped: %v (exit %d), as if the client were interrupted", err, cli.ExitCode(err))
+	}
+}
+
+// TestCanceledAnswerWithBackgroundContext: a call whose context cannot end
+// (context.Background) never returns neither a result nor an error when the
+// agent stops under it.
+func TestCanceledAnswerWithBackgroundContext(t *testing.T) {
+	dir := t.TempDir()
+	st := filestore.Open(dir, filestore.Options{NoSync: true})
+	defer st.Close()
+	srv, conn := net.Pipe()
+	ctx, stop := context.WithCancel(context.Background())
+	go Serve(ctx, srv, st)
+	c, err := NewClient(conn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ct, err := c.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(200*time.Millisecond, stop)
+	tk, err := ct.Tasks().WaitClaim(context.Background(), "w1", time.Minute, time.Second)
+	if tk == nil && err == nil {
+		t.Error("WaitClaim returned neither a task nor an error")
+	}
+}
+
+// TestUpdateOverUnreadableRecord: Update through the agent hands an
+// unreadable record (corrupt, or of a newer version) to fn as nil, as both
+// stores do, so a heartbeat goes through.
+func TestUpdateOverUnreadableRecord(t *testing.T) {
+	dir := t.TempDir()
+	st := filestore.Open(dir, filestore.Options{NoSync: true})
+	defer st.Close()
+	tm, err := st.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	beat := func(old *protocol.Worker) (*protocol.Worker, error) {
+		return &protocol.Worker{Worker: "1", State: "running"}, nil
+	}
+	if _, err := tm.Workers().Update(context.Background(), "1", beat); err != nil {
+		t.Fatal(err)
+	}
+	spoil := func() {
+		if err := os.WriteFile(filepath.Join(dir, "teams", "t", "worker-1.json"), []byte("{not json"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spoil()
+	if _, err := tm.Workers().Update(context.Background(), "1", beat); err != nil {
+		t.Fatalf("direct update over an unreadable record: %v", err)
+	}
+	spoil()
+	srv, conn := net.Pipe()
+	go Serve(context.Background(), srv, st)
+	c, err := NewClient(conn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ct, err := c.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ct.Workers().Update(context.Background(), "1", beat); err != nil {
+		t.Errorf("update through the agent over an unreadable record: %v (directly it goes through)", err)
+	}
+}
