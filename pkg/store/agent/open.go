@@ -39,6 +39,10 @@ type OpenOptions struct {
 	Direct func() (store.Store, error)
 	// StartTimeout bounds the wait for a new agent (default 5 s).
 	StartTimeout time.Duration
+	// LockWait bounds the wait for the start lock, which another command
+	// holds while its agent starts (default 2 s); then, or when ctx ends,
+	// Open gives up and the command connects directly.
+	LockWait time.Duration
 }
 
 // ReadyFD is the file descriptor of the readiness pipe in a started agent.
@@ -67,10 +71,18 @@ func Open(ctx context.Context, o OpenOptions) (*remote.Client, error) {
 		return nil, errors.New("store agent: the last one could not start; connecting directly")
 	}
 	// One starter at a time; the others find its agent when they get the
-	// lock.
+	// lock, or connect directly when it takes longer than a usual start
+	// (a database that does not answer), or when ctx ends.
+	wait := o.LockWait
+	if wait <= 0 {
+		wait = 2 * time.Second
+	}
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
 	lk := flock.New(base + ".lock")
-	if err := lk.Lock(); err != nil {
-		return nil, fmt.Errorf("store agent: lock: %w", err)
+	locked, err := lk.TryLockContext(lctx, 10*time.Millisecond)
+	if err != nil || !locked {
+		return nil, fmt.Errorf("store agent: another command is starting one; connecting directly (%v)", err)
 	}
 	defer lk.Close()
 	if c, err := connect(path, o); err == nil || errors.Is(err, ErrRefused) {
@@ -114,21 +126,31 @@ func connect(path string, o OpenOptions) (*remote.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The names checked above can be swapped before the connect by
+	// whoever may rename in the data root: the kernel says who listens.
+	uid, err := peerUID(conn)
+	if err == nil && uid != os.Getuid() {
+		err = &RefusedError{Path: path, Why: fmt.Sprintf("its listener is uid %d, not %d", uid, os.Getuid())}
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
 	return remote.NewClient(conn, remote.Options{Direct: o.Direct})
 }
 
 // dialUnix connects to a socket whose path may be too long for an
 // address, through its directory's descriptor.
-func dialUnix(path string) (net.Conn, error) {
+func dialUnix(path string) (*net.UnixConn, error) {
 	if len(path) < 100 {
-		return net.Dial("unix", path)
+		return net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	}
 	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return net.Dial("unix", "/proc/self/fd/"+strconv.Itoa(fd)+"/"+filepath.Base(path))
+	return net.DialUnix("unix", nil, &net.UnixAddr{Name: "/proc/self/fd/" + strconv.Itoa(fd) + "/" + filepath.Base(path), Net: "unix"})
 }
 
 // start starts an agent in a session of its own, its stderr appended to

@@ -247,24 +247,35 @@ func (a *agent) watch(ctx context.Context, path string, ino uint64, o ServeOptio
 
 // checkPeer refuses a client of another user.
 func checkPeer(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
+	uid, err := peerUID(c)
 	if err != nil {
 		return err
+	}
+	if uid != os.Getuid() {
+		return errors.New("refused a client of uid " + strconv.Itoa(uid))
+	}
+	return nil
+}
+
+// peerUID is the user of the process at the other end of c, as the
+// kernel tells it (SO_PEERCRED): that of the process that connected, or
+// that listens.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return err
+		return 0, err
 	}
 	if cerr != nil {
-		return cerr
+		return 0, cerr
 	}
-	if int(cred.Uid) != os.Getuid() {
-		return errors.New("refused a client of uid " + strconv.Itoa(int(cred.Uid)))
-	}
-	return nil
+	return int(cred.Uid), nil
 }
 
 func oneLine(s string) string {

@@ -1,0 +1,232 @@
+package agent_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/store/agent"
+	"github.com/powerglide/powerglide/pkg/store/dial"
+)
+
+// TestClientSecretsRedactedBeforeTheAgent: a command's own secrets (its
+// environment, its config file's keys, registered at start) are redacted
+// before the request leaves it. The agent redacts only with the secrets of
+// the command that started it, so without this a later command's secret
+// reached the team store in clear; directly, the same add is redacted.
+func TestClientSecretsRedactedBeforeTheAgent(t *testing.T) {
+	withHome(t, 30*time.Second)
+	const value = "plainvalue-abc-123456"
+	// This process (the client) knows the secret, as pg-queue does when
+	// DEPLOY_TOKEN is in its environment; the agent, started from
+	// os.Environ(), does not.
+	secrets.Register(secrets.Secret{Name: "DEPLOY_TOKEN", Value: value})
+	for _, via := range []string{"direct", "agent"} {
+		t.Run(via, func(t *testing.T) {
+			dir := t.TempDir()
+			url := "file:" + dir
+			var st interface{ Close() error }
+			var tasksAdd func([]protocol.Task) ([]protocol.Task, error)
+			if via == "agent" {
+				c, err := openAgent(url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st = c
+				tm, err := c.Team("t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				tasksAdd = tm.Tasks().Add
+			} else {
+				d, err := dial.Open(url, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				st = d
+				tm, err := d.Team("t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				tasksAdd = tm.Tasks().Add
+			}
+			defer st.Close()
+			if _, err := tasksAdd([]protocol.Task{{Title: "deploy", Prompt: "deploy with token " + value}}); err != nil {
+				t.Fatal(err)
+			}
+			d, err := dial.Open(url, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			tm, _ := d.Team("t")
+			ts, err := tm.Tasks().List(queue.ListOptions{})
+			if err != nil || len(ts) != 1 {
+				t.Fatalf("list: %v %v", ts, err)
+			}
+			if strings.Contains(ts[0].Prompt, value) {
+				t.Errorf("%s: the stored prompt holds the client's secret: %q", via, ts[0].Prompt)
+			}
+		})
+	}
+}
+
+// TestOpenDoesNotWaitForTheStartLock: while another command holds the
+// start lock (it waits for its agent, up to the start timeout, on a
+// database that may hang), Open neither blocks on the lock without bound
+// nor ignores its context: it gives up at once and the command connects
+// directly.
+func TestOpenDoesNotWaitForTheStartLock(t *testing.T) {
+	home := withHome(t, 30*time.Second)
+	url := "file:" + t.TempDir()
+	path := agent.SocketPath(home, url, os.Environ())
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lk := flock.New(strings.TrimSuffix(path, ".sock") + ".lock")
+	if err := lk.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		c, err := agent.Open(ctx, options(url))
+		if c != nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("agent.Open still waits for the start lock 5 s after its context ended")
+		lk.Unlock()
+		<-done
+		return
+	}
+	// A context that never ends: the wait is bounded all the same.
+	o := options(url)
+	o.LockWait = 100 * time.Millisecond
+	go func() {
+		c, err := agent.Open(context.Background(), o)
+		if c != nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("agent.Open reached an agent while another command held the start lock")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("agent.Open waits for the start lock without bound")
+		lk.Unlock()
+		<-done
+	}
+}
+
+// fakeAgentEnv makes this test binary a listener of another user that
+// greets like an agent (TestClientRefusesAgentOfAnotherUser).
+const fakeAgentEnv = "AGENTTEST_FAKE_AGENT"
+
+func init() {
+	if os.Getenv(fakeAgentEnv) == "" {
+		return
+	}
+	dir, err := os.MkdirTemp("", "fake-agent-")
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	path := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println(path)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(0)
+		}
+		fmt.Fprintf(c, `{"type":"hello","protocol":%d,"store":"file","pid":%d}`+"\n", protocol.StoreAgentProtocol, os.Getpid())
+	}
+}
+
+// TestClientRefusesAgentOfAnotherUser: the client asks the kernel who
+// listens (SO_PEERCRED) and refuses a listener of another uid, whatever
+// the names say. Whoever can rename entries in the data root could swap
+// run/ between the client's checks by path and its connect; the end state
+// of that race is built here: a private socket file of ours whose listener
+// is uid 65534.
+func TestClientRefusesAgentOfAnotherUser(t *testing.T) {
+	needRoot(t)
+	home := withHome(t, time.Minute)
+	url := "file:" + t.TempDir()
+	path := agent.SocketPath(home, url, os.Environ())
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	cp := filepath.Join(dir, "fake")
+	if err := os.WriteFile(cp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cp)
+	cmd.Env = append(os.Environ(), fakeAgentEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "/") {
+		t.Fatalf("fake agent: %q %v", line, err)
+	}
+	fake := strings.TrimSpace(line)
+	defer os.RemoveAll(filepath.Dir(fake))
+	// What the client sees by name after the swap: our own private socket.
+	if err := os.Rename(fake, path); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(path, os.Getuid(), os.Getgid())
+	os.Chmod(path, 0o600)
+	o := options(url)
+	o.Path = "" // connect only
+	c, err := agent.Open(context.Background(), o)
+	if err == nil {
+		defer c.Close()
+		t.Errorf("the client talks to a listener of uid 65534 (hello pid %d, the fake is %d)", c.Hello().PID, cmd.Process.Pid)
+	}
+}
