@@ -186,9 +186,16 @@ func waitExit(t *testing.T, pid int, d time.Duration) {
 		return // already gone
 	}
 	defer unix.Close(fd)
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(d/time.Millisecond))
-	if err != nil || n == 0 {
-		t.Fatalf("agent %d still running after %s (%v)", pid, d, err)
+	deadline := time.Now().Add(d)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Until(deadline)/time.Millisecond))
+		if err == unix.EINTR && time.Now().Before(deadline) {
+			continue // a signal (the Go runtime's preemption), not the exit
+		}
+		if err != nil || n == 0 {
+			t.Fatalf("agent %d still running after %s (%v)", pid, d, err)
+		}
+		return
 	}
 }
 
