@@ -186,15 +186,16 @@ func waitExit(t *testing.T, pid int, d time.Duration) {
 		return // already gone
 	}
 	defer unix.Close(fd)
-	// poll is never restarted after a signal: the agent's own SIGCHLD (it
-	// is this process's child) or a runtime signal ends it with EINTR.
 	deadline := time.Now().Add(d)
-	n, err := 0, unix.EINTR
-	for err == unix.EINTR && time.Now().Before(deadline) {
-		n, err = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Until(deadline)/time.Millisecond)+1)
-	}
-	if err != nil || n == 0 {
-		t.Fatalf("agent %d still running after %s (%v)", pid, d, err)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Until(deadline)/time.Millisecond))
+		if err == unix.EINTR && time.Now().Before(deadline) {
+			continue // a signal (the Go runtime's preemption), not the exit
+		}
+		if err != nil || n == 0 {
+			t.Fatalf("agent %d still running after %s (%v)", pid, d, err)
+		}
+		return
 	}
 }
 

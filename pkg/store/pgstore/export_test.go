@@ -56,3 +56,6 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	}
 	return c.Conn.Write(b)
 }
+
+// OnWait has f called whenever a waiting claim of s starts to wait.
+func OnWait(s *Store, f func()) { s.onWait = f }

@@ -19,28 +19,39 @@ func newID() string { return "t-" + ulid.Make().String() }
 // ctx's error when ctx ends.
 func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
 	deadline := time.Now().Add(wait)
-	var l *listener
-	defer func() {
-		if l != nil {
-			l.close()
-		}
-	}()
+	var w *wakeup
 	for {
+		var woken <-chan struct{}
+		if w != nil {
+			woken = w.current()
+		}
 		t, err := q.Claim(worker, lease)
 		if !errors.Is(err, queue.ErrNothing) || !time.Now().Before(deadline) {
 			return t, err
 		}
-		if l == nil { // listen, then look once more before waiting
-			l = newListener(q.s.cfg.ConnConfig, channel(q.team))
-			l.workOnly = true
-			if err := l.listen(ctx); err != nil && ctx.Err() != nil {
+		if w == nil { // listen, then look once more before waiting
+			var release func()
+			w, release = q.s.subscribe(q.team)
+			defer release()
+			select {
+			case <-w.ready:
+			case <-ctx.Done():
 				return nil, ctx.Err()
+			}
+			if q.s.onWait != nil {
+				q.s.onWait()
 			}
 			continue
 		}
-		if err := l.wait(ctx, min(time.Second, time.Until(deadline))); err != nil {
-			return nil, err
+		timer := time.NewTimer(min(time.Second, time.Until(deadline)))
+		select {
+		case <-woken:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
 		}
+		timer.Stop()
 	}
 }
 

@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,5 +74,62 @@ func TestWaitClaimSleepsThroughRenewals(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting claim did not wake for the new task")
+	}
+}
+
+// TestWaitClaimsShareOneListener: the waiting claims of one store (the
+// host's store agent) share one LISTEN connection per team, and a new task
+// wakes them all the same.
+func TestWaitClaimsShareOneListener(t *testing.T) {
+	url := pgtest.DB(t)
+	ctx := t.Context()
+	s, err := pgstore.OpenStore(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 8
+	waiting := make(chan struct{}, n)
+	pgstore.OnWait(s, func() { waiting <- struct{}{} })
+	tm, _ := s.Team("t")
+	got := make(chan string, n)
+	for i := range n {
+		go func() {
+			tk, err := tm.Tasks().WaitClaim(ctx, fmt.Sprint("w", i), time.Minute, 30*time.Second)
+			if err != nil {
+				got <- "error: " + err.Error()
+				return
+			}
+			got <- tk.ID
+		}()
+	}
+	for range n {
+		<-waiting
+	}
+	var listens int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&listens); err != nil {
+		t.Fatal(err)
+	}
+	if listens != 1 {
+		t.Fatalf("%d waiting claims hold %d LISTEN connections, want 1", n, listens)
+	}
+	in := make([]protocol.Task, n)
+	for i := range in {
+		in[i] = protocol.Task{ID: fmt.Sprint("k", i), Title: "k"}
+	}
+	if _, err := tm.Tasks().Add(in); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for range n {
+		select {
+		case id := <-got:
+			if seen[id] || !strings.HasPrefix(id, "k") {
+				t.Fatalf("a waiting claim got %q (seen %v)", id, seen)
+			}
+			seen[id] = true
+		case <-time.After(15 * time.Second):
+			t.Fatalf("only %d of %d waiting claims woke for the new tasks", len(seen), n)
+		}
 	}
 }

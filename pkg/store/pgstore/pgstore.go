@@ -53,6 +53,10 @@ type Store struct {
 	// schemaOK: the database is known to be at this program's schema
 	// version.
 	schemaOK atomic.Bool
+	// wakes are the listeners of waiting claims, one per team.
+	wakes wakeups
+	// onWait, for tests, is called when a waiting claim starts to wait.
+	onWait func()
 }
 
 var _ store.Store = (*Store)(nil)
@@ -172,6 +176,7 @@ func (s *Store) Kind() string { return "postgres" }
 
 // Close wakes the listeners of the last changes and closes the pool.
 func (s *Store) Close() error {
+	s.closeWakeups()
 	s.notes.close()
 	s.pool.Close()
 	return nil
