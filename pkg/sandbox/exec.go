@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+
+	"github.com/powerglide/powerglide/pkg/proc"
 )
 
 // ExecCommand is the hidden pg-tool command that runs Exec: Wrap puts it
@@ -60,7 +62,7 @@ func Exec(policyJSON string, argv, env []string) error {
 	// Locked for good: the restrictions are this thread's, and execve
 	// keeps them.
 	runtime.LockOSThread()
-	if err := closeInherited(); err != nil {
+	if err := proc.CloseOnExecInherited(); err != nil {
 		return fmt.Errorf("keep inherited descriptors from the command: %w", err)
 	}
 	if _, err := pl.restrictThread(-1); err != nil {

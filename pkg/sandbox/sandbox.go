@@ -43,6 +43,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/powerglide/powerglide/pkg/proc"
 )
 
 // Mode is how much a sandboxed command may do.
@@ -239,7 +241,7 @@ func (sb *Sandbox) startLauncher() {
 		// without a mapping, so the command keeps the user's kernel
 		// identity for file access (it shows as nobody inside). That one
 		// costs more, as Go cannot vfork into a new user namespace.
-		err := closeInherited()
+		err := proc.CloseOnExecInherited()
 		if err != nil {
 			err = fmt.Errorf("sandbox: keep inherited descriptors from commands: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
@@ -228,5 +229,27 @@ func TestClientRefusesAgentOfAnotherUser(t *testing.T) {
 	if err == nil {
 		defer c.Close()
 		t.Errorf("the client talks to a listener of uid 65534 (hello pid %d, the fake is %d)", c.Hello().PID, cmd.Process.Pid)
+	}
+}
+
+// TestAgentKeepsNoInheritedDescriptors: an agent started by a command
+// holds none of the descriptors the command inherited, only 0-2 and its
+// readiness pipe. `( pg-queue stats 5>&1 >/dev/null ) | cat` waited for
+// the agent's idle exit, as the agent held the pipe's write end.
+func TestAgentKeepsNoInheritedDescriptors(t *testing.T) {
+	withHome(t, time.Minute)
+	var p [2]int
+	// Inheritable, as a shell gives a command its redirections.
+	if err := unix.Pipe2(p[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	c := mustOpen(t, options("file:"+t.TempDir()))
+	unix.Close(p[1])
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Read(p[0], make([]byte, 1)); err == unix.EAGAIN {
+		t.Errorf("agent %d holds the write end of a pipe its starter inherited", c.Hello().PID)
 	}
 }

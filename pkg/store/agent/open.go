@@ -17,6 +17,7 @@ import (
 	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
 
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/remote"
 )
@@ -165,6 +166,12 @@ func start(ctx context.Context, path string, o OpenOptions) error {
 		return err
 	}
 	defer logf.Close()
+	// The agent outlives this command: it must not hold what the command
+	// inherited (the write end of a shell's pipe would keep the reader
+	// waiting until the agent exits), only 0-2 and the readiness pipe.
+	if err := proc.CloseOnExecInherited(); err != nil {
+		return fmt.Errorf("store agent: %w", err)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
