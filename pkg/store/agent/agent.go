@@ -6,8 +6,9 @@
 // backend's fork and a cold catalog cache (docs/store-agent.md).
 //
 // The socket is $POWERGLIDE_HOME/run/store-<hash>.sock, the hash over the
-// store URL and the PG* variables that complete it: a host's commands
-// reach only the agent of their own data root and store. The run directory
+// store URL and the PG* variables that complete it, the agent program's
+// build and the host: a host's commands reach only the agent of their own
+// data root, store and pg-queue binary. The run directory
 // is 0700 and the socket 0600; a client refuses either when it is owned by
 // another user or open to others, and the agent refuses peers of another
 // user.
@@ -27,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -37,9 +39,10 @@ import (
 func RunDir(home string) string { return filepath.Join(home, "run") }
 
 // Key names the agent of a store URL: a short hash over the URL, the PG*
-// variables of environ (which fill what the URL leaves out) and the wire
-// protocol's version.
-func Key(url string, environ []string) string {
+// variables of environ (which fill what the URL leaves out), the wire
+// protocol's version, the build of the agent's program exe (Build) and
+// this host (Host).
+func Key(url string, environ []string, exe string) string {
 	var pg []string
 	for _, kv := range environ {
 		if strings.HasPrefix(kv, "PG") {
@@ -48,13 +51,41 @@ func Key(url string, environ []string) string {
 	}
 	slices.Sort(pg)
 	h := sha256.New()
-	fmt.Fprintf(h, "v%d\x00%s\x00%s", protocol.StoreAgentProtocol, url, strings.Join(pg, "\x00"))
+	fmt.Fprintf(h, "v%d\x00%s\x00%s\x00%s\x00%s", protocol.StoreAgentProtocol, url, strings.Join(pg, "\x00"), Build(exe), Host())
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// SocketPath is the socket of the agent of url under home.
-func SocketPath(home, url string, environ []string) string {
-	return filepath.Join(RunDir(home), "store-"+Key(url, environ)+".sock")
+// Build identifies the program file exe: its device, inode, size and
+// modification time. A pg-queue replaced by an upgrade (a new file, or the
+// same one rewritten) gets a key of its own, and so an agent of its own,
+// instead of talking to the agent of the binary it replaced, which exits
+// when idle.
+func Build(exe string) string {
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return "?"
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Sprintf("%d:%d", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
+}
+
+// Host identifies this host: its name and its network namespace. A data
+// root shared between machines (an NFS home) or between network
+// namespaces gives each its own agent, instead of one socket path that
+// the agents of all of them keep replacing.
+var Host = sync.OnceValue(func() string {
+	name, _ := os.Hostname()
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	return name + "\x00" + ns
+})
+
+// SocketPath is the socket of the agent of url, run from the program
+// exe, under home.
+func SocketPath(home, url string, environ []string, exe string) string {
+	return filepath.Join(RunDir(home), "store-"+Key(url, environ, exe)+".sock")
 }
 
 // ensureRunDir makes the run directory (0700) and checks it is private.

@@ -31,6 +31,9 @@ const (
 	commandEnv = "AGENTTEST_COMMAND"
 	// pipeWorkersEnv makes the suite's worker processes use openPipe.
 	pipeWorkersEnv = "AGENTTEST_PIPE_WORKERS"
+	// socketPathEnv makes the test binary print the socket path of a URL
+	// under $AGENTTEST_HOME, as seen from its host (TestHostsGetAgentsOfTheirOwn).
+	socketPathEnv = "AGENTTEST_SOCKET_PATH"
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +46,8 @@ func TestMain(m *testing.M) {
 		os.Exit(firstCommand(os.Getenv(commandEnv)))
 	case os.Getenv(dialEnv) != "":
 		os.Exit(dialAs(os.Getenv(dialEnv)))
+	case os.Getenv(socketPathEnv) != "":
+		os.Exit(printSocketPath(os.Getenv(socketPathEnv)))
 	case storetest.IsWorker() && os.Getenv(pipeWorkersEnv) != "":
 		os.Exit(storetest.WorkerOpen(os.Stderr, openPipe))
 	case storetest.IsWorker():
@@ -222,4 +227,14 @@ func mustOpen(t *testing.T, o agent.OpenOptions) *remote.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// socketPath is the socket of the agent of url under home that the tests
+// start (this test binary).
+func socketPath(home, url string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return agent.SocketPath(home, url, os.Environ(), exe)
 }

@@ -93,7 +93,7 @@ func TestClientSecretsRedactedBeforeTheAgent(t *testing.T) {
 func TestOpenDoesNotWaitForTheStartLock(t *testing.T) {
 	home := withHome(t, 30*time.Second)
 	url := "file:" + t.TempDir()
-	path := agent.SocketPath(home, url, os.Environ())
+	path := socketPath(home, url)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestClientRefusesAgentOfAnotherUser(t *testing.T) {
 	needRoot(t)
 	home := withHome(t, time.Minute)
 	url := "file:" + t.TempDir()
-	path := agent.SocketPath(home, url, os.Environ())
+	path := socketPath(home, url)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -252,4 +252,85 @@ func TestAgentKeepsNoInheritedDescriptors(t *testing.T) {
 	if _, err := unix.Read(p[0], make([]byte, 1)); err == unix.EAGAIN {
 		t.Errorf("agent %d holds the write end of a pipe its starter inherited", c.Hello().PID)
 	}
+}
+
+// TestUpgradedBinaryStartsItsOwnAgent: after pg-queue is replaced (an
+// upgrade moves a new binary into place), its commands start and use an
+// agent of the new binary instead of the old binary's agent, which kept
+// serving them for as long as it had clients.
+func TestUpgradedBinaryStartsItsOwnAgent(t *testing.T) {
+	withHome(t, time.Minute)
+	url := "file:" + t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "pg-queue")
+	install := func() {
+		if err := os.WriteFile(bin+".new", b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(bin+".new", bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install()
+	o := options(url)
+	o.Path, o.Args = bin, []string{bin}
+	old := mustOpen(t, o).Hello().PID
+	install()
+	if pid := mustOpen(t, o).Hello().PID; pid == old {
+		t.Errorf("the upgraded binary's command reached the old binary's agent %d", old)
+	}
+}
+
+// TestHostsGetAgentsOfTheirOwn: a data root shared between hosts (an NFS
+// home), or between network namespaces, names another agent on each: the
+// key holds the host name and the network namespace.
+func TestHostsGetAgentsOfTheirOwn(t *testing.T) {
+	needRoot(t)
+	home := withHome(t, time.Minute)
+	url := "file:" + t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := func(flags uintptr, hostname string) string {
+		t.Helper()
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), socketPathEnv+"="+url, "AGENTTEST_HOSTNAME="+hostname)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	here := socketPath(home, url)
+	if got := seen(0, ""); got != here {
+		t.Fatalf("another process of this host: %s, want %s", got, here)
+	}
+	if got := seen(syscall.CLONE_NEWUTS, "another-host"); got == here {
+		t.Errorf("a host of another name shares the agent %s", got)
+	}
+	if got := seen(syscall.CLONE_NEWNET, ""); got == here {
+		t.Errorf("another network namespace shares the agent %s", got)
+	}
+}
+
+// printSocketPath is a process of TestHostsGetAgentsOfTheirOwn: it names
+// itself $AGENTTEST_HOSTNAME, when set, and prints the socket of url.
+func printSocketPath(url string) int {
+	if h := os.Getenv("AGENTTEST_HOSTNAME"); h != "" {
+		if err := unix.Sethostname([]byte(h)); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	fmt.Println(socketPath(os.Getenv(homeEnv), url))
+	return 0
 }

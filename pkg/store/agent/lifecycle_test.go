@@ -59,7 +59,7 @@ func TestAutoStartRace(t *testing.T) {
 	if len(pids) != 1 {
 		t.Fatalf("the commands reached several agents: %v", pids)
 	}
-	log, err := os.ReadFile(strings.TrimSuffix(agent.SocketPath(home, url, os.Environ()), ".sock") + ".log")
+	log, err := os.ReadFile(strings.TrimSuffix(socketPath(home, url), ".sock") + ".log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestAgentExits(t *testing.T) {
 		url := "file:" + t.TempDir()
 		c := mustOpen(t, options(url))
 		pid := c.Hello().PID
-		if err := os.Remove(agent.SocketPath(home, url, os.Environ())); err != nil {
+		if err := os.Remove(socketPath(home, url)); err != nil {
 			t.Fatal(err)
 		}
 		c.Close()
@@ -274,7 +274,7 @@ func TestAgentExits(t *testing.T) {
 		c.Close()
 		// A second agent of the same store (started by hand) takes the
 		// name over; the first one leaves.
-		path := agent.SocketPath(home, url, os.Environ())
+		path := socketPath(home, url)
 		os.Rename(path, path+".old")
 		c2 := mustOpen(t, options(url))
 		if c2.Hello().PID == pid {
@@ -304,7 +304,7 @@ func TestAgentExits(t *testing.T) {
 func TestStaleSocket(t *testing.T) {
 	home := withHome(t, time.Minute)
 	url := "file:" + t.TempDir()
-	path := agent.SocketPath(home, url, os.Environ())
+	path := socketPath(home, url)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestRefusedSockets(t *testing.T) {
 			c := mustOpen(t, options(url))
 			pid := c.Hello().PID
 			c.Close()
-			path := agent.SocketPath(home, url, os.Environ())
+			path := socketPath(home, url)
 			tc.spoil(t, filepath.Dir(path), path)
 			_, err := agent.Open(context.Background(), options(url))
 			if !errors.Is(err, agent.ErrRefused) {
@@ -363,7 +363,7 @@ func TestRefusesOtherUser(t *testing.T) {
 	url := "file:" + t.TempDir()
 	c := mustOpen(t, options(url))
 	c.Close()
-	path := agent.SocketPath(home, url, os.Environ())
+	path := socketPath(home, url)
 	// Let nobody reach the socket, then connect as nobody from a child:
 	// the agent hangs up without a hello.
 	for d := filepath.Dir(path); d != filepath.Dir(filepath.Dir(home)); d = filepath.Dir(d) {
@@ -461,7 +461,7 @@ func TestOpenRemote(t *testing.T) {
 		return st.(*remote.Client).Hello().PID
 	}
 	host := use(t, o)
-	sock := agent.SocketPath(home, url, o.Env)
+	sock := socketPath(home, url)
 	if _, err := os.Stat(sock); err != nil {
 		t.Fatalf("no host agent: %v", err)
 	}
@@ -502,7 +502,7 @@ func TestStartFails(t *testing.T) {
 			t.Fatalf("open %d: %v", i, err)
 		}
 	}
-	log, err := os.ReadFile(strings.TrimSuffix(agent.SocketPath(home, url, os.Environ()), ".sock") + ".log")
+	log, err := os.ReadFile(strings.TrimSuffix(socketPath(home, url), ".sock") + ".log")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,8 @@ import (
 
 // OpenOptions say which agent a client reaches and how to start one.
 type OpenOptions struct {
-	// Home is the data root; URL and Env name the store (SocketPath).
+	// Home is the data root; URL and Env name the store, and Path the
+	// agent's program (SocketPath).
 	Home string
 	URL  string
 	Env  []string
@@ -59,7 +60,11 @@ func Open(ctx context.Context, o OpenOptions) (*remote.Client, error) {
 		return nil, err
 	}
 	o.Home = home
-	path := SocketPath(o.Home, o.URL, o.Env)
+	exe := o.Path
+	if exe == "" {
+		exe, _ = os.Executable()
+	}
+	path := SocketPath(o.Home, o.URL, o.Env, exe)
 	c, err := connect(path, o)
 	if err == nil || errors.Is(err, ErrRefused) || o.Path == "" {
 		return c, err

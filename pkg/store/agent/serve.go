@@ -75,7 +75,11 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 		return err
 	}
 	defer st.Close()
-	path := SocketPath(o.Home, o.URL, o.Env)
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	path := SocketPath(o.Home, o.URL, o.Env, exe)
 	ln, ino, err := listen(dir, filepath.Base(path))
 	if err != nil {
 		return err
