@@ -48,7 +48,7 @@ type Key struct {
 var keys = slices.Concat(baseKeys, monitorKeys, loopSafetyKeys)
 
 var baseKeys = []Key{
-	{Name: "home", Kind: KindString, Env: []string{"POWERGLIDE_HOME"}, Help: "data root: teams/, sessions/, pty/",
+	{Name: "home", Kind: KindString, Env: []string{"POWERGLIDE_HOME"}, Help: "data root: teams/, sessions/, pty/, pipelines/, tool-output/, run/ (the store agents' sockets)",
 		DefaultFunc: func(env func(string) (string, bool)) any {
 			h, _ := env("HOME")
 			return filepath.Join(h, ".powerglide")

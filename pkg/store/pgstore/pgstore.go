@@ -158,11 +158,23 @@ func parseConfig(url string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// connectErr names the server an error came from (never the password).
+// connectErr names the server an error came from (never the password),
+// once: an error it already named (from migrate, say) stays as it is.
 func connectErr(cfg *pgxpool.Config, err error) error {
-	if err == nil {
-		return nil
+	var named *serverError
+	if err == nil || errors.As(err, &named) {
+		return err
 	}
+	return &serverError{connectMsg(cfg, err)}
+}
+
+// serverError is an error connectErr named the server of.
+type serverError struct{ err error }
+
+func (e *serverError) Error() string { return e.err.Error() }
+func (e *serverError) Unwrap() error { return e.err }
+
+func connectMsg(cfg *pgxpool.Config, err error) error {
 	cc := cfg.ConnConfig
 	where := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
 	if strings.Contains(err.Error(), where) || strings.Contains(err.Error(), cc.Host) {

@@ -201,3 +201,101 @@ func TestUpdateOverUnreadableRecord(t *testing.T) {
 		t.Errorf("update through the agent over an unreadable record: %v (directly it goes through)", err)
 	}
 }
+
+// entering is a store whose WaitClaim says when it starts waiting.
+type entering struct {
+	store.Store
+	in chan struct{}
+}
+
+func (e entering) Team(name string) (store.Team, error) {
+	t, err := e.Store.Team(name)
+	if err != nil {
+		return nil, err
+	}
+	return enteringTeam{t, e.in}, nil
+}
+
+type enteringTeam struct {
+	store.Team
+	in chan struct{}
+}
+
+func (t enteringTeam) Tasks() store.Tasks { return enteringTasks{t.Team.Tasks(), t.in} }
+
+type enteringTasks struct {
+	store.Tasks
+	in chan struct{}
+}
+
+func (q enteringTasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
+	close(q.in)
+	return q.Tasks.WaitClaim(ctx, worker, lease, wait)
+}
+
+// waits records the waits of the WaitClaims of a direct store.
+type waits struct {
+	store.Store
+	got *[]time.Duration
+}
+
+func (w waits) Team(name string) (store.Team, error) {
+	t, err := w.Store.Team(name)
+	if err != nil {
+		return nil, err
+	}
+	return waitsTeam{t, w.got}, nil
+}
+
+type waitsTeam struct {
+	store.Team
+	got *[]time.Duration
+}
+
+func (t waitsTeam) Tasks() store.Tasks { return waitsTasks{t.Team.Tasks(), t.got} }
+
+type waitsTasks struct {
+	store.Tasks
+	got *[]time.Duration
+}
+
+func (q waitsTasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
+	*q.got = append(*q.got, wait)
+	return nil, queue.ErrNothing
+}
+
+// TestWaitGoesOnDirectlyForWhatIsLeft: a claim --wait whose agent stops
+// mid-wait goes on waiting directly for what is left of --wait, not for
+// all of it again.
+func TestWaitGoesOnDirectlyForWhatIsLeft(t *testing.T) {
+	dir := t.TempDir()
+	st := filestore.Open(dir, filestore.Options{NoSync: true})
+	defer st.Close()
+	in := make(chan struct{})
+	srv, conn := net.Pipe()
+	ctx, stop := context.WithCancel(context.Background())
+	go Serve(ctx, srv, entering{st, in})
+	var got []time.Duration
+	c, err := NewClient(conn, Options{Direct: func() (store.Store, error) {
+		return waits{filestore.Open(dir, filestore.Options{NoSync: true}), &got}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ct, err := c.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-in
+		stop() // the agent gets SIGTERM while the claim waits
+	}()
+	const wait = time.Hour
+	if _, err := ct.Tasks().WaitClaim(context.Background(), "w1", time.Minute, wait); !errors.Is(err, queue.ErrNothing) {
+		t.Fatalf("WaitClaim: %v, want nothing claimable from the direct store", err)
+	}
+	if len(got) != 1 || got[0] >= wait {
+		t.Errorf("the direct store was asked to wait %v, want less than %v", got, wait)
+	}
+}

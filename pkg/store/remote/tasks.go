@@ -105,7 +105,19 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
 	req := q.t.req("wait_claim")
 	req.Worker, req.LeaseNS, req.WaitNS = worker, int64(lease), int64(wait)
-	return q.claim(ctx, req, worker, lease, func(s store.Tasks) (*protocol.Task, error) { return s.WaitClaim(ctx, worker, lease, wait) })
+	start := time.Now()
+	return q.claim(ctx, req, worker, lease, func(s store.Tasks) (*protocol.Task, error) {
+		if wait <= 0 {
+			return s.WaitClaim(ctx, worker, lease, wait)
+		}
+		// The time waited on the agent counts: the command waits no
+		// longer than it was asked to in all.
+		left := wait - time.Since(start)
+		if left <= 0 {
+			return s.Claim(worker, lease)
+		}
+		return s.WaitClaim(ctx, worker, lease, left)
+	})
 }
 
 // claim runs a claim (claim, wait_claim), on the direct store when the
