@@ -57,5 +57,6 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
-// OnWait has f called whenever a waiting claim of s starts to wait.
+// OnWait has f called whenever a waiting claim of s is about to block
+// (after it listens and has looked for a task once more).
 func OnWait(s *Store, f func()) { s.onWait = f }

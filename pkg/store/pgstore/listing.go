@@ -38,10 +38,10 @@ func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.D
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			if q.s.onWait != nil {
-				q.s.onWait()
-			}
 			continue
+		}
+		if q.s.onWait != nil {
+			q.s.onWait()
 		}
 		timer := time.NewTimer(min(time.Second, time.Until(deadline)))
 		select {

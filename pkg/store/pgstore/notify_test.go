@@ -40,6 +40,13 @@ func TestWaitClaimSleepsThroughRenewals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waiting := make(chan struct{}, 1)
+	pgstore.OnWait(waiter, func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	})
 	got := make(chan string, 1)
 	go func() {
 		tk, err := wt.Tasks().WaitClaim(context.Background(), "idle", time.Minute, 20*time.Second)
@@ -49,7 +56,7 @@ func TestWaitClaimSleepsThroughRenewals(t *testing.T) {
 		}
 		got <- tk.ID
 	}()
-	time.Sleep(300 * time.Millisecond) // the waiter listens
+	<-waiting // the waiter listens, has looked once more, and blocks
 	before := trips.Load()
 	start := time.Now()
 	for range 40 {
@@ -90,7 +97,12 @@ func TestWaitClaimsShareOneListener(t *testing.T) {
 	defer s.Close()
 	const n = 8
 	waiting := make(chan struct{}, n)
-	pgstore.OnWait(s, func() { waiting <- struct{}{} })
+	pgstore.OnWait(s, func() {
+		select {
+		case waiting <- struct{}{}: // each waiter's first wait; later ones need no room
+		default:
+		}
+	})
 	tm, _ := s.Team("t")
 	got := make(chan string, n)
 	for i := range n {
