@@ -284,8 +284,10 @@ pg-queue|100,000 finished tasks do not slow claim+complete down: p50 at 1,000 li
 pg-queue|8 concurrent workers ≥ 300 cycles/s (fsync on)|sh|bench-queue.sh|^8 concurrent workers|#5|>=300
 pg-queue|claim+complete at 1,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete1k|ns/op|-
 pg-queue|claim+complete at 10,000 live tasks, in-process library, fsync on (Go)|go|BenchmarkClaimComplete10k|ns/op|-
-pg-queue|on PostgreSQL: claim+complete p50 at 1,000 live tasks ≤ 1.5× the file store's (fresh processes, fsync on in both; issue 17)|sh|bench-store.sh|^postgres vs file at 1000|#5|<=1.5
-pg-queue|on PostgreSQL: claim+complete p50 flat from 1,000 to 100,000 live tasks (p50 at 100k ≤ 1.3× at 1k; issue 17)|sh|bench-store.sh|^postgres from 1000|#7|<=1.3
+pg-queue|on PostgreSQL: claim+complete p50 at 1,000 live tasks ≤ 1.5× the file store's (fresh processes, fsync on in both; as pg-queue runs by default, through the host's store agent; issue 17)|sh|bench-store.sh|^postgres through the store agent vs file at 1000|#5|<=1.5
+pg-queue|on PostgreSQL: claim+complete p50 flat from 1,000 to 100,000 live tasks (p50 at 100k ≤ 1.3× at 1k; through the store agent; issue 17)|sh|bench-store.sh|^postgres through the store agent from 1000|#7|<=1.3
+pg-queue|on PostgreSQL, each command connecting itself (store_agent=off): claim+complete p50 at 1,000 live tasks vs the file store's: report|sh|bench-store.sh|^postgres vs file at 1000|#5|-
+pg-queue|on PostgreSQL, each command connecting itself (store_agent=off): p50 from 1,000 to 100,000 live tasks: report|sh|bench-store.sh|^postgres from 1000|#7|-
 pg-queue|on PostgreSQL through PgBouncer (session mode): claim+complete p50 at 1,000 live tasks ≤ 1.5× the file store's (fresh processes)|sh|bench-store.sh|^postgres through pgbouncer vs file at 1000|#5|<=1.5
 pg-queue|on PostgreSQL, in-process: 32 concurrent workers ≥ 1,000 claim+complete cycles/s (synchronous commit on; issue 17)|go|BenchmarkClaimComplete32/commit=sync|cycles/s|>=1000
 pg-queue|the same with synchronous_commit off: report|go|BenchmarkClaimComplete32/commit=async|cycles/s|-
