@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
 	"github.com/powerglide/powerglide/pkg/secrets"
+	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/agent"
 	"github.com/powerglide/powerglide/pkg/store/dial"
 )
@@ -39,31 +40,19 @@ func TestClientSecretsRedactedBeforeTheAgent(t *testing.T) {
 		t.Run(via, func(t *testing.T) {
 			dir := t.TempDir()
 			url := "file:" + dir
-			var st interface{ Close() error }
-			var tasksAdd func([]protocol.Task) ([]protocol.Task, error)
+			open := func(url string) (store.Store, error) { return dial.Open(url, "") }
 			if via == "agent" {
-				c, err := openAgent(url)
-				if err != nil {
-					t.Fatal(err)
-				}
-				st = c
-				tm, err := c.Team("t")
-				if err != nil {
-					t.Fatal(err)
-				}
-				tasksAdd = tm.Tasks().Add
-			} else {
-				d, err := dial.Open(url, "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				st = d
-				tm, err := d.Team("t")
-				if err != nil {
-					t.Fatal(err)
-				}
-				tasksAdd = tm.Tasks().Add
+				open = openAgent
 			}
+			st, err := open(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tm, err := st.Team("t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasksAdd := tm.Tasks().Add
 			defer st.Close()
 			if _, err := tasksAdd([]protocol.Task{{Title: "deploy", Prompt: "deploy with token " + value}}); err != nil {
 				t.Fatal(err)
@@ -73,8 +62,8 @@ func TestClientSecretsRedactedBeforeTheAgent(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			tm, _ := d.Team("t")
-			ts, err := tm.Tasks().List(queue.ListOptions{})
+			dt, _ := d.Team("t")
+			ts, err := dt.Tasks().List(queue.ListOptions{})
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("list: %v %v", ts, err)
 			}

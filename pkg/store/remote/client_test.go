@@ -17,30 +17,31 @@ import (
 	"github.com/powerglide/powerglide/pkg/store/filestore"
 )
 
-// dying is a store whose Claim does the real claim and then cuts the
-// agent's connection before the answer goes out: an agent killed (SIGKILL,
-// OOM, SIGTERM, which hangs up on its clients) between the commit and the
-// reply.
-type dying struct {
+// tasksOf is a store whose teams' queues are wrapped by wrap: the fakes
+// below change one method of a real queue.
+type tasksOf struct {
 	store.Store
-	die func()
+	wrap func(store.Tasks) store.Tasks
 }
 
-func (d dying) Team(name string) (store.Team, error) {
-	t, err := d.Store.Team(name)
+func (s tasksOf) Team(name string) (store.Team, error) {
+	t, err := s.Store.Team(name)
 	if err != nil {
 		return nil, err
 	}
-	return dyingTeam{t, d.die}, nil
+	return tasksOfTeam{t, s.wrap}, nil
 }
 
-type dyingTeam struct {
+type tasksOfTeam struct {
 	store.Team
-	die func()
+	wrap func(store.Tasks) store.Tasks
 }
 
-func (t dyingTeam) Tasks() store.Tasks { return dyingTasks{t.Team.Tasks(), t.die} }
+func (t tasksOfTeam) Tasks() store.Tasks { return t.wrap(t.Team.Tasks()) }
 
+// dyingTasks does the real claim and then cuts the agent's connection
+// before the answer goes out: an agent killed (SIGKILL, OOM, SIGTERM, which
+// hangs up on its clients) between the commit and the reply.
 type dyingTasks struct {
 	store.Tasks
 	die func()
@@ -70,7 +71,7 @@ func TestLostClaimClaimsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, cli := net.Pipe()
-	go Serve(context.Background(), srv, dying{Store: st, die: func() { srv.Close() }})
+	go Serve(context.Background(), srv, tasksOf{st, func(q store.Tasks) store.Tasks { return dyingTasks{q, func() { srv.Close() }} }})
 	c, err := NewClient(cli, Options{Direct: func() (store.Store, error) {
 		return filestore.Open(dir, filestore.Options{NoSync: true}), nil
 	}})
@@ -202,27 +203,7 @@ func TestUpdateOverUnreadableRecord(t *testing.T) {
 	}
 }
 
-// entering is a store whose WaitClaim says when it starts waiting.
-type entering struct {
-	store.Store
-	in chan struct{}
-}
-
-func (e entering) Team(name string) (store.Team, error) {
-	t, err := e.Store.Team(name)
-	if err != nil {
-		return nil, err
-	}
-	return enteringTeam{t, e.in}, nil
-}
-
-type enteringTeam struct {
-	store.Team
-	in chan struct{}
-}
-
-func (t enteringTeam) Tasks() store.Tasks { return enteringTasks{t.Team.Tasks(), t.in} }
-
+// enteringTasks say when a WaitClaim starts waiting.
 type enteringTasks struct {
 	store.Tasks
 	in chan struct{}
@@ -233,27 +214,7 @@ func (q enteringTasks) WaitClaim(ctx context.Context, worker string, lease, wait
 	return q.Tasks.WaitClaim(ctx, worker, lease, wait)
 }
 
-// waits records the waits of the WaitClaims of a direct store.
-type waits struct {
-	store.Store
-	got *[]time.Duration
-}
-
-func (w waits) Team(name string) (store.Team, error) {
-	t, err := w.Store.Team(name)
-	if err != nil {
-		return nil, err
-	}
-	return waitsTeam{t, w.got}, nil
-}
-
-type waitsTeam struct {
-	store.Team
-	got *[]time.Duration
-}
-
-func (t waitsTeam) Tasks() store.Tasks { return waitsTasks{t.Team.Tasks(), t.got} }
-
+// waitsTasks record the waits of the WaitClaims of a direct store.
 type waitsTasks struct {
 	store.Tasks
 	got *[]time.Duration
@@ -274,10 +235,10 @@ func TestWaitGoesOnDirectlyForWhatIsLeft(t *testing.T) {
 	in := make(chan struct{})
 	srv, conn := net.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
-	go Serve(ctx, srv, entering{st, in})
+	go Serve(ctx, srv, tasksOf{st, func(q store.Tasks) store.Tasks { return enteringTasks{q, in} }})
 	var got []time.Duration
 	c, err := NewClient(conn, Options{Direct: func() (store.Store, error) {
-		return waits{filestore.Open(dir, filestore.Options{NoSync: true}), &got}, nil
+		return tasksOf{filestore.Open(dir, filestore.Options{NoSync: true}), func(q store.Tasks) store.Tasks { return waitsTasks{q, &got} }}, nil
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -38,36 +38,32 @@ func decodeTasks(b json.RawMessage) ([]protocol.Task, error) {
 	return out, nil
 }
 
-// one runs a call whose result is one task.
-func (q *tasks) one(ctx context.Context, req *protocol.StoreAgentRequest, again bool, direct func(store.Tasks) (*protocol.Task, error)) (*protocol.Task, error) {
-	var out *protocol.Task
+// run runs a call whose result decode reads, on the direct store's queue
+// when the connection is lost (and again allows it after the send).
+func run[T any](ctx context.Context, q *tasks, req *protocol.StoreAgentRequest, decode func(json.RawMessage) (T, error), again bool, direct func(store.Tasks) (T, error)) (T, error) {
+	var out T
 	err := q.t.c.do(ctx, req, func(b json.RawMessage) (err error) {
-		out, err = decodeTask(b)
+		out, err = decode(b)
 		return err
 	}, again, directTeam(q.t.name, func(tm store.Team) (err error) {
 		out, err = direct(tm.Tasks())
 		return err
 	}))
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	return out, nil
 }
 
+// one runs a call whose result is one task.
+func (q *tasks) one(ctx context.Context, req *protocol.StoreAgentRequest, again bool, direct func(store.Tasks) (*protocol.Task, error)) (*protocol.Task, error) {
+	return run(ctx, q, req, decodeTask, again, direct)
+}
+
 // many runs a call whose result is a list of tasks.
 func (q *tasks) many(req *protocol.StoreAgentRequest, again bool, direct func(store.Tasks) ([]protocol.Task, error)) ([]protocol.Task, error) {
-	var out []protocol.Task
-	err := q.t.c.do(context.Background(), req, func(b json.RawMessage) (err error) {
-		out, err = decodeTasks(b)
-		return err
-	}, again, directTeam(q.t.name, func(tm store.Team) (err error) {
-		out, err = direct(tm.Tasks())
-		return err
-	}))
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return run(context.Background(), q, req, decodeTasks, again, direct)
 }
 
 // count runs a call whose result is a number of tasks.
