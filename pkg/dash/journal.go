@@ -18,6 +18,7 @@ import (
 type journalFeed struct {
 	cancel context.CancelFunc
 	ch     chan journalItem
+	done   chan struct{} // closed when the goroutine has closed its follower
 }
 
 type journalItem struct {
@@ -38,8 +39,9 @@ const journalBatch = 512
 
 func startJournal(t store.Team) *journalFeed {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &journalFeed{cancel: cancel, ch: make(chan journalItem, journalBatch)}
+	f := &journalFeed{cancel: cancel, ch: make(chan journalItem, journalBatch), done: make(chan struct{})}
 	go func() {
+		defer close(f.done)
 		defer close(f.ch)
 		fl, err := t.Journal().Follow(ctx, true)
 		if err != nil {
@@ -95,7 +97,13 @@ func (f *journalFeed) next() tea.Cmd {
 	}
 }
 
-func (f *journalFeed) close() { f.cancel() }
+// close stops the follower and waits until it is closed: a file store's
+// follower settles the queue in the background, and must not write into the
+// team directory after the dashboard has let it go.
+func (f *journalFeed) close() {
+	f.cancel()
+	<-f.done
+}
 
 // applyJournal folds followed journal lines into the model.
 func (m *Model) applyJournal(msg journalMsg) tea.Cmd {

@@ -13,13 +13,33 @@ import (
 
 // cmdDescendants: descendants PIDFILE OUT NAME... writes the live
 // descendants of the pid in PIDFILE to OUT (one "pid start comm" a line),
-// and fails unless a process of each NAME is among them.
+// and fails unless a process of each NAME is among them within 10 s.
 func cmdDescendants(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: descendants PIDFILE OUT NAME...")
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
 	ts.Check(err)
+	// The names are waited for: a process the script knows to be under way
+	// may not have forked its child yet (bash between "touch started" and
+	// "sleep").
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tree, missing := descendantsOf(ts, pid, args[2:])
+		if len(missing) == 0 || time.Now().After(deadline) {
+			ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(tree), 0o644))
+			if len(missing) > 0 {
+				ts.Fatalf("no %s among the descendants of %d:\n%s", strings.Join(missing, ", "), pid, tree)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// descendantsOf lists pid's descendants, a line "PID START COMM" each, and
+// which of names none of them has.
+func descendantsOf(ts *testscript.TestScript, pid int, names []string) (tree string, missing []string) {
 	children := map[int][]proc.Stat{}
 	ts.Check(proc.Scan(func(s proc.Stat) { children[s.PPID] = append(children[s.PPID], s) }))
 	var b strings.Builder
@@ -33,12 +53,12 @@ func cmdDescendants(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	walk(pid)
-	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(b.String()), 0o644))
-	for _, name := range args[2:] {
+	for _, name := range names {
 		if !seen[name] {
-			ts.Fatalf("no %s among the descendants of %d:\n%s", name, pid, b.String())
+			missing = append(missing, name)
 		}
 	}
+	return b.String(), missing
 }
 
 // cmdGone: gone FILE [NAME...] waits up to 10 s for every process listed
