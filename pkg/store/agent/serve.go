@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -74,7 +75,13 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	path := SocketPath(o.Home, o.URL, o.Env, exe)
+	key := Key(o.URL, o.Env, exe)
+	path := filepath.Join(dir, "store-"+key+".sock")
+	life, err := lockLife(strings.TrimSuffix(path, ".sock"))
+	if err != nil {
+		return err
+	}
+	defer life.Close()
 	// Listen before opening the store: an agent that cannot listen has
 	// not connected to the database, nor migrated it. The clients that
 	// connect meanwhile wait for the hello, sent once the store is open.
@@ -90,6 +97,10 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 		return err
 	}
 	defer st.Close()
+	// The files of the agents gone (other stores, builds, hosts of the
+	// data root) go; so they do again when this one exits.
+	prune(dir, key, time.Now(), o.Log)
+	defer func() { prune(dir, key, time.Now(), o.Log) }()
 	fmt.Fprintf(o.Log, "store agent %d: serving %s store on %s\n", os.Getpid(), st.Kind(), path)
 	if o.Ready != nil {
 		fmt.Fprintln(o.Ready, "ready")
