@@ -70,6 +70,9 @@ type StoreAgentRequest struct {
 // StoreAgentResponse answers the request with the same id: a result, or
 // an error.
 type StoreAgentResponse struct {
+	// ID is the request's. A stopping agent's last line has id 0 and the
+	// error kind stopping: it did not run, and will not run, any request
+	// it has not answered by then.
 	ID     int64            `json:"id"`
 	Result json.RawMessage  `json:"result,omitempty" jsonschema:"description=the method's result: a task\\, a list of tasks\\, stats\\, a count\\, a record\\, or absent"`
 	Error  *StoreAgentError `json:"error,omitempty"`

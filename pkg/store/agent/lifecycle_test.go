@@ -121,6 +121,7 @@ func TestKillAgentMidRun(t *testing.T) {
 	}
 	killed := map[int]bool{}
 	var mu sync.Mutex
+	commands := 0
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := range 4 {
@@ -128,7 +129,7 @@ func TestKillAgentMidRun(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			name := fmt.Sprint("w", w)
-			for n := 0; ; n++ {
+			for {
 				done, pid, err := command(o, name)
 				if err != nil {
 					errs <- err
@@ -137,15 +138,17 @@ func TestKillAgentMidRun(t *testing.T) {
 				if done {
 					return
 				}
-				// Every fifth command of worker 0 kills the agent it used.
-				if w == 0 && n%5 == 4 {
-					mu.Lock()
-					if !killed[pid] {
-						killed[pid] = true
-						syscall.Kill(pid, syscall.SIGKILL)
-					}
-					mu.Unlock()
+				// Every eighth command of the run, whichever worker made
+				// it, kills the agent it used (not a worker's own count:
+				// on a fast machine the others drain the queue before one
+				// worker has made many).
+				mu.Lock()
+				commands++
+				if commands%8 == 0 && pid > 0 && !killed[pid] {
+					killed[pid] = true
+					syscall.Kill(pid, syscall.SIGKILL)
 				}
+				mu.Unlock()
 			}
 		}()
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -70,20 +71,36 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 	if err := ensureRunDir(dir); err != nil {
 		return err
 	}
-	st, err := o.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	path := SocketPath(o.Home, o.URL, o.Env, exe)
+	key := Key(o.URL, o.Env, exe)
+	path := filepath.Join(dir, "store-"+key+".sock")
+	life, err := lockLife(strings.TrimSuffix(path, ".sock"))
+	if err != nil {
+		return err
+	}
+	defer life.Close()
+	// Listen before opening the store: an agent that cannot listen has
+	// not connected to the database, nor migrated it. The clients that
+	// connect meanwhile wait for the hello, sent once the store is open.
 	ln, ino, err := listen(dir, filepath.Base(path))
 	if err != nil {
 		return err
 	}
+	st, err := o.Open(ctx)
+	if err != nil {
+		// No socket stays behind; the clients that came meanwhile are
+		// hung up on without a hello and connect directly.
+		unlisten(ln, path, ino)
+		return err
+	}
+	defer st.Close()
+	// The files of the agents gone (other stores, builds, hosts of the
+	// data root) go; so they do again when this one exits.
+	prune(dir, key, time.Now(), o.Log)
+	defer func() { prune(dir, key, time.Now(), o.Log) }()
 	fmt.Fprintf(o.Log, "store agent %d: serving %s store on %s\n", os.Getpid(), st.Kind(), path)
 	if o.Ready != nil {
 		fmt.Fprintln(o.Ready, "ready")
@@ -104,10 +121,7 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 	// clients already in get the answers of the calls in flight; a
 	// waiting call (claim --wait) stops, and is told to go on elsewhere
 	// when it has claimed nothing.
-	ln.Close()
-	if fi, serr := os.Lstat(path); serr == nil && inode(fi) == ino {
-		os.Remove(path)
-	}
+	unlisten(ln, path, ino)
 	<-accepting
 	cancel()
 	a.wait()
@@ -148,6 +162,16 @@ func listen(dir, name string) (*net.UnixListener, uint64, error) {
 		return fail(err)
 	}
 	return ln, inode(fi), nil
+}
+
+// unlisten stops listening and removes the socket at path while it is
+// still this agent's (inode ino): a command that comes now starts another
+// agent.
+func unlisten(ln *net.UnixListener, path string, ino uint64) {
+	ln.Close()
+	if fi, err := os.Lstat(path); err == nil && inode(fi) == ino {
+		os.Remove(path)
+	}
 }
 
 func inode(fi os.FileInfo) uint64 {

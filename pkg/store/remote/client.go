@@ -47,6 +47,7 @@ type Client struct {
 	pending map[int64]chan *protocol.StoreAgentResponse
 	dead    chan struct{} // closed when the connection is lost
 	lost    error
+	stopped bool // the agent said it ran none of the calls unanswered
 
 	dmu    sync.Mutex
 	direct store.Store
@@ -120,9 +121,16 @@ func (c *Client) read(r *bufio.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var err error
+	stopped := false
 	for sc.Scan() {
 		resp := new(protocol.StoreAgentResponse)
 		if err = json.Unmarshal(sc.Bytes(), resp); err != nil {
+			break
+		}
+		if resp.ID == 0 && resp.Error != nil && resp.Error.Kind == "stopping" {
+			// The agent's last line: it ran none of the calls it has not
+			// answered.
+			stopped, err = true, errors.New("the agent is stopping")
 			break
 		}
 		c.mu.Lock()
@@ -140,7 +148,7 @@ func (c *Client) read(r *bufio.Reader) {
 		err = errors.New("the agent closed the connection")
 	}
 	c.mu.Lock()
-	c.lost = err
+	c.lost, c.stopped = err, stopped
 	close(c.dead)
 	c.mu.Unlock()
 }
@@ -203,7 +211,9 @@ func (c *Client) call(ctx context.Context, req *protocol.StoreAgentRequest) (jso
 				return c.answer(ctx, req.Op, resp, cancelled)
 			default:
 			}
-			return nil, &LostError{Op: req.Op, Sent: true, Err: c.lost}
+			// An agent that said it stopped did not run this call: it
+			// may run elsewhere as one never sent.
+			return nil, &LostError{Op: req.Op, Sent: !c.stopped, Err: c.lost}
 		case <-done:
 			done, cancelled = nil, true
 			c.wmu.Lock()

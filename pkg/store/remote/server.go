@@ -28,8 +28,10 @@ const maxLine = 256 << 20
 // a short call as it would have, a waiting one (wait_claim, follow_next)
 // stopped, with what it had done by then (a task it claimed) or else the
 // error kind stopping, which tells the client that nothing happened and to
-// run the call elsewhere, as each request read after gets. Then Serve
-// closes conn (when it is an io.Closer) and returns.
+// run the call elsewhere, as each request read after gets. Then it writes
+// its last line, a response of id 0 with the error kind stopping: every
+// request it has not answered by then it did not run, and never will.
+// Then Serve closes conn (when it is an io.Closer) and returns.
 func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 	// sctx ends with the connection: the calls of a client gone stop.
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -55,6 +57,13 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 		}
 		s.mu.Unlock()
 		s.inflight.Wait()
+		// Every request read by now has answered, and none read from now
+		// on runs: the last line says so, so that the client runs what it
+		// sent and has no answer to elsewhere, knowing it did nothing.
+		s.write(protocol.StoreAgentResponse{Error: stoppingError()})
+		if testHookStopped != nil {
+			testHookStopped()
+		}
 		if c, ok := conn.(io.Closer); ok {
 			select {
 			case <-closed:
@@ -74,6 +83,9 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 		var req protocol.StoreAgentRequest
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			return fmt.Errorf("store agent: bad request: %w", err)
+		}
+		if testHookRead != nil {
+			testHookRead(&req)
 		}
 		if req.Op == "cancel" {
 			s.cancel(req.ID)
@@ -119,6 +131,12 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 	}
 	return sc.Err()
 }
+
+// Test hooks: testHookRead sees each request as it is read, before
+// anything is decided about it; testHookStopped runs once a stopping
+// session has said its last line, before it hangs up.
+var testHookRead func(*protocol.StoreAgentRequest)
+var testHookStopped func()
 
 // call is a request in flight.
 type call struct {
