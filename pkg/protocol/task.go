@@ -79,6 +79,10 @@ type Claim struct {
 	Worker string    `json:"worker"`
 	Token  int64     `json:"token"`
 	Until  time.Time `json:"until"`
+	// ID is the id the claiming client chose for the claim, if any: the
+	// store agent's client finds its claim again by it when the answer
+	// was lost.
+	ID string `json:"id,omitempty" jsonschema:"description=the id the claiming client chose for this claim (the store agent's client\\, to find it again when its answer was lost)"`
 }
 
 // Worker is the record a worker keeps in worker-<n>.json.
