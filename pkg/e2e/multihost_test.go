@@ -258,7 +258,7 @@ func TestMultiHost(t *testing.T) {
 			t.Errorf("task %s: result %s, want the model's answer finished %s", k.ID, k.Result, k.ID)
 		}
 	}
-	ev := mhJournal(t, team)
+	ev := mhJournal(t, team, tasks)
 	completes := map[string][]protocol.TaskEvent{}
 	claims := map[string][]protocol.TaskEvent{}
 	expires := map[string][]protocol.TaskEvent{}
@@ -471,8 +471,10 @@ type mhEvents struct {
 }
 
 // mhJournal reads the whole journal: every record there is when it is
-// called (a follower that has nothing new for a second has them all).
-func mhJournal(t *testing.T, team store.Team) mhEvents {
+// called. It has them all once it has read a complete of each task (the
+// claims and expiries of a task come before its complete) and then nothing
+// new for a second; a pause before that is a slow read, not the end.
+func mhJournal(t *testing.T, team store.Team, tasks []protocol.Task) mhEvents {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -482,15 +484,22 @@ func mhJournal(t *testing.T, team store.Team) mhEvents {
 	}
 	defer f.Close()
 	var ev mhEvents
+	incomplete := map[string]bool{}
+	for _, k := range tasks {
+		incomplete[k.ID] = true
+	}
 	for {
 		next, cancelNext := context.WithTimeout(ctx, time.Second)
 		line, err := f.Next(next)
 		cancelNext()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return ev
+			if len(incomplete) == 0 {
+				return ev
+			}
+			continue
 		}
 		if err != nil {
-			t.Fatalf("read the journal: %v", err)
+			t.Fatalf("read the journal: %v (no complete yet of %d tasks)", err, len(incomplete))
 		}
 		var head struct{ Type string }
 		if err := json.Unmarshal(line, &head); err != nil {
@@ -503,6 +512,9 @@ func mhJournal(t *testing.T, team store.Team) mhEvents {
 				t.Fatal(err)
 			}
 			ev.tasks = append(ev.tasks, e)
+			if e.Op == "complete" {
+				delete(incomplete, e.Task)
+			}
 		case protocol.JournalMonitor:
 			var e protocol.MonitorEvent
 			if err := json.Unmarshal(line, &e); err != nil {

@@ -491,13 +491,24 @@ func TestEstimateTokens(t *testing.T) {
 // A coprocess still busy when the loop closes it (a hung model call) is
 // sent SIGTERM soon after its stdin closes, not left to the SIGKILL 2 s later.
 func TestCoprocessCloseTermsABusyChild(t *testing.T) {
-	mark := filepath.Join(t.TempDir(), "term")
-	c := newCoprocess("model", `trap 'echo term > `+mark+`; exit 0' TERM; sleep 100 & wait`, os.Stderr)
+	dir := t.TempDir()
+	mark, ready := filepath.Join(dir, "term"), filepath.Join(dir, "ready")
+	c := newCoprocess("model", `trap 'echo term > `+mark+`; exit 0' TERM; touch `+ready+`; sleep 100 & wait`, os.Stderr)
 	c.mu.Lock()
 	if err := c.start(); err != nil {
 		t.Fatal(err)
 	}
 	c.mu.Unlock()
+	// Closed once the trap is set: a shell still starting dies of SIGTERM
+	// without writing the mark.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the coprocess never started")
+		}
+	}
 	c.Close()
 	if b, err := os.ReadFile(mark); err != nil || strings.TrimSpace(string(b)) != "term" {
 		t.Fatalf("the busy child was not sent SIGTERM: %v %q", err, b)

@@ -138,7 +138,8 @@ func TestParallelEditsOfOneFile(t *testing.T) {
 // A cancelled context ends serve although stdin stays open, and the call
 // in flight is stopped.
 func TestServeStopsOnCancel(t *testing.T) {
-	s, err := NewSession(Options{Root: t.TempDir()})
+	root := t.TempDir()
+	s, err := NewSession(Options{Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +150,18 @@ func TestServeStopsOnCancel(t *testing.T) {
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, pr, &lockedWriter{w: &out}, 1) }()
-	if _, err := pw.Write([]byte(`{"id":"slow","name":"bash","input":{"command":"sleep 30"}}` + "\n")); err != nil {
+	if _, err := pw.Write([]byte(`{"id":"slow","name":"bash","input":{"command":"touch started; sleep 30"}}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Cancelled once the call runs: before, serve could stop without it.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(root, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call never started")
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:

@@ -178,22 +178,30 @@ func TestKillAgentMidRun(t *testing.T) {
 	if len(ts) != tasks {
 		t.Fatalf("%d tasks, want %d", len(ts), tasks)
 	}
-	// Each task completed once: one complete event each.
+	// Each task completed once: one complete event each. The journal is
+	// read up to a record appended now, so every record before it is read
+	// however slowly the follower goes.
+	if err := dt.Journal().Append(t.Context(), map[string]string{"type": "test", "op": "end"}); err != nil {
+		t.Fatal(err)
+	}
 	f, err := dt.Journal().Follow(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	completes := map[string]int{}
-	for range 1000 {
-		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		b, err := f.Next(ctx)
 		cancel()
 		if err != nil {
-			break
+			t.Fatalf("read the journal: %v", err)
 		}
 		var ev protocol.TaskEvent
 		json.Unmarshal(b, &ev)
+		if ev.Type == "test" {
+			break
+		}
 		if ev.Op == "complete" {
 			completes[ev.Task]++
 		}

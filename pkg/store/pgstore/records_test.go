@@ -83,6 +83,12 @@ func records(t *testing.T, tm store.Team) (tasks, journal string) {
 		b.Write(js)
 		b.WriteByte('\n')
 	}
+	// The journal is read up to a mark appended now, not until a pause: a
+	// slow follower loses nothing.
+	const end = `{"type":"test_end"}`
+	if err := tm.Journal().Append(t.Context(), json.RawMessage(end)); err != nil {
+		t.Fatal(err)
+	}
 	f, err := tm.Journal().Follow(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
@@ -90,10 +96,13 @@ func records(t *testing.T, tm store.Team) (tasks, journal string) {
 	defer f.Close()
 	var j strings.Builder
 	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		line, err := f.Next(ctx)
 		cancel()
 		if err != nil {
+			t.Fatalf("read the journal: %v", err)
+		}
+		if string(line) == end {
 			break
 		}
 		j.Write(line)
