@@ -17,6 +17,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/monitor"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/dial"
@@ -120,12 +121,11 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	host, _ := os.Hostname()
 	w := &monitor.Watcher{
 		Dir:  d,
 		Team: tm,
 		Opts: o,
-		Host: host,
+		Host: proc.ThisHost(),
 		Queue: &monitor.CLIQueue{
 			Argv: monitor.FindQueueCmd(cfg.String("queue_cmd")),
 			Team: c.Team,
@@ -378,8 +378,7 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if pid == 0 {
 		pid = os.Getppid()
 	}
-	host, _ := os.Hostname()
-	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
+	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: proc.ThisHost(), State: b.State, Task: b.Task,
 		Step: b.Step, CostUSD: b.CostUSD, Every: b.Every, Progress: b.Progress})
 	if err != nil {
 		if errors.Is(err, monitor.ErrInvalid) {
