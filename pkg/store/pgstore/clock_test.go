@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,4 +100,44 @@ func TestWorkerTimesInTheReadersClock(t *testing.T) {
 	if age < -2*time.Second || age > 2*time.Second {
 		t.Errorf("now() - heartbeat_at is %s in the server's clock, want about 0", age)
 	}
+}
+
+// BenchmarkWorkerRecords: what a worker record costs on PostgreSQL, the
+// heartbeat (an Update, as pg-loop and pg-monitor beat write it) and the
+// listing of a team of 64 workers (pg-monitor's pass, pg-dash's refresh),
+// with the clocks measured at each (clock.go).
+//
+//	go test ./pkg/store/pgstore -run '^$' -bench WorkerRecords -benchtime 2000x
+func BenchmarkWorkerRecords(b *testing.B) {
+	ctx := context.Background()
+	s, err := pgstore.OpenStore(ctx, pgtest.DB(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tm, _ := s.Team("t")
+	for i := range 64 {
+		now := time.Now()
+		if err := tm.Workers().Write(ctx, &protocol.Worker{Worker: fmt.Sprint(i + 1), Host: "box", State: "executing",
+			HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("beat", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tm.Workers().Update(ctx, "1", func(w *protocol.Worker) (*protocol.Worker, error) {
+				w.HeartbeatAt = time.Now()
+				return w, nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("list64", func(b *testing.B) {
+		for b.Loop() {
+			if recs, errs := tm.Workers().List(ctx); len(recs) != 64 || len(errs) > 0 {
+				b.Fatal(len(recs), errs)
+			}
+		}
+	})
 }
