@@ -19,6 +19,7 @@ declare -A pkg_of=(
 	[ip]=iproute2       # the multi-host test: network namespaces, veth, a bridge
 	[unshare]=util-linux # the multi-host test: a hostname per simulated host
 	[hostname]=hostname # the same
+	[psql]=postgresql-client # the multi-host test runs the README's psql step (initdb may come from POWERGLIDE_PG_BIN)
 )
 
 missing=()

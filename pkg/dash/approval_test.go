@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -88,7 +89,7 @@ func TestApprovalKeys(t *testing.T) {
 func TestApprovalOtherHost(t *testing.T) {
 	d := fixtureDir(t)
 	withApproval(t, d)
-	h := startHarness(t, Options{Dir: d, Host: "elsewhere"}, 120, 30)
+	h := startHarness(t, Options{Dir: d, Host: proc.Host{Name: "elsewhere"}}, 120, 30)
 	h.waitFor("worker 1 asks to run bash", "y approve, n deny")
 	h.keys("y")
 	h.waitFor("worker 1: approved call call_7_1 (bash)")

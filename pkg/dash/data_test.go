@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -199,7 +200,7 @@ func TestStreamState(t *testing.T) {
 
 func TestLoadFixture(t *testing.T) {
 	d := fixtureDir(t)
-	r := Loader{Dir: d, Host: "elsewhere"}.Load(jsonl.Pos{}, fixtureNow)
+	r := Loader{Dir: d, Host: proc.Host{Name: "elsewhere"}}.Load(jsonl.Pos{}, fixtureNow)
 	s := r.Snap
 	if len(s.Workers) != 6 || len(s.Tasks) != 12 || !s.QueueExists {
 		t.Fatalf("workers %d tasks %d", len(s.Workers), len(s.Tasks))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
 )
@@ -52,7 +53,7 @@ func TestTerminalEscapesAreShown(t *testing.T) {
 	checkShown(t, "the task detail", h.waitFor("task t-evil", "wipe"), "^[]0;pwned^G evil", "^[[2Jwipe")
 
 	var b strings.Builder
-	r := Loader{Dir: dir, Host: fixtureHost}.Load(jsonl.Pos{}, fixtureNow)
+	r := Loader{Dir: dir, Host: proc.Host{Name: fixtureHost}}.Load(jsonl.Pos{}, fixtureNow)
 	if err := WriteText(&b, Record(&r.Snap, fixtureNow, 0, nil)); err != nil {
 		t.Fatal(err)
 	}

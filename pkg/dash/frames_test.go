@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
@@ -93,8 +94,8 @@ func startHarness(t *testing.T, opt Options, w, h int) *harness {
 	if opt.Now == nil {
 		opt.Now = func() time.Time { return fixtureNow }
 	}
-	if opt.Host == "" {
-		opt.Host = fixtureHost
+	if opt.Host == (proc.Host{}) {
+		opt.Host = proc.Host{Name: fixtureHost}
 	}
 	if opt.Alive == nil {
 		// The fixture's pids are made up: 40001-40004 are "running".

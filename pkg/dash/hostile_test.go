@@ -40,7 +40,7 @@ func FuzzDashKill(f *testing.F) {
 		}
 		pid = rel.Seed(pid)
 		start = proctest.RecordStart(pid, start, rel.Hostile(pid) || slices.Contains(allowed, pid))
-		m := New(Options{Dir: d, Host: host, Signals: &proc.Signaler{Sender: rec}})
+		m := New(Options{Dir: d, Host: proc.Host{Name: host}, Signals: &proc.Signaler{Sender: rec}})
 		m.snap = Snapshot{Workers: []WorkerInfo{{Worker: protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: host,
 			State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}}}}
 		m.sel = 0

@@ -203,7 +203,7 @@ func TestStopWorker(t *testing.T) {
 	if err := d.WriteWorker(w2); err != nil {
 		t.Fatal(err)
 	}
-	h := startHarness(t, Options{Dir: d, Host: "this-host", Alive: proc.Matches}, 100, 30)
+	h := startHarness(t, Options{Dir: d, Host: proc.Host{Name: "this-host"}, Alive: proc.Matches}, 100, 30)
 	h.waitFor("retry-after", "▸ 1  executing")
 
 	// Any key but y cancels.

@@ -46,7 +46,7 @@ type Options struct {
 	Refresh time.Duration
 	Poll    bool
 	Now     func() time.Time                 // the clock shown; tests fix it
-	Host    string                           // this host: only its pids are checked or signalled
+	Host    proc.Host                        // this host: only the pids of its records are checked or signalled
 	Alive   func(pid int, start string) bool // liveness check; nil means proc.Matches
 	Signals *proc.Signaler                   // checks and sends the kill key's signal; nil means proc.Default
 	View    string                           // the view to start in
@@ -869,7 +869,7 @@ func (m *Model) workerKeys(msg tea.KeyPressMsg) tea.Cmd {
 		switch {
 		case w.PID <= 0 || w.PIDStart == "":
 			m.setStatus(fmt.Sprintf("worker %s has no pid recorded: nothing to stop", id), "warn")
-		case m.opt.Host == "" || w.Host != m.opt.Host:
+		case !m.opt.Host.Owns(w.Host, w.HostID):
 			m.setStatus(fmt.Sprintf("worker %s runs on host %q: stop it there", id, w.Host), "warn")
 		case proc.Guard(w.PID) != nil:
 			// pid 1, pg-dash itself or an ancestor (a record written by

@@ -143,7 +143,7 @@ type Loader struct {
 	// may have broken by hand (each broken file is a problem); another
 	// store is read through its interface.
 	Team store.Team
-	Host string // this host's name: only its pids are checked
+	Host proc.Host // this host: only the pids of its records are checked (proc.Host.Owns)
 	// Alive tells whether pid is still the process that started at start;
 	// nil means proc.Matches.
 	Alive func(pid int, start string) bool
@@ -203,7 +203,7 @@ func (l Loader) Load(jpos jsonl.Pos, now time.Time) LoadResult {
 		case v != 1: // 1: none set, or the default set
 			wi.VelocityFile = &v
 		}
-		if l.Host != "" && w.Host == l.Host && w.PID > 0 && w.PIDStart != "" {
+		if l.Host.Owns(w.Host, w.HostID) && w.PID > 0 && w.PIDStart != "" {
 			alive := l.Alive
 			if alive == nil {
 				alive = proc.Matches

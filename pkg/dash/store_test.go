@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
@@ -55,7 +56,7 @@ func TestLoadThroughStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	l := Loader{Dir: teamdir.Dir{Home: t.TempDir(), Team: "t"}, Team: tm, Host: "here"}
+	l := Loader{Dir: teamdir.Dir{Home: t.TempDir(), Team: "t"}, Team: tm, Host: proc.Host{Name: "here"}}
 	if l.Files() {
 		t.Fatal("an opaque store taken for files")
 	}

@@ -88,6 +88,7 @@ func Params(dir string) testscript.Params {
 			"descendants": cmdDescendants,
 			"gone":        cmdGone,
 			"private":     cmdPrivate,
+			"listen":      cmdListen,
 		},
 	}
 }

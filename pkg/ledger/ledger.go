@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/proc"
@@ -85,7 +84,7 @@ type Ledger struct {
 	Worker   string
 	PID      int
 	PIDStart string
-	Host     string
+	Host     proc.Host        // where PID lives: reservations of this host's gone processes are dropped
 	TTL      time.Duration    // 0: DefaultTTL
 	Now      func() time.Time // nil: time.Now
 }
@@ -93,8 +92,7 @@ type Ledger struct {
 // New returns the ledger handle of this process as worker w.
 func New(t store.Team, worker string) *Ledger {
 	pid, start, _ := proc.Self()
-	host, _ := os.Hostname()
-	return &Ledger{Team: t, Worker: worker, PID: pid, PIDStart: start, Host: host}
+	return &Ledger{Team: t, Worker: worker, PID: pid, PIDStart: start, Host: proc.ThisHost()}
 }
 
 // ExhaustedError is a call refused: the team's settled cost plus the
@@ -151,7 +149,7 @@ func (l *Ledger) Reserve(ctx context.Context, usd float64) (string, error) {
 		}
 		id = newID(l.Worker)
 		tb.Reservations = append(tb.Reservations, protocol.Reservation{ID: id, Worker: l.Worker, PID: l.PID, PIDStart: l.PIDStart,
-			Host: l.Host, USD: usd, At: now, Until: now.Add(l.ttl())})
+			Host: l.Host.Name, HostID: l.Host.ID, USD: usd, At: now, Until: now.Add(l.ttl())})
 		tb.ReservedUSD = reserved(tb)
 		stamp(tb, now)
 		return tb, nil
@@ -197,8 +195,7 @@ func (l *Ledger) Settle(ctx context.Context, id string, usd float64) error {
 // known by that), and reports how many it dropped. Reserve and Settle do
 // it on their own; pg-monitor does it before it reports.
 func Expire(ctx context.Context, t store.Team, now time.Time) (int, error) {
-	host, _ := os.Hostname()
-	l := &Ledger{Team: t, Host: host}
+	l := &Ledger{Team: t, Host: proc.ThisHost()}
 	n := 0
 	_, err := t.Budget().Update(ctx, func(tb *protocol.TeamBudget) (*protocol.TeamBudget, error) {
 		n = 0
@@ -219,7 +216,7 @@ func (l *Ledger) expire(tb *protocol.TeamBudget, now time.Time) int {
 	kept := tb.Reservations[:0]
 	n := 0
 	for _, r := range tb.Reservations {
-		gone := r.Host == l.Host && !proc.Matches(r.PID, r.PIDStart)
+		gone := l.Host.Owns(r.Host, r.HostID) && !proc.Matches(r.PID, r.PIDStart)
 		if gone || !now.Before(r.Until) {
 			n++
 			continue

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
@@ -227,7 +228,7 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := New(d, "2")
-	other.Host, other.TTL = "elsewhere", time.Minute
+	other.Host, other.TTL = proc.Host{Name: "elsewhere"}, time.Minute
 	other.Now = func() time.Time { return now }
 	if _, err := other.Reserve(ctx, 0.05); err != nil {
 		t.Fatal(err)
@@ -253,6 +254,33 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 // BenchmarkReserveSettle is the ledger's cost per model call: a
 // reservation and a settlement, each a locked read and an fsynced atomic
 // replace of budget.json, with n other calls in flight.
+// A reservation of a host that shares this one's name but not its id
+// (another machine, another pid namespace) is not dropped for a pid that
+// is gone here: only its until time ends it.
+func TestReservationOfAnotherHostOfTheSameName(t *testing.T) {
+	ctx := context.Background()
+	d := fileTeam(t.TempDir())
+	if _, err := SetBudget(ctx, d, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	twin := New(d, "1")
+	twin.PID, twin.PIDStart, twin.TTL = cmd.Process.Pid, "1", time.Minute
+	twin.Host.ID = proc.HostID("another boot", "pid:[4026531836]")
+	if _, err := twin.Reserve(ctx, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Expire(ctx, d, time.Now()); err != nil || n != 0 {
+		t.Fatalf("expire dropped %d reservations (%v), want none", n, err)
+	}
+	if n, err := Expire(ctx, d, time.Now().Add(2*time.Minute)); err != nil || n != 1 {
+		t.Fatalf("expire after the TTL: %d %v", n, err)
+	}
+}
+
 func BenchmarkReserveSettle(b *testing.B) {
 	for _, n := range []int{0, 16} {
 		b.Run(fmt.Sprintf("inflight=%d", n), func(b *testing.B) {

@@ -1423,9 +1423,9 @@ func (r *Runner) spend(u protocol.Usage) {
 
 func (r *Runner) initWorker() {
 	pid, start, _ := proc.Self()
-	host, _ := os.Hostname()
+	host := proc.ThisHost()
 	now := r.now()
-	w := &protocol.Worker{Worker: r.o.Worker, PID: pid, PIDStart: start, Host: host, State: string(Idle),
+	w := &protocol.Worker{Worker: r.o.Worker, PID: pid, PIDStart: start, Host: host.Name, HostID: host.ID, State: string(Idle),
 		HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1, HeartbeatIntervalMS: r.o.Heartbeat.Milliseconds()}
 	if st, err := proc.ReadStat(pid); err == nil {
 		w.PGID, w.SID = st.PGID, st.SID // a watcher signals this process only while they match

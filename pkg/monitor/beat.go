@@ -20,8 +20,8 @@ import (
 // record's value.
 type BeatOptions struct {
 	Worker   string
-	PID      int // the worker's process: its pid and start time go in the record
-	Host     string
+	PID      int       // the worker's process: its pid and start time go in the record
+	Host     proc.Host // where PID lives: the record's host and host_id
 	State    *string
 	Task     *string
 	Step     *int
@@ -121,7 +121,7 @@ func Beat(ctx context.Context, t store.Team, o BeatOptions) (*protocol.Worker, e
 				State: "running", StartedAt: now, ProgressAt: now, Velocity: 1, Spent: spent}
 			events = append(events, protocol.WorkerEvent{Type: protocol.JournalWorker, TS: now, Worker: o.Worker, Op: "start", PID: o.PID, State: rec.State})
 		}
-		rec.Host = o.Host
+		rec.Host, rec.HostID = o.Host.Name, o.Host.ID
 		// The watcher signals the pid only while its group and session are
 		// still these.
 		rec.PGID, rec.SID = st.PGID, st.SID

@@ -44,7 +44,7 @@ func TestWatchNeverSignalsHostileRecords(t *testing.T) {
 	self, _ := proc.ReadStat(os.Getpid())
 	one, _ := proc.StartTime(1)
 	for i, pid := range []int{1, 0, -1, os.Getpid(), self.PGID} {
-		writeRecord(t, w, fmt.Sprint(i+1), pid, one, w.Host, old)
+		writeRecord(t, w, fmt.Sprint(i+1), pid, one, w.Host.Name, old)
 	}
 	for range 3 {
 		res, err := w.Pass(context.Background())
@@ -88,12 +88,12 @@ func FuzzWatchSignals(f *testing.F) {
 		pid = rel.Seed(pid)
 		start = proctest.RecordStart(pid, start, rel.Hostile(pid))
 		now := time.Now()
-		writeRecord(t, w, "9", pid, start, w.Host, now.Add(time.Duration(beat)*time.Second))
+		writeRecord(t, w, "9", pid, start, w.Host.Name, now.Add(time.Duration(beat)*time.Second))
 		var allowed []int
 		if withChild {
 			c, cs := proctest.Child(t)
 			allowed = append(allowed, c)
-			writeRecord(t, w, "1", c, cs, w.Host, now.Add(-time.Hour))
+			writeRecord(t, w, "1", c, cs, w.Host.Name, now.Add(-time.Hour))
 		}
 		for range 2 {
 			if _, err := w.Pass(context.Background()); err != nil {
@@ -124,7 +124,7 @@ func TestWatchChecksRecordedGroupAndSession(t *testing.T) {
 	}{{st.PGID + 1, st.SID, false}, {st.PGID, st.SID + 1, false}, {st.PGID, st.SID, true}, {0, 0, true}} {
 		w, _ := newWatcher(t)
 		w.Signals = &proc.Signaler{Sender: rec}
-		r := &protocol.Worker{Worker: "1", PID: st.PID, PIDStart: st.Start, PGID: tc.pgid, SID: tc.sid, Host: w.Host, Epoch: 1,
+		r := &protocol.Worker{Worker: "1", PID: st.PID, PIDStart: st.Start, PGID: tc.pgid, SID: tc.sid, Host: w.Host.Name, HostID: w.Host.ID, Epoch: 1,
 			State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}
 		if err := w.Dir.WriteWorker(r); err != nil {
 			t.Fatal(err)

@@ -400,7 +400,7 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 			if old != nil && old.PID == pid {
 				return nil, nil
 			}
-			rec := &protocol.Worker{Worker: sl.name, PID: pid, PIDStart: start, PGID: st.PGID, SID: st.SID, Host: s.W.Host, Epoch: 1,
+			rec := &protocol.Worker{Worker: sl.name, PID: pid, PIDStart: start, PGID: st.PGID, SID: st.SID, Host: s.W.Host.Name, HostID: s.W.Host.ID, Epoch: 1,
 				State: "starting", HeartbeatAt: now, ProgressAt: now, StartedAt: now, Velocity: 1}
 			if old != nil {
 				rec.Epoch = old.Epoch + 1

@@ -148,7 +148,7 @@ type Watcher struct {
 	Team  store.Team
 	Queue Queue
 	Opts  Options
-	Host  string           // this host's name; records from other hosts are never signalled
+	Host  proc.Host        // this host: records of another are never checked or signalled (proc.Host.Owns)
 	Now   func() time.Time // nil: time.Now
 	// Signals checks and sends every signal of a pass; nil: proc.Default.
 	// Tests give one with a recording Sender.
@@ -185,7 +185,7 @@ func (w *Watcher) now() time.Time {
 func (w *Watcher) Probe(r *protocol.Worker) Process { return w.probe(&reader{}, r) }
 
 func (w *Watcher) probe(rd *reader, r *protocol.Worker) Process {
-	if r.PID <= 0 || r.PIDStart == "" || (r.Host != "" && w.Host != "" && r.Host != w.Host) {
+	if r.PID <= 0 || r.PIDStart == "" || !w.Host.Owns(r.Host, r.HostID) {
 		return ProcUnknown
 	}
 	if !rd.matches(r.PID, r.PIDStart) {
@@ -227,7 +227,7 @@ func (w *Watcher) Statuses(ctx context.Context) ([]Status, []error) {
 func (w *Watcher) status(r *protocol.Worker, v Verdict, st *State) Status {
 	s := Status{
 		Type: "worker_status", Worker: r.Worker, Liveness: string(v.Liveness), Reason: v.Reason,
-		PID: r.PID, Host: r.Host, State: r.State, Task: r.Task, Step: r.Step,
+		PID: r.PID, Host: r.Host, HostID: r.HostID, State: r.State, Task: r.Task, Step: r.Step,
 		HeartbeatAt: r.HeartbeatAt, HeartbeatAgeS: secs(v.HeartbeatAge), ProgressAgeS: secs(v.ProgressAge),
 		Usage: r.Usage, Spent: r.Spent,
 	}

@@ -63,9 +63,8 @@ func (q *memQueue) Release(_ context.Context, id string, token int64) (bool, err
 func (q *memQueue) Stats(context.Context) (Stats, error) { return Stats{}, nil }
 
 func newWatcher(t testing.TB) (*Watcher, *memQueue) {
-	host, _ := os.Hostname()
 	q := &memQueue{}
-	w := &Watcher{Dir: teamdir.Dir{Home: t.TempDir(), Team: "t"}, Queue: q, Host: host,
+	w := &Watcher{Dir: teamdir.Dir{Home: t.TempDir(), Team: "t"}, Queue: q, Host: proc.ThisHost(),
 		Opts: Options{Heartbeat: time.Second, Stall: 2 * time.Second, Grace: 300 * time.Millisecond}}
 	if err := w.Dir.Ensure(); err != nil {
 		t.Fatal(err)
@@ -125,7 +124,7 @@ func TestPassStuck(t *testing.T) {
 	w, q := newWatcher(t)
 	pid, start, done := sleeper(t, "echo ready; exec sleep 1000")
 	now := time.Now()
-	rec := &protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: w.Host, State: "executing", Task: "a",
+	rec := &protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: w.Host.Name, HostID: w.Host.ID, State: "executing", Task: "a",
 		HeartbeatAt: now, ProgressAt: now.Add(-time.Hour)}
 	if err := w.Dir.WriteWorker(rec); err != nil {
 		t.Fatal(err)
@@ -189,7 +188,7 @@ func TestPassGrace(t *testing.T) {
 func TestPassKillIntentLost(t *testing.T) {
 	w, _ := newWatcher(t)
 	pid, start, done := sleeper(t, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
-	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: w.Host, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
+	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: w.Host.Name, HostID: w.Host.ID, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := w.loadState()
@@ -415,7 +414,7 @@ func BenchmarkPass(b *testing.B) {
 	}
 	now := time.Now()
 	for i := 0; i < 256; i++ {
-		r := &protocol.Worker{Worker: strconv.Itoa(i), PID: pid, PIDStart: start, Host: w.Host, State: "executing",
+		r := &protocol.Worker{Worker: strconv.Itoa(i), PID: pid, PIDStart: start, Host: w.Host.Name, HostID: w.Host.ID, State: "executing",
 			Task: "t-" + strconv.Itoa(i), HeartbeatAt: now.Add(time.Hour), ProgressAt: now.Add(time.Hour)}
 		if err := w.Dir.WriteWorker(r); err != nil {
 			b.Fatal(err)

@@ -29,6 +29,7 @@ type Reservation struct {
 	PID      int       `json:"pid"`
 	PIDStart string    `json:"pid_start"`
 	Host     string    `json:"host"`
+	HostID   string    `json:"host_id,omitempty" jsonschema:"description=the running kernel and pid namespace that pid belongs to (as in worker records): a reservation is dropped for a gone pid only by a reader of that host"`
 	USD      float64   `json:"usd"`
 	At       time.Time `json:"at"`
 	Until    time.Time `json:"until" jsonschema:"description=the reservation expires then even if its process still runs"`

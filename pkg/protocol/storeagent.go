@@ -41,6 +41,7 @@ type StoreAgentRequest struct {
 	Result      json.RawMessage `json:"result,omitempty" jsonschema:"description=complete: the task's result"`
 	Message     string          `json:"message,omitempty" jsonschema:"description=fail: the error; unclaim\\, release_worker\\, cancel_*: the reason"`
 	Retry       bool            `json:"retry,omitempty"`
+	ClaimID     string          `json:"claim_id,omitempty" jsonschema:"description=claim\\, wait_claim: an id for the claim\\, recorded with it (the task's claim.id)\\, by which the client finds its claim when the answer is lost"`
 	IDs         []string        `json:"ids,omitempty" jsonschema:"description=cancel_all: the tasks"`
 	// Tasks are the tasks to add, as task records.
 	Tasks []json.RawMessage `json:"tasks,omitempty"`

@@ -79,6 +79,10 @@ type Claim struct {
 	Worker string    `json:"worker"`
 	Token  int64     `json:"token"`
 	Until  time.Time `json:"until"`
+	// ID is the id the claiming client chose for the claim, if any: the
+	// store agent's client finds its claim again by it when the answer
+	// was lost.
+	ID string `json:"id,omitempty" jsonschema:"description=the id the claiming client chose for this claim (the store agent's client\\, to find it again when its answer was lost)"`
 }
 
 // Worker is the record a worker keeps in worker-<n>.json.
@@ -89,6 +93,7 @@ type Worker struct {
 	PGID        int       `json:"pgid,omitempty" jsonschema:"description=the process group of pid when recorded; a watcher signals pid only while it still matches"`
 	SID         int       `json:"sid,omitempty" jsonschema:"description=the session of pid when recorded; a watcher signals pid only while it still matches"`
 	Host        string    `json:"host"`
+	HostID      string    `json:"host_id,omitempty" jsonschema:"description=the running kernel and pid namespace that pid belongs to (a hash of the boot id and the pid namespace\\, see proc.HostID): a watcher checks or signals pid only when this is its own; a record without it only when host is its name"`
 	Epoch       int       `json:"epoch"`
 	State       string    `json:"state"`
 	Task        string    `json:"task,omitempty"`

@@ -605,8 +605,16 @@ func checkLease(lease time.Duration) (time.Duration, error) {
 // under an expired lease. Tasks out of attempts fail on the way. ErrNothing
 // when no task is claimable.
 func (q *Queue) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
+	return q.claim(worker, lease, "")
+}
+
+// claim is Claim that records the claim id id (none when empty).
+func (q *Queue) claim(worker string, lease time.Duration, id string) (*protocol.Task, error) {
 	if err := teamdir.ValidName("worker", worker); err != nil {
 		return nil, &InputError{Index: -1, Msg: err.Error()}
+	}
+	if err := CheckClaimID(id); err != nil {
+		return nil, err
 	}
 	lease, err := checkLease(lease)
 	if err != nil {
@@ -681,7 +689,7 @@ func (q *Queue) Claim(worker string, lease time.Duration) (*protocol.Task, error
 		}
 		t.Status = protocol.StatusClaimed
 		t.Attempts++
-		t.Claim = &protocol.Claim{Worker: worker, Token: s.hdr.NextToken, Until: now.Add(lease)}
+		t.Claim = &protocol.Claim{Worker: worker, Token: s.hdr.NextToken, Until: now.Add(lease), ID: id}
 		s.hdr.NextToken++
 		t.UpdatedAt = now
 		if err := s.put(best, t); err != nil {
@@ -721,8 +729,9 @@ func (q *Queue) exhaust(s *state, i int, e *entry, now time.Time, c *change) err
 // context's error when ctx ends.
 func (q *Queue) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
 	deadline := time.Now().Add(wait)
+	id := ClaimID(ctx)
 	for {
-		t, err := q.Claim(worker, lease)
+		t, err := q.claim(worker, lease, id)
 		if !errors.Is(err, ErrNothing) || !time.Now().Before(deadline) {
 			return t, err
 		}

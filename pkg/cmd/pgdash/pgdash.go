@@ -14,6 +14,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/dash"
 	"github.com/powerglide/powerglide/pkg/jsonl"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/store/dial"
 	_ "github.com/powerglide/powerglide/pkg/store/dial/pgdial" // opens PostgreSQL stores itself
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -100,7 +101,7 @@ func (c *ShowCmd) Run(rt *cli.Runtime) error {
 		now = func() time.Time { return t }
 	}
 	opt.Now = now
-	opt.Host, _ = os.Hostname()
+	opt.Host = proc.ThisHost()
 
 	stream := c.Source == "-"
 	if !stream {

@@ -17,6 +17,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/monitor"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/dial"
@@ -55,7 +56,10 @@ The claimed tasks of a dead worker are released through pg-queue (with their fen
 once. Every action is appended to events.jsonl with its reason.
 With --store postgres://... the worker records and the journal live in PostgreSQL, shared by
 hosts: each pg-monitor signals only processes of its own host, and reports another host's
-workers (stale once their heartbeat is old) without acting on them; their leases expire.
+workers (stale once their heartbeat is old) without acting on them; their leases expire. A record
+is this host's when its host_id (the kernel's boot id and the pid namespace, hashed) is this
+process's, so hosts that share a hostname are told apart; a record without one, when its host is
+this hostname. The records' times reach each reader in its own clock (measured by the server).
 
 Several watchers may run at once (a run supervisor, cron, a person): a pass holds an flock on
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each
@@ -120,12 +124,11 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	host, _ := os.Hostname()
 	w := &monitor.Watcher{
 		Dir:  d,
 		Team: tm,
 		Opts: o,
-		Host: host,
+		Host: proc.ThisHost(),
 		Queue: &monitor.CLIQueue{
 			Argv: monitor.FindQueueCmd(cfg.String("queue_cmd")),
 			Team: c.Team,
@@ -378,8 +381,7 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if pid == 0 {
 		pid = os.Getppid()
 	}
-	host, _ := os.Hostname()
-	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
+	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: proc.ThisHost(), State: b.State, Task: b.Task,
 		Step: b.Step, CostUSD: b.CostUSD, Every: b.Every, Progress: b.Progress})
 	if err != nil {
 		if errors.Is(err, monitor.ErrInvalid) {

@@ -119,10 +119,15 @@ func (c *CLI) openVia(rt *cli.Runtime, useAgent bool) (store.Team, error) {
 		warned.Do(func() { fmt.Fprintf(rt.IO.Err, "pg-queue: warning: cannot settle the queue: %v\n", err) })
 	}}}
 	if useAgent {
+		began := time.Now()
 		if st, t, ok := agentTeam(rt, cfg, o, team); ok {
 			rt.Defer(func() { st.Close() })
 			return t, nil
 		}
+		// The direct connection gets only what is left of the connect
+		// timeout: an agent that found the server silent has spent its
+		// part of it already.
+		o.Began = began
 	}
 	st, t, err := dial.Team(rt.Ctx, cfg, o, team)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -97,6 +99,11 @@ type group struct {
 
 // prune removes the group's stale files and returns their suffixes.
 func (g *group) prune(suffixes []string) (removed []string) {
+	// The files of an agent gone within the day, without a socket, all
+	// stay: no need to look closer.
+	if !g.logsOld() && !slices.ContainsFunc(suffixes, func(s string) bool { return strings.HasPrefix(s, "sock") }) {
+		return nil
+	}
 	// Hold both locks while deciding and removing: a command starting
 	// this agent holds the start lock, a running agent its log's.
 	for _, lk := range []string{".lock", ".log"} {
@@ -111,12 +118,7 @@ func (g *group) prune(suffixes []string) (removed []string) {
 	if g.answers() {
 		return nil
 	}
-	old := true // the log and the note are older than KeepLogs
-	for _, s := range []string{".log", ".failed"} {
-		if fi, err := os.Lstat(g.base + s); err == nil && g.now.Sub(fi.ModTime()) < KeepLogs {
-			old = false
-		}
-	}
+	old := g.logsOld()
 	for _, s := range suffixes {
 		sfx := "." + s
 		var ok bool
@@ -133,6 +135,17 @@ func (g *group) prune(suffixes []string) (removed []string) {
 		}
 	}
 	return removed
+}
+
+// logsOld tells whether the group's log and .failed note (those there
+// are) are older than KeepLogs.
+func (g *group) logsOld() bool {
+	for _, s := range []string{".log", ".failed"} {
+		if fi, err := os.Lstat(g.base + s); err == nil && g.now.Sub(fi.ModTime()) < KeepLogs {
+			return false
+		}
+	}
+	return true
 }
 
 // lock takes an exclusive flock on the group's file of suffix sfx without

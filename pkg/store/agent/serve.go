@@ -77,11 +77,13 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 	}
 	key := Key(o.URL, o.Env, exe)
 	path := filepath.Join(dir, "store-"+key+".sock")
-	life, err := lockLife(strings.TrimSuffix(path, ".sock"))
-	if err != nil {
-		return err
+	// Without the lock (a file system without flock), the agents that
+	// prune still find this one running by its socket.
+	if life, err := lockLife(strings.TrimSuffix(path, ".sock")); err != nil {
+		fmt.Fprintf(o.Log, "store agent %d: %v\n", os.Getpid(), err)
+	} else {
+		defer life.Close()
 	}
-	defer life.Close()
 	// Listen before opening the store: an agent that cannot listen has
 	// not connected to the database, nor migrated it. The clients that
 	// connect meanwhile wait for the hello, sent once the store is open.

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/powerglide/powerglide/pkg/config"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -38,6 +39,10 @@ type Options struct {
 	// preparing them first, and a claim, renew or complete is one round
 	// trip with its schema check and its notification (pgstore.Options).
 	OneShot bool
+	// Began, when set, is when the command began to reach the store: a
+	// PostgreSQL store's connect timeout counts from then (pg-queue's
+	// direct connection after its store agent failed).
+	Began time.Time
 	// Remote, when set, opens PostgreSQL stores instead of the driver
 	// (a store agent's client: pg-loop, which does not link pgx).
 	Remote func(ctx context.Context, url string) (store.Store, error)

@@ -12,14 +12,14 @@ import (
 // one that does not (pg-loop) reaches PostgreSQL through a store agent
 // (Options.Remote).
 var postgres struct {
-	open    func(ctx context.Context, url string, oneShot bool) (store.Store, error)
+	open    func(ctx context.Context, url string, o Options) (store.Store, error)
 	migrate func(ctx context.Context, url string) (int, error)
 }
 
 // RegisterPostgres makes this binary open PostgreSQL stores directly:
-// open opens (and migrates) one, migrate applies the schema's migrations
-// and returns the schema version.
-func RegisterPostgres(open func(ctx context.Context, url string, oneShot bool) (store.Store, error), migrate func(ctx context.Context, url string) (int, error)) {
+// open opens (and migrates) one, as o's OneShot and Began say; migrate
+// applies the schema's migrations and returns the schema version.
+func RegisterPostgres(open func(ctx context.Context, url string, o Options) (store.Store, error), migrate func(ctx context.Context, url string) (int, error)) {
 	postgres.open, postgres.migrate = open, migrate
 }
 
@@ -34,7 +34,7 @@ func openPostgres(ctx context.Context, url string, o Options) (store.Store, erro
 	if postgres.open == nil {
 		return nil, errNoPostgres
 	}
-	return postgres.open(ctx, url, o.OneShot)
+	return postgres.open(ctx, url, o)
 }
 
 // migratePostgres applies the schema's migrations and returns the schema

@@ -19,13 +19,14 @@ func newID() string { return "t-" + ulid.Make().String() }
 // ctx's error when ctx ends.
 func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
 	deadline := time.Now().Add(wait)
+	id := queue.ClaimID(ctx)
 	var w *wakeup
 	for {
 		var woken <-chan struct{}
 		if w != nil {
 			woken = w.current()
 		}
-		t, err := q.Claim(worker, lease)
+		t, err := q.claim(worker, lease, id)
 		if !errors.Is(err, queue.ErrNothing) || !time.Now().Before(deadline) {
 			return t, err
 		}

@@ -57,6 +57,16 @@ type Store struct {
 	wakes wakeups
 	// onWait, for tests, is called when a waiting claim starts to wait.
 	onWait func()
+	// clock is this host's clock, for worker records' times (clock.go);
+	// nil: time.Now. Tests set a clock that is off.
+	clock func() time.Time
+}
+
+func (s *Store) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
 }
 
 var _ store.Store = (*Store)(nil)
@@ -73,6 +83,12 @@ type Options struct {
 	// runs; and a claim, renew or complete wakes the listeners in its
 	// round trip too, rather than in one more.
 	OneShot bool
+	// Began is when the command began to reach the store, if before this
+	// call: the first connection then gets what is left of the connect
+	// timeout (connect_timeout, 15s by default) rather than all of it. A
+	// command whose store agent could not reach the server (pg-queue)
+	// falls back on a direct connection without waiting it all again.
+	Began time.Time
 }
 
 // Open connects to the database of url (a postgres:// URL or a libpq
@@ -90,6 +106,11 @@ func OpenOptions(ctx context.Context, url string, o Options) (store.Store, error
 	}
 	if o.OneShot && !strings.Contains(url, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	if d := cfg.ConnConfig.ConnectTimeout; !o.Began.IsZero() && d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, o.Began.Add(d))
+		defer cancel()
 	}
 	s, err := openConfig(ctx, cfg, o.OneShot)
 	if err != nil {
@@ -123,13 +144,13 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, oneShot bool) (*Store,
 		c, err := pool.Acquire(withOwnCheck(ctx))
 		if err != nil {
 			pool.Close()
-			return nil, connectErr(cfg, err)
+			return nil, openErr(cfg, err)
 		}
 		c.Release()
 	} else {
 		if _, err := migrate(ctx, pool); err != nil {
 			pool.Close()
-			return nil, connectErr(cfg, err)
+			return nil, openErr(cfg, err)
 		}
 		s.schemaOK.Store(true)
 	}
@@ -156,31 +177,6 @@ func parseConfig(url string) (*pgxpool.Config, error) {
 		cfg.ConnConfig.ConnectTimeout = 15 * time.Second
 	}
 	return cfg, nil
-}
-
-// connectErr names the server an error came from (never the password),
-// once: an error it already named (from migrate, say) stays as it is.
-func connectErr(cfg *pgxpool.Config, err error) error {
-	var named *serverError
-	if err == nil || errors.As(err, &named) {
-		return err
-	}
-	return &serverError{connectMsg(cfg, err)}
-}
-
-// serverError is an error connectErr named the server of.
-type serverError struct{ err error }
-
-func (e *serverError) Error() string { return e.err.Error() }
-func (e *serverError) Unwrap() error { return e.err }
-
-func connectMsg(cfg *pgxpool.Config, err error) error {
-	cc := cfg.ConnConfig
-	where := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
-	if strings.Contains(err.Error(), where) || strings.Contains(err.Error(), cc.Host) {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	return fmt.Errorf("postgres %s: %w", where, err)
 }
 
 // Kind is "postgres".

@@ -27,7 +27,7 @@ var _ store.Tasks = (*tasks)(nil)
 
 // taskCols are the columns taskRow scans, for a table aliased t.
 const taskCols = `t.id, t.status, t.priority, t.depends_on, t.attempts, t.max_attempts,
-	t.worker, t.token, t.lease_until, t.result, t.error, t.created_at, t.updated_at, t.spec`
+	t.worker, t.token, t.lease_until, t.result, t.error, t.created_at, t.updated_at, t.spec, t.claim_id`
 
 // claimable is the condition under which a claim may take row t: pending
 // with every dependency done, or claimed under an expired lease. (The
@@ -53,11 +53,12 @@ type taskRow struct {
 	errMsg           *string
 	created, updated time.Time
 	spec             []byte
+	claimID          *string
 }
 
 func (r *taskRow) dest(more ...any) []any {
 	return append([]any{&r.id, &r.status, &r.priority, &r.deps, &r.attempts, &r.max,
-		&r.worker, &r.token, &r.until, &r.result, &r.errMsg, &r.created, &r.updated, &r.spec}, more...)
+		&r.worker, &r.token, &r.until, &r.result, &r.errMsg, &r.created, &r.updated, &r.spec, &r.claimID}, more...)
 }
 
 // task is the protocol.Task of the row: the spec as added, with the state
@@ -76,6 +77,9 @@ func (r *taskRow) task() (*protocol.Task, error) {
 	t.Claim = nil
 	if r.worker != nil && r.token != nil && r.until != nil {
 		t.Claim = &protocol.Claim{Worker: *r.worker, Token: *r.token, Until: r.until.UTC()}
+		if r.claimID != nil {
+			t.Claim.ID = *r.claimID
+		}
 	}
 	t.Result = nil
 	if r.result != nil {
@@ -310,7 +314,8 @@ var claimSQL = `WITH spent AS (
 		FOR UPDATE SKIP LOCKED),
 	claimed AS (
 		UPDATE tasks t SET status = 'claimed', attempts = t.attempts + 1, worker = $2,
-			token = nextval('task_token'), lease_until = now() + $3 * interval '1 microsecond', updated_at = now()
+			token = nextval('task_token'), lease_until = now() + $3 * interval '1 microsecond', updated_at = now(),
+			claim_id = NULLIF($4::text, '')
 		FROM pick p WHERE t.team = p.team AND t.id = p.id
 		RETURNING p.old_status, p.old_worker, p.old_token, p.old_until, ` + taskCols + `),
 	events AS (
@@ -328,8 +333,16 @@ var claimSQL = `WITH spent AS (
 // in one statement. (A claim that claims nothing but fails spent tasks
 // wakes no one: followers see those events within a second.)
 func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
+	return q.claim(worker, lease, "")
+}
+
+// claim is Claim that records the claim id id (none when empty).
+func (q *tasks) claim(worker string, lease time.Duration, id string) (*protocol.Task, error) {
 	if err := teamdir.ValidName("worker", worker); err != nil {
 		return nil, &queue.InputError{Index: -1, Msg: err.Error()}
+	}
+	if err := queue.CheckClaimID(id); err != nil {
+		return nil, err
 	}
 	lease, err := queue.CheckLease(lease)
 	if err != nil {
@@ -339,7 +352,7 @@ func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error
 	defer cancel()
 	var r taskRow
 	var now time.Time
-	err = q.s.changeRow(ctx, q.team, false, claimSQL, []any{q.team, worker, lease.Microseconds()}, append([]any{&now}, r.dest()...)...)
+	err = q.s.changeRow(ctx, q.team, false, claimSQL, []any{q.team, worker, lease.Microseconds(), id}, append([]any{&now}, r.dest()...)...)
 	if isNoRows(err) {
 		return nil, queue.ErrNothing
 	}

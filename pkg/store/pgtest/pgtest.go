@@ -48,6 +48,10 @@ type Options struct {
 	Durable bool
 	// Settings are more postgres -c settings, e.g. "max_connections=300".
 	Settings []string
+	// HBA are pg_hba.conf lines put before the ones that trust everyone,
+	// e.g. "host all alice all scram-sha-256": a test of password
+	// authentication gives its role one and the role a password.
+	HBA []string
 }
 
 // Server is a running PostgreSQL cluster of a test.
@@ -245,7 +249,11 @@ func (s *Server) initdb() error {
 	}
 	// Trust from anywhere: the multi-host test connects from other
 	// network namespaces. The server only lives for a test.
-	hba := "local all all trust\nhost all all 0.0.0.0/0 trust\nhost all all ::/0 trust\n"
+	hba := ""
+	for _, l := range s.opts.HBA {
+		hba += l + "\n"
+	}
+	hba += "local all all trust\nhost all all 0.0.0.0/0 trust\nhost all all ::/0 trust\n"
 	if err := os.WriteFile(filepath.Join(s.data(), "pg_hba.conf"), []byte(hba), 0o600); err != nil {
 		return err
 	}

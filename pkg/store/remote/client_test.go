@@ -47,8 +47,8 @@ type dyingTasks struct {
 	die func()
 }
 
-func (q dyingTasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
-	t, err := q.Tasks.Claim(worker, lease)
+func (q dyingTasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
+	t, err := q.Tasks.WaitClaim(ctx, worker, lease, wait)
 	q.die()
 	return t, err
 }

@@ -306,10 +306,10 @@ func (s *session) handle(ctx context.Context, r *protocol.StoreAgentRequest) (an
 			}
 		}
 		return taskList(q.Add(in))
-	case "claim":
-		return oneTask(q.Claim(r.Worker, ns(r.LeaseNS)))
+	case "claim": // a WaitClaim that does not wait, for the claim id
+		return oneTask(q.WaitClaim(queue.WithClaimID(ctx, r.ClaimID), r.Worker, ns(r.LeaseNS), 0))
 	case "wait_claim":
-		return oneTask(q.WaitClaim(ctx, r.Worker, ns(r.LeaseNS), ns(r.WaitNS)))
+		return oneTask(q.WaitClaim(queue.WithClaimID(ctx, r.ClaimID), r.Worker, ns(r.LeaseNS), ns(r.WaitNS)))
 	case "renew":
 		return oneTask(q.Renew(r.Task, r.Token, ns(r.LeaseNS)))
 	case "complete":

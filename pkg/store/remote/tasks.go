@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -95,14 +97,14 @@ func (q *tasks) Add(in []protocol.Task) ([]protocol.Task, error) {
 func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
 	req := q.t.req("claim")
 	req.Worker, req.LeaseNS = worker, int64(lease)
-	return q.claim(context.Background(), req, worker, lease, func(s store.Tasks) (*protocol.Task, error) { return s.Claim(worker, lease) })
+	return q.claim(context.Background(), req, worker, func(s store.Tasks) (*protocol.Task, error) { return s.Claim(worker, lease) })
 }
 
 func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
 	req := q.t.req("wait_claim")
 	req.Worker, req.LeaseNS, req.WaitNS = worker, int64(lease), int64(wait)
 	start := time.Now()
-	return q.claim(ctx, req, worker, lease, func(s store.Tasks) (*protocol.Task, error) {
+	return q.claim(ctx, req, worker, func(s store.Tasks) (*protocol.Task, error) {
 		if wait <= 0 {
 			return s.WaitClaim(ctx, worker, lease, wait)
 		}
@@ -120,9 +122,15 @@ func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.D
 // connection is lost. A claim lost after it was sent may have claimed a
 // task on the agent before it died: the direct path then adopts that claim
 // (returns its task) rather than claim a second one, which would stay held
-// until its lease ended, an attempt used and its dependents blocked.
-func (q *tasks) claim(ctx context.Context, req *protocol.StoreAgentRequest, worker string, lease time.Duration, direct func(store.Tasks) (*protocol.Task, error)) (*protocol.Task, error) {
-	sent := time.Now()
+// until its lease ended, an attempt used and its dependents blocked. The
+// claim carries an id of its own, which the store records with it, so the
+// adoption finds exactly that claim, whatever the clocks and whoever else
+// claims under the same worker name.
+func (q *tasks) claim(ctx context.Context, req *protocol.StoreAgentRequest, worker string, direct func(store.Tasks) (*protocol.Task, error)) (*protocol.Task, error) {
+	req.ClaimID = queue.ClaimID(ctx)
+	if req.ClaimID == "" {
+		req.ClaimID = newClaimID()
+	}
 	var out *protocol.Task
 	err := q.t.c.doSent(ctx, req, func(b json.RawMessage) (err error) {
 		out, err = decodeTask(b)
@@ -133,8 +141,7 @@ func (q *tasks) claim(ctx context.Context, req *protocol.StoreAgentRequest, work
 			return err
 		}
 		if lost {
-			// Less a millisecond: stores keep times in microseconds.
-			if out, err = adopt(tm.Tasks(), worker, sent.Add(lease-time.Millisecond)); err != nil || out != nil {
+			if out, err = adopt(tm.Tasks(), worker, req.ClaimID); err != nil || out != nil {
 				return err
 			}
 		}
@@ -147,30 +154,26 @@ func (q *tasks) claim(ctx context.Context, req *protocol.StoreAgentRequest, work
 	return out, nil
 }
 
+// newClaimID is a claim id no other claim has: 128 random bits.
+func newClaimID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // adopt returns the claim a lost claim call made, if it made one: worker's
-// claim whose lease ends at or after until (the time the call was sent
-// plus its lease), the newest by token. A claim of worker's made before
-// the send ends earlier, unless renewed since by another process under the
-// same worker name. The store's clock is taken to agree with this host's
-// to within the call's round trip (the file store's is this host's); a
-// database whose clock is behind can hide the claim, and the command then
-// claims another, as a claim that never reached the agent does.
-func adopt(q store.Tasks, worker string, until time.Time) (*protocol.Task, error) {
+// claimed task whose claim has the call's id.
+func adopt(q store.Tasks, worker, id string) (*protocol.Task, error) {
 	held, err := q.List(queue.ListOptions{Status: []string{protocol.StatusClaimed}, Worker: worker})
 	if err != nil {
 		return nil, err
 	}
-	var out *protocol.Task
 	for i := range held {
-		t := &held[i]
-		if t.Claim == nil || t.Claim.Worker != worker || t.Claim.Until.Before(until) {
-			continue
-		}
-		if out == nil || t.Claim.Token > out.Claim.Token {
-			out = t
+		if t := &held[i]; t.Claim != nil && t.Claim.Worker == worker && t.Claim.ID == id {
+			return t, nil
 		}
 	}
-	return out, nil
+	return nil, nil
 }
 
 func (q *tasks) Renew(id string, token int64, lease time.Duration) (*protocol.Task, error) {

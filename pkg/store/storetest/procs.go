@@ -23,6 +23,9 @@ const (
 	// workerOneShotEnv, when set, has workers open their store one-shot.
 	workerOneShotEnv = "STORETEST_WORKER_ONESHOT"
 	workerNameEnv    = "STORETEST_WORKER_NAME"
+	// workerHoldEnv, when set, has the worker claim one task, say
+	// "claimed ID" on stdout and wait to be killed.
+	workerHoldEnv = "STORETEST_WORKER_HOLD"
 )
 
 // IsWorker tells a test binary started by the process tests to be a claim
@@ -56,6 +59,15 @@ func WorkerOpen(stderr io.Writer, openURL func(url string) (store.Store, error))
 	if err != nil {
 		fmt.Fprintf(stderr, "worker %s: %v\n", name, err)
 		return 1
+	}
+	if os.Getenv(workerHoldEnv) != "" {
+		t, err := tm.Tasks().Claim(name, time.Second)
+		if err != nil {
+			fmt.Fprintf(stderr, "worker %s: %v\n", name, err)
+			return 1
+		}
+		fmt.Printf("claimed %s\n", t.ID)
+		select {} // until killed
 	}
 	if err := work(tm.Tasks(), name, time.Second, nil); err != nil {
 		fmt.Fprintf(stderr, "worker %s: %v\n", name, err)
@@ -196,16 +208,21 @@ func testExactlyOnceProcesses(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env := func(name string) []string {
+		env := append(os.Environ(), workerURLEnv+"="+e.url, workerNameEnv+"="+name)
+		if e.target.OneShot {
+			env = append(env, workerOneShotEnv+"=1")
+		}
+		return env
+	}
+	held := killHolding(t, exe, env("holder"))
 	var mu sync.Mutex
 	running := map[int]*exec.Cmd{}
 	var wg sync.WaitGroup
 	next := 0
 	start := func() {
 		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), workerURLEnv+"="+e.url, fmt.Sprintf("%s=p%d", workerNameEnv, next))
-		if e.target.OneShot {
-			cmd.Env = append(cmd.Env, workerOneShotEnv+"=1")
-		}
+		cmd.Env = env(fmt.Sprintf("p%d", next))
 		var errBuf syncBuffer
 		cmd.Stderr = &errBuf
 		if err := cmd.Start(); err != nil {
@@ -267,6 +284,46 @@ func testExactlyOnceProcesses(t *testing.T, e *env) {
 		t.Fatalf("workers still running after 3 minutes: %+v", st)
 	}
 	checkExactlyOnce(t, e, n)
+	// The task of the worker killed holding it came back when its lease
+	// ran out (an expire event), and another worker did it.
+	expired := map[string]bool{}
+	for _, ev := range taskEvents(t, e) {
+		if ev.Op == "expire" {
+			expired[ev.Task] = true
+		}
+	}
+	if !expired[held] {
+		t.Fatalf("the killed holder's task %s never expired (expired: %v)", held, expired)
+	}
+	for _, tk := range list(t, e.tasks(), queue.ListOptions{Archived: true}) {
+		if tk.ID == held && (tk.Claim == nil || tk.Claim.Worker == "holder") {
+			t.Fatalf("task %s of the killed holder: %+v", held, tk)
+		}
+	}
+}
+
+// killHolding starts a worker process that claims a task, SIGKILLs it
+// while it holds the claim, and returns the task's id.
+func killHolding(t *testing.T, exe string, env []string) string {
+	t.Helper()
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(env, workerHoldEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errBuf syncBuffer
+	cmd.Stderr = &errBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start holder: %v", err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	var id string
+	if _, err := fmt.Fscanf(out, "claimed %s\n", &id); err != nil {
+		t.Fatalf("holder: %v: %s", err, errBuf.String())
+	}
+	return id
 }
 
 type syncBuffer struct {

@@ -74,6 +74,7 @@ func Run(t *testing.T, target Target) {
 		{"ArchiveAndPrune", testArchiveAndPrune},
 		{"Stats", testStats},
 		{"WaitClaim", testWaitClaim},
+		{"ClaimID", testClaimID},
 		{"JournalOrder", testJournalOrder},
 		{"FollowConcurrentAppends", testFollowConcurrentAppends},
 		{"WatchAcrossRestart", testWatchAcrossRestart},

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -600,5 +601,51 @@ func testWaitClaim(t *testing.T, e *env) {
 	defer cancel()
 	if _, err := q.WaitClaim(ctx, "w", time.Minute, 30*time.Second); err == nil || errors.Is(err, queue.ErrNothing) {
 		t.Fatalf("wait with a cancelled context: %v", err)
+	}
+}
+
+// A claim made with a claim id (queue.WithClaimID) records it with the
+// claim: the claim's answer, Show and List carry it, a renewal keeps it,
+// and a later claim of the task, with another id, replaces it. An id that
+// is too long or not printable is bad input.
+func testClaimID(t *testing.T, e *env) {
+	q := e.tasks()
+	add(t, q, protocol.Task{ID: "a", Title: "a"}, protocol.Task{ID: "b", Title: "b"})
+	ctx := queue.WithClaimID(context.Background(), "c-1")
+	got, err := q.WaitClaim(ctx, "w1", 300*time.Millisecond, 0)
+	if err != nil || got.ID != "a" || got.Claim.ID != "c-1" {
+		t.Fatalf("claim with an id: %v %+v", err, got)
+	}
+	if s := show(t, q, "a"); s.Claim == nil || s.Claim.ID != "c-1" {
+		t.Fatalf("show: claim %+v, want id c-1", s.Claim)
+	}
+	if r, err := q.Renew("a", got.Claim.Token, 300*time.Millisecond); err != nil || r.Claim.ID != "c-1" {
+		t.Fatalf("renew: %v, claim %+v, want id c-1 kept", err, r)
+	}
+	ls := list(t, q, queue.ListOptions{Status: []string{protocol.StatusClaimed}, Worker: "w1"})
+	if len(ls) != 1 || ls[0].Claim.ID != "c-1" {
+		t.Fatalf("list: %+v, want a with claim id c-1", ls)
+	}
+	for _, bad := range []string{strings.Repeat("x", queue.MaxClaimID+1), "a b", "é"} {
+		if _, err := q.WaitClaim(queue.WithClaimID(context.Background(), bad), "w1", time.Minute, 0); !badInput(err) {
+			t.Errorf("claim id %q: %v, want bad input", bad, err)
+		}
+	}
+	// After the lease ends, the claim of another call records its own id.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		again, err := q.WaitClaim(queue.WithClaimID(context.Background(), "c-2"), "w2", time.Minute, time.Second)
+		if err == nil && again.ID == "a" {
+			if again.Claim.ID != "c-2" || show(t, q, "a").Claim.ID != "c-2" {
+				t.Fatalf("claim again: %+v, want id c-2", again.Claim)
+			}
+			break
+		}
+		if err == nil { // b first
+			continue
+		}
+		if !errors.Is(err, queue.ErrNothing) || time.Now().After(deadline) {
+			t.Fatalf("claim again: %v", err)
+		}
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 func init() {
 	dial.RegisterPostgres(
-		func(ctx context.Context, url string, oneShot bool) (store.Store, error) {
-			return pgstore.OpenOptions(ctx, url, pgstore.Options{OneShot: oneShot})
+		func(ctx context.Context, url string, o dial.Options) (store.Store, error) {
+			return pgstore.OpenOptions(ctx, url, pgstore.Options{OneShot: o.OneShot, Began: o.Began})
 		},
 		func(ctx context.Context, url string) (int, error) {
 			if err := pgstore.Migrate(ctx, url); err != nil {
