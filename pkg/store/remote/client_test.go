@@ -39,6 +39,22 @@ type tasksOfTeam struct {
 
 func (t tasksOfTeam) Tasks() store.Tasks { return t.wrap(t.Team.Tasks()) }
 
+// serve runs Serve on conn in the background until the test ends, and
+// waits for it then: a Serve left running past its test (its stop reads
+// the test hooks) raced the next test that sets them.
+func serve(t *testing.T, ctx context.Context, conn net.Conn, st store.Store) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Serve(ctx, conn, st)
+	}()
+	t.Cleanup(func() {
+		conn.Close()
+		<-done
+	})
+}
+
 // dyingTasks does the real claim and then cuts the agent's connection
 // before the answer goes out: an agent killed (SIGKILL, OOM, SIGTERM, which
 // hangs up on its clients) between the commit and the reply.
@@ -71,7 +87,7 @@ func TestLostClaimClaimsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, cli := net.Pipe()
-	go Serve(context.Background(), srv, tasksOf{st, func(q store.Tasks) store.Tasks { return dyingTasks{q, func() { srv.Close() }} }})
+	serve(t, context.Background(), srv, tasksOf{st, func(q store.Tasks) store.Tasks { return dyingTasks{q, func() { srv.Close() }} }})
 	c, err := NewClient(cli, Options{Direct: func() (store.Store, error) {
 		return filestore.Open(dir, filestore.Options{NoSync: true}), nil
 	}})
@@ -112,7 +128,7 @@ func TestAgentStopIsNotClientCancel(t *testing.T) {
 	defer st.Close()
 	srv, conn := net.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
-	go Serve(ctx, srv, st)
+	serve(t, ctx, srv, st)
 	c, err := NewClient(conn, Options{Direct: func() (store.Store, error) {
 		return filestore.Open(dir, filestore.Options{NoSync: true}), nil
 	}})
@@ -143,7 +159,7 @@ func TestCanceledAnswerWithBackgroundContext(t *testing.T) {
 	defer st.Close()
 	srv, conn := net.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
-	go Serve(ctx, srv, st)
+	serve(t, ctx, srv, st)
 	c, err := NewClient(conn, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +204,7 @@ func TestUpdateOverUnreadableRecord(t *testing.T) {
 	}
 	spoil()
 	srv, conn := net.Pipe()
-	go Serve(context.Background(), srv, st)
+	serve(t, context.Background(), srv, st)
 	c, err := NewClient(conn, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +251,7 @@ func TestWaitGoesOnDirectlyForWhatIsLeft(t *testing.T) {
 	in := make(chan struct{})
 	srv, conn := net.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
-	go Serve(ctx, srv, tasksOf{st, func(q store.Tasks) store.Tasks { return enteringTasks{q, in} }})
+	serve(t, ctx, srv, tasksOf{st, func(q store.Tasks) store.Tasks { return enteringTasks{q, in} }})
 	var got []time.Duration
 	c, err := NewClient(conn, Options{Direct: func() (store.Store, error) {
 		return tasksOf{filestore.Open(dir, filestore.Options{NoSync: true}), func(q store.Tasks) store.Tasks { return waitsTasks{q, &got} }}, nil

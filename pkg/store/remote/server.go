@@ -46,7 +46,9 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 	// the connection closes, which ends the read loop.
 	closed := make(chan struct{})
 	defer close(closed)
+	stopDone := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		defer close(stopDone)
 		s.mu.Lock()
 		s.stopping = true
 		for _, c := range s.calls {
@@ -72,7 +74,13 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 			}
 		}
 	})
-	defer stop()
+	// A stop under way is waited for: it writes to conn and calls the
+	// test hook, and outlived Serve before (a race in the tests).
+	defer func() {
+		if !stop() {
+			<-stopDone
+		}
+	}()
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	defer func() {
