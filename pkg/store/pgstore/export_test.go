@@ -31,7 +31,9 @@ func OpenCountingOptions(ctx context.Context, url string, trips *atomic.Int64, o
 		if err != nil {
 			return nil, err
 		}
-		return &countingConn{Conn: c, trips: trips, read: true}, nil
+		cc := &countingConn{Conn: c, trips: trips}
+		cc.read.Store(true)
+		return cc, nil
 	}
 	if o.OneShot {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
@@ -39,21 +41,23 @@ func OpenCountingOptions(ctx context.Context, url string, trips *atomic.Int64, o
 	return openConfig(ctx, cfg, o.OneShot)
 }
 
+// countingConn counts round trips: a write after a read starts one. pgx
+// reads in a goroutine of its own (its background reader) while another
+// writes (Close's terminate message), so the flag is atomic.
 type countingConn struct {
 	net.Conn
 	trips *atomic.Int64
-	read  bool // the last call was a read
+	read  atomic.Bool // the last call was a read
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
-	c.read = true
+	c.read.Store(true)
 	return c.Conn.Read(b)
 }
 
 func (c *countingConn) Write(b []byte) (int, error) {
-	if c.read {
+	if c.read.Swap(false) {
 		c.trips.Add(1)
-		c.read = false
 	}
 	return c.Conn.Write(b)
 }
