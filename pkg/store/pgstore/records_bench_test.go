@@ -19,11 +19,12 @@ import (
 //   - heartbeat: 32 workers rewrite their worker records as fast as they
 //     can, each write a commit of its own, as a heartbeat is; it reports
 //     writes/s and the server's CPU per write;
+//
 //   - list1000: one reader lists a team of 1,000 worker records, as a
 //     pg-monitor watch pass and a pg-dash refresh do; it reports the
 //     server's CPU per list.
 //
-//	go test ./pkg/store/pgstore -run '^$' -bench WorkerRecords
+//     go test ./pkg/store/pgstore -run '^$' -bench WorkerRecords
 func BenchmarkWorkerRecords(b *testing.B) {
 	srv := pgtest.Start(b, pgtest.Options{Durable: true})
 	ctx := context.Background()
