@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/store"
@@ -98,13 +99,21 @@ func OpenRemote(ctx context.Context, o RemoteOptions) (store.Store, error) {
 	if o.Off {
 		return private()
 	}
+	began := time.Now()
 	c, err := Open(ctx, OpenOptions{
 		Home: o.Home, URL: o.URL, Env: o.Env,
 		Path: o.Path, Args: []string{o.Name, "agent", fmt.Sprintf("--ready-fd=%d", ReadyFD)},
 		Direct: private,
 	})
 	if err != nil {
-		return private()
+		// The private agent gets what is left of the connect timeout: a
+		// host agent that found the server silent has spent its part.
+		return OpenPipe(ctx, o.Path, []string{o.Name, "agent", StdioArg}, append(env, BeganEnv+"="+strconv.FormatInt(began.UnixNano(), 10)), o.Stderr)
 	}
 	return c, nil
 }
+
+// BeganEnv tells a private agent (StdioArg) when its client began to
+// reach the store, in Unix nanoseconds: its connect timeout counts from
+// then (dial.Options.Began).
+const BeganEnv = "POWERGLIDE_STORE_BEGAN"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -35,7 +36,7 @@ func OpenCountingOptions(ctx context.Context, url string, trips *atomic.Int64, o
 	if o.OneShot {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	return openConfig(ctx, cfg, o.OneShot)
+	return openConfig(ctx, cfg, o.OneShot, time.Time{})
 }
 
 type countingConn struct {
