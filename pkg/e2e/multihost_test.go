@@ -41,12 +41,15 @@ const (
 )
 
 // TestMultiHost runs one team on three hosts that share a PostgreSQL
-// store: each host is a network namespace of its own (and a UTS namespace,
-// so its own hostname) with its own POWERGLIDE_HOME, running pg-monitor
+// store: each host is a network namespace of its own (and a UTS namespace
+// for its hostname, and a pid namespace) with its own POWERGLIDE_HOME, running pg-monitor
 // with two pg-loop workers on a fake model; the server listens on a veth
 // address in the root namespace, reachable from all three. The team has 30
 // tasks with dependencies. Mid-run, while host h2's workers hold claims,
 // h2 is killed whole (every process SIGKILLed, then its link deleted).
+// h2 and h3 share one hostname, as cloned machines do: their monitors
+// tell them apart by the records' host_id, and leave each other's workers
+// alone.
 //
 // The operator's commands are those of README.md's "Across machines": a
 // database made with psql, pg-queue init, pg-queue add, and on each host
@@ -60,6 +63,7 @@ const (
 // surviving workers and monitors end with <POWERGLIDE_DONE>.
 func TestMultiHost(t *testing.T) {
 	lab := newLab(t, 3)
+	lab.Names[1], lab.Names[2] = "twin", "twin"
 	srv := pgtest.Start(t, pgtest.Options{Listen: lab.DB})
 	dir := t.TempDir()
 	doubles, err := filepath.Abs(filepath.Join("..", "..", "testdata", "loop-doubles"))
@@ -327,16 +331,36 @@ func TestMultiHost(t *testing.T) {
 	}
 
 	// No monitor signalled or released another host's worker: the dead
-	// host's workers were only left to their leases.
+	// host's workers were only left to their leases, and the twins left
+	// each other alone. No worker of the run is stale for mhMonitorStale
+	// or dies while its host lives, so no monitor acts at all.
 	for _, m := range ev.monitor {
 		if strings.HasPrefix(m.Worker, vprefix) && m.TS.After(killedAt) {
 			t.Errorf("a monitor acted on the dead host's worker %s after its death: %s %s", m.Worker, m.Action, m.Reason)
+		} else {
+			t.Errorf("a monitor acted on worker %s: %s %s", m.Worker, m.Action, m.Reason)
 		}
+	}
+	// The twins' records: one host name, two host ids.
+	recs, errs := team.Workers().List(ctx)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	ids := map[string]string{}
+	for _, r := range recs {
+		host := strings.SplitN(r.Worker, "-", 2)[0]
+		if r.HostID == "" || (ids[host] != "" && ids[host] != r.HostID) {
+			t.Errorf("worker %s of host %s: host_id %q, want one id per host", r.Worker, host, r.HostID)
+		}
+		ids[host] = r.HostID
+	}
+	if ids["h2"] == ids["h3"] || ids["h1"] == ids["h2"] {
+		t.Errorf("hosts share a host_id: %v", ids)
 	}
 
 	// From outside the hosts, the dashboard and the monitor see the dead
 	// host's workers as stale, the others' as finished.
-	out := mhRun(t, op, "", "pg-dash", "--team", mhTeam, "--once", "--json", "--stale", mhStale)
+	out := mhRun(t, op, "", "pg-dash", "--store", url, "--team", mhTeam, "--once", "--json", "--stale", mhStale)
 	var snap struct {
 		Workers []struct {
 			Worker string `json:"worker"`
@@ -351,7 +375,7 @@ func TestMultiHost(t *testing.T) {
 	var seen []string
 	for _, w := range snap.Workers {
 		seen = append(seen, w.Worker)
-		wantHost := strings.SplitN(w.Worker, "-", 2)[0]
+		wantHost := lab.Names[slices.Index(lab.Hosts, strings.SplitN(w.Worker, "-", 2)[0])]
 		if w.Host != wantHost {
 			t.Errorf("pg-dash: worker %s on host %q, want %q", w.Worker, w.Host, wantHost)
 		}
@@ -363,9 +387,9 @@ func TestMultiHost(t *testing.T) {
 	if want := []string{"h1-1", "h1-2", "h2-1", "h2-2", "h3-1", "h3-2"}; !slices.Equal(seen, want) {
 		t.Errorf("pg-dash shows workers %v, want %v", seen, want)
 	}
-	text := mhRun(t, op, "", "pg-dash", "--team", mhTeam, "--once", "--stale", mhStale)
+	text := mhRun(t, op, "", "pg-dash", "--store", url, "--team", mhTeam, "--once", "--stale", mhStale)
 	t.Logf("pg-dash --once:\n%s", text)
-	out = mhRun(t, op, "", "pg-monitor", "status", "--team", mhTeam, "--stale", mhStale, "--json")
+	out = mhRun(t, op, "", "pg-monitor", "status", "--store", url, "--team", mhTeam, "--stale", mhStale, "--json")
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var s protocol.WorkerStatus
 		if err := json.Unmarshal([]byte(line), &s); err != nil || s.Type != "worker_status" {

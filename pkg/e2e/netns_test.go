@@ -17,7 +17,10 @@ import (
 // lab is a small network of simulated hosts on this machine: one network
 // namespace per host, each with its own eth0 on a bridge in the root
 // namespace, and the root namespace on the same bridge through a veth pair
-// whose address (DB) is where a server for every host listens.
+// whose address (DB) is where a server for every host listens. A host's
+// processes also get a pid namespace of their own, as on another machine
+// (where a pid means another process), and a UTS namespace with their
+// host name.
 //
 //	root ns: DB ── veth ── bridge ── veth ── eth0 (host 1, its own netns)
 //	                          ├───── veth ── eth0 (host 2)
@@ -29,6 +32,7 @@ type lab struct {
 	id     string
 	DB     string   // the server's address in the root namespace
 	Hosts  []string // the hosts' names: h1, h2, ...
+	Names  []string // their host names: Hosts, unless the test makes two alike
 	Addrs  []string // their eth0 addresses
 	netns  []string // their namespaces
 	links  []string // their veth ends in the root namespace
@@ -105,6 +109,7 @@ func newLab(t *testing.T, n int) *lab {
 		}
 		l.links = append(l.links, link)
 		l.Hosts = append(l.Hosts, host)
+		l.Names = append(l.Names, host)
 		l.Addrs = append(l.Addrs, addr)
 	}
 	return l
@@ -132,11 +137,14 @@ func (l *lab) ip(args ...string) error {
 	return nil
 }
 
-// Command runs argv on host i (0-based): in its network namespace and in
-// a UTS namespace of its own whose hostname is the host's name, so the
-// tools' records say which host they ran on.
+// Command runs argv on host i (0-based): in its network namespace, in a
+// UTS namespace of its own whose hostname is Names[i], so the tools'
+// records say which host they ran on, and in a pid namespace of its own
+// (with its /proc), whose first process, the shell, reaps orphans and
+// whose end ends every process left in it.
 func (l *lab) Command(ctx context.Context, i int, argv ...string) *exec.Cmd {
-	args := append([]string{"netns", "exec", l.netns[i], "unshare", "--uts", "--", "sh", "-c", `hostname "$0" && exec "$@"`, l.Hosts[i]}, argv...)
+	args := append([]string{"netns", "exec", l.netns[i], "unshare", "--uts", "--pid", "--fork", "--mount-proc", "--",
+		"sh", "-c", `hostname "$0" && "$@"`, l.Names[i]}, argv...)
 	cmd := exec.CommandContext(ctx, "ip", args...)
 	// Its own process group, so a signal to the test's group (Ctrl-C)
 	// does not reach it before the test has stopped it.

@@ -56,7 +56,10 @@ The claimed tasks of a dead worker are released through pg-queue (with their fen
 once. Every action is appended to events.jsonl with its reason.
 With --store postgres://... the worker records and the journal live in PostgreSQL, shared by
 hosts: each pg-monitor signals only processes of its own host, and reports another host's
-workers (stale once their heartbeat is old) without acting on them; their leases expire.
+workers (stale once their heartbeat is old) without acting on them; their leases expire. A record
+is this host's when its host_id (the kernel's boot id and the pid namespace, hashed) is this
+process's, so hosts that share a hostname are told apart; a record without one, when its host is
+this hostname. The records' times reach each reader in its own clock (measured by the server).
 
 Several watchers may run at once (a run supervisor, cron, a person): a pass holds an flock on
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each

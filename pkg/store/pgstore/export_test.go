@@ -61,3 +61,6 @@ func (c *countingConn) Write(b []byte) (int, error) {
 // OnWait has f called whenever a waiting claim of s is about to block
 // (after it listens and has looked for a task once more).
 func OnWait(s *Store, f func()) { s.onWait = f }
+
+// SetClock makes f the clock of s's host (a host whose clock is off).
+func SetClock(s *Store, f func() time.Time) { s.clock = f }

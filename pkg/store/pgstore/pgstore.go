@@ -57,6 +57,16 @@ type Store struct {
 	wakes wakeups
 	// onWait, for tests, is called when a waiting claim starts to wait.
 	onWait func()
+	// clock is this host's clock, for worker records' times (clock.go);
+	// nil: time.Now. Tests set a clock that is off.
+	clock func() time.Time
+}
+
+func (s *Store) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
 }
 
 var _ store.Store = (*Store)(nil)

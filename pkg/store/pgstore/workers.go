@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -38,15 +39,19 @@ func (w *workers) Read(ctx context.Context, worker string) (*protocol.Worker, er
 		return nil, badName(err)
 	}
 	var b []byte
-	err := w.s.pool.QueryRow(ctx, `SELECT record FROM workers WHERE team = $1 AND worker = $2 AND record IS NOT NULL`,
-		w.team, worker).Scan(&b)
+	var writer *int64
+	var reader int64
+	err := w.s.pool.QueryRow(ctx, `SELECT record, clock_lag_ms, `+lagSQL(3)+` FROM workers WHERE team = $1 AND worker = $2 AND record IS NOT NULL`,
+		w.team, worker, w.s.now()).Scan(&b, &writer, &reader)
 	if isNoRows(err) {
 		return nil, fmt.Errorf("worker %s of team %s: %w", worker, w.team, fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return decodeWorker(worker, b)
+	rec, err := decodeWorker(worker, b)
+	inReaderClock(rec, writer, reader)
+	return rec, err
 }
 
 // Update changes a record under its row lock: the row is made first when
@@ -61,12 +66,16 @@ func (w *workers) Update(ctx context.Context, worker string, fn func(old *protoc
 			return err
 		}
 		var b []byte
-		if err := tx.QueryRow(ctx, `SELECT record FROM workers WHERE team = $1 AND worker = $2 FOR UPDATE`, w.team, worker).Scan(&b); err != nil {
+		var writer *int64
+		var reader int64
+		if err := tx.QueryRow(ctx, `SELECT record, clock_lag_ms, `+lagSQL(3)+` FROM workers WHERE team = $1 AND worker = $2 FOR UPDATE`,
+			w.team, worker, w.s.now()).Scan(&b, &writer, &reader); err != nil {
 			return err
 		}
 		var old *protocol.Worker
 		if b != nil {
 			old, _ = decodeWorker(worker, b) // unreadable: nil, a heartbeat must go through
+			inReaderClock(old, writer, reader)
 		}
 		rec, err := fn(old)
 		if err != nil || rec == nil {
@@ -77,7 +86,7 @@ func (w *workers) Update(ctx context.Context, worker string, fn func(old *protoc
 			return &queue.InputError{Index: -1, Msg: fmt.Sprintf("worker record of %q written as %q", worker, rec.Worker)}
 		}
 		out = rec
-		return write(ctx, tx, w.team, rec)
+		return write(ctx, tx, w.team, rec, w.s.now)
 	})
 	if err != nil {
 		return nil, err
@@ -85,8 +94,9 @@ func (w *workers) Update(ctx context.Context, worker string, fn func(old *protoc
 	return out, nil
 }
 
-// write stores a record.
-func write(ctx context.Context, db querier, team string, rec *protocol.Worker) error {
+// write stores a record, with the lag of the writer's clock (now), and
+// the heartbeat_at column in the server's clock.
+func write(ctx context.Context, db querier, team string, rec *protocol.Worker, now func() time.Time) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -95,10 +105,10 @@ func write(ctx context.Context, db querier, team string, rec *protocol.Worker) e
 	if !rec.HeartbeatAt.IsZero() {
 		hb = rec.HeartbeatAt
 	}
-	_, err = db.Exec(ctx, `INSERT INTO workers (team, worker, host, heartbeat_at, record, updated_at)
-		VALUES ($1, $2, $3, $4, $5::json, now())
+	_, err = db.Exec(ctx, `INSERT INTO workers (team, worker, host, heartbeat_at, record, updated_at, clock_lag_ms)
+		VALUES ($1, $2, $3, $4::timestamptz + (statement_timestamp() - $6::timestamptz), $5::json, now(), `+lagSQL(6)+`)
 		ON CONFLICT (team, worker) DO UPDATE SET host = excluded.host, heartbeat_at = excluded.heartbeat_at,
-			record = excluded.record, updated_at = now()`, team, rec.Worker, rec.Host, hb, string(b))
+			record = excluded.record, updated_at = now(), clock_lag_ms = excluded.clock_lag_ms`, team, rec.Worker, rec.Host, hb, string(b), now())
 	return err
 }
 
@@ -107,22 +117,26 @@ func (w *workers) Write(ctx context.Context, rec *protocol.Worker) error {
 	if err := teamdir.ValidName("worker", rec.Worker); err != nil {
 		return badName(err)
 	}
-	return write(ctx, w.s.pool, w.team, rec)
+	return write(ctx, w.s.pool, w.team, rec, w.s.now)
 }
 
 // List returns every record, sorted as teamdir.WorkerLess sorts names.
 func (w *workers) List(ctx context.Context) ([]*protocol.Worker, []error) {
-	rows, _ := w.s.pool.Query(ctx, `SELECT worker, record FROM workers WHERE team = $1 AND record IS NOT NULL`, w.team)
+	rows, _ := w.s.pool.Query(ctx, `SELECT worker, record, clock_lag_ms, `+lagSQL(2)+` FROM workers WHERE team = $1 AND record IS NOT NULL`,
+		w.team, w.s.now())
 	var out []*protocol.Worker
 	var errs []error
 	var name string
 	var b []byte
-	_, err := pgx.ForEachRow(rows, []any{&name, &b}, func() error {
+	var writer *int64
+	var reader int64
+	_, err := pgx.ForEachRow(rows, []any{&name, &b, &writer, &reader}, func() error {
 		rec, err := decodeWorker(name, b)
 		if err != nil {
 			errs = append(errs, err)
 			return nil
 		}
+		inReaderClock(rec, writer, reader)
 		out = append(out, rec)
 		return nil
 	})
