@@ -13,7 +13,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
-// BenchmarkWorkerRecords: the store load of a big team besides its task
+// BenchmarkWorkerRecordLoad: the store load of a big team besides its task
 // changes (docs/scaling.md), on a server with fsync on:
 //
 //   - heartbeat: 32 workers rewrite their worker records as fast as they
@@ -24,8 +24,8 @@ import (
 //     pg-monitor watch pass and a pg-dash refresh do; it reports the
 //     server's CPU per list.
 //
-//     go test ./pkg/store/pgstore -run '^$' -bench WorkerRecords
-func BenchmarkWorkerRecords(b *testing.B) {
+//     go test ./pkg/store/pgstore -run '^$' -bench WorkerRecordLoad
+func BenchmarkWorkerRecordLoad(b *testing.B) {
 	srv := pgtest.Start(b, pgtest.Options{Durable: true})
 	ctx := context.Background()
 	open := func(b *testing.B) *pgstore.Store {
