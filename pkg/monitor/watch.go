@@ -227,7 +227,7 @@ func (w *Watcher) Statuses(ctx context.Context) ([]Status, []error) {
 func (w *Watcher) status(r *protocol.Worker, v Verdict, st *State) Status {
 	s := Status{
 		Type: "worker_status", Worker: r.Worker, Liveness: string(v.Liveness), Reason: v.Reason,
-		PID: r.PID, Host: r.Host, State: r.State, Task: r.Task, Step: r.Step,
+		PID: r.PID, Host: r.Host, HostID: r.HostID, State: r.State, Task: r.Task, Step: r.Step,
 		HeartbeatAt: r.HeartbeatAt, HeartbeatAgeS: secs(v.HeartbeatAge), ProgressAgeS: secs(v.ProgressAge),
 		Usage: r.Usage, Spent: r.Spent,
 	}

@@ -11,6 +11,7 @@ type WorkerStatus struct {
 	Reason        string    `json:"reason" jsonschema:"description=why the worker has this liveness"`
 	PID           int       `json:"pid"`
 	Host          string    `json:"host,omitempty"`
+	HostID        string    `json:"host_id,omitempty" jsonschema:"description=the record's host_id: the monitor checks and signals pid only when it is its own"`
 	State         string    `json:"state"`
 	Task          string    `json:"task,omitempty"`
 	Step          int       `json:"step"`

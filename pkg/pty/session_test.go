@@ -303,10 +303,7 @@ func TestStoppedHolder(t *testing.T) {
 	s := newStore(t)
 	st := startSession(t, s, "stopped", nil, "cat")
 	s.CallTimeout, s.ProbeTimeout = 500*time.Millisecond, 500*time.Millisecond
-	if err := syscall.Kill(st.HolderPID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Kill(st.HolderPID, syscall.SIGCONT)
+	stopHolder(t, st.HolderPID)
 	ctx := context.Background()
 	want := fmt.Sprintf("holder pid %d not responding", st.HolderPID)
 	if err := s.Send(ctx, "stopped", []byte("x"), nil); !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), want) {
@@ -336,25 +333,45 @@ func TestStoppedHolder(t *testing.T) {
 	expect(t, s, "stopped", "hello")
 }
 
+// stopHolder sends SIGSTOP to a holder and waits until every one of its
+// threads is stopped (continued again at the end of the test). The stop is
+// not at once: the kernel wakes one thread to take the signal, and until
+// that thread has run, the others go on, and may still answer a request
+// sent after the kill (TestStoppedHolder's send succeeded, 2 runs in 60 on
+// a loaded machine).
+func stopHolder(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	tasks := fmt.Sprintf("/proc/%d/task", pid)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		ids, err := os.ReadDir(tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := len(ids) > 0
+		for _, id := range ids {
+			b, err := os.ReadFile(filepath.Join(tasks, id.Name(), "stat"))
+			s, perr := proc.ParseStat(b)
+			stopped = stopped && err == nil && perr == nil && s.State == 'T'
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holder %d: not every thread stopped 30 s after SIGSTOP", pid)
+		}
+	}
+}
+
 // Killing a session whose holder is stopped continues the holder, so it
 // records the end at once instead of kill waiting for it in vain.
 func TestKillStoppedHolder(t *testing.T) {
 	s := newStore(t)
 	st := startSession(t, s, "stopped", nil, "cat")
-	if err := syscall.Kill(st.HolderPID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Kill(st.HolderPID, syscall.SIGCONT)
-	// Wait until the kernel shows it stopped, as kill would find it.
-	for i := 0; ; i++ {
-		if state, _ := proc.State(st.HolderPID); state == "T" {
-			break
-		}
-		if i > 200 {
-			t.Fatal("the holder never showed as stopped")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	stopHolder(t, st.HolderPID)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	end, err := s.Kill(ctx, "stopped", syscall.SIGKILL, 0)
