@@ -2,11 +2,14 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/store"
@@ -21,7 +24,11 @@ const StdioArg = "--stdio"
 // should ask it to serve on its stdin and stdout) and returns a client
 // over the pipes. Closing the client ends the coprocess.
 func OpenPipe(ctx context.Context, path string, args, env []string, stderr io.Writer) (*remote.Client, error) {
-	cmd := &exec.Cmd{Path: path, Args: args, Env: env, Stderr: stderr}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	held := &heldStderr{out: stderr}
+	cmd := &exec.Cmd{Path: path, Args: args, Env: env, Stderr: held}
 	w, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -39,9 +46,72 @@ func OpenPipe(ctx context.Context, path string, args, env []string, stderr io.Wr
 	pw.Close()
 	c, err := remote.NewClient(&pipeConn{r: pr, w: w.(*os.File), cmd: cmd}, remote.Options{HelloTimeout: 30 * time.Second})
 	if err != nil {
+		// The agent ended (NewClient waited for it): its error, such as
+		// a server out of reach, is the one to report, once.
+		if e := held.agentError(cmd.ProcessState); e != nil {
+			err = e
+		}
+		held.release()
 		return nil, err
 	}
+	held.release()
 	return c, nil
+}
+
+// heldStderr holds a private agent's stderr until its hello, so that the
+// error of an agent that could not open the store becomes the client's
+// error instead of a line of its own; then it passes everything on.
+type heldStderr struct {
+	mu       sync.Mutex
+	out      io.Writer
+	buf      []byte
+	released bool
+}
+
+func (h *heldStderr) Write(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return h.out.Write(b)
+	}
+	h.buf = append(h.buf, b...)
+	return len(b), nil
+}
+
+// agentError takes the last line of an agent that exited with an error,
+// "pg-queue: error: MSG", out of what is held and returns MSG as an
+// error: a timeout (exit 124) still is one (context.DeadlineExceeded).
+func (h *heldStderr) agentError(ps *os.ProcessState) error {
+	if ps == nil || ps.ExitCode() <= 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	text := strings.TrimRight(string(h.buf), "\n")
+	i := strings.LastIndexByte(text, '\n') + 1
+	_, msg, ok := strings.Cut(text[i:], ": error: ")
+	if !ok {
+		return nil
+	}
+	h.buf = []byte(text[:i])
+	if ps.ExitCode() == 124 {
+		return &agentTimeout{msg}
+	}
+	return errors.New(msg)
+}
+
+// agentTimeout is the error of an agent that exited with 124.
+type agentTimeout struct{ msg string }
+
+func (e *agentTimeout) Error() string { return e.msg }
+func (e *agentTimeout) Unwrap() error { return context.DeadlineExceeded }
+
+// release passes on what is held, and from now on everything.
+func (h *heldStderr) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.out.Write(h.buf)
+	h.buf, h.released = nil, true
 }
 
 // pipeConn is a coprocess's stdout and stdin as one connection.
