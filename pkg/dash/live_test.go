@@ -204,7 +204,8 @@ func TestStopWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, Options{Dir: d, Host: proc.Host{Name: "this-host"}, Alive: proc.Matches}, 100, 30)
-	h.waitFor("retry-after", "▸ 1  executing")
+	// Two hosts: the table has a HOST column.
+	h.waitFor("retry-after", "▸ 1  this-host    executing", "  3  fixture-host paused")
 
 	// Any key but y cancels.
 	h.keys("x")
@@ -245,7 +246,7 @@ func TestStopWorker(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("process not stopped")
 	}
-	h.waitFor("▸ 1  dead")
+	h.waitFor("▸ 1  this-host    dead")
 	// The stop is in the team's journal, with who asked for it (the
 	// refused ones are not).
 	b, _ := os.ReadFile(d.Events())

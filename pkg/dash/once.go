@@ -177,7 +177,13 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 	if len(rec.Workers) == 0 {
 		b.WriteString("no workers\n")
 	} else {
-		fmt.Fprintln(tw, "WORKER\tSTATE\tTASK\tSTEP\tTOKENS\tCOST\tBEAT\tVELOCITY")
+		// HOST only when the team runs on more than one.
+		manyHosts := len(Hosts(rec.Workers, func(w WorkerRecord) string { return w.Host })) > 1
+		if manyHosts {
+			fmt.Fprintln(tw, "WORKER\tHOST\tSTATE\tTASK\tSTEP\tTOKENS\tCOST\tBEAT\tVELOCITY")
+		} else {
+			fmt.Fprintln(tw, "WORKER\tSTATE\tTASK\tSTEP\tTOKENS\tCOST\tBEAT\tVELOCITY")
+		}
 		for _, wr := range rec.Workers {
 			state := wr.State
 			switch {
@@ -202,7 +208,15 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 					beat += " STALE"
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%g\n", wr.Worker, state, termtext.Cut(task, 60), wr.Step, Tokens(wr.Tokens), Cost(wr.CostUSD), beat, wr.Velocity)
+			worker := wr.Worker
+			if manyHosts {
+				host := termtext.Line(wr.Host)
+				if host == "" {
+					host = "-"
+				}
+				worker += "\t" + host
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%g\n", worker, state, termtext.Cut(task, 60), wr.Step, Tokens(wr.Tokens), Cost(wr.CostUSD), beat, wr.Velocity)
 		}
 		tw.Flush()
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -440,4 +441,17 @@ func BudgetLine(tb *protocol.TeamBudget) string {
 		line += ", no limit"
 	}
 	return line
+}
+
+// Hosts are the distinct host names of workers, in order of first
+// appearance: pg-dash shows a HOST column only when there are two or
+// more (a team across machines, on a PostgreSQL store).
+func Hosts[W any](workers []W, host func(W) string) []string {
+	var out []string
+	for _, w := range workers {
+		if h := host(w); h != "" && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }

@@ -292,6 +292,7 @@ func (t WorkersTable) Render(width, height int) string {
 	idW = min(idW, 8)
 	cols := []column{
 		{"ID", idW, false, 9},
+		{"HOST", 0, false, 1}, // only for a team on several hosts; dropped first
 		{"STATE", 10, false, 9},
 		{"TASK", 0, false, 8}, // flexible
 		{"STEP", 5, true, 4},
@@ -299,6 +300,11 @@ func (t WorkersTable) Render(width, height int) string {
 		{"COST", 7, true, 3},
 		{"BEAT", 6, true, 7},
 		{"VEL", 5, true, 2},
+	}
+	if hosts := Hosts(t.Workers, func(w WorkerInfo) string { return w.Host }); len(hosts) > 1 {
+		cols[1].width = hostWidth(hosts)
+	} else {
+		cols = append(cols[:1], cols[2:]...)
 	}
 	const minTask = 12
 	// Drop low-priority columns until the rest fit.
@@ -345,6 +351,15 @@ func (t WorkersTable) Render(width, height int) string {
 	return b.String()
 }
 
+// hostWidth is the HOST column's width: the longest name, 4 to 12.
+func hostWidth(hosts []string) int {
+	w := 4
+	for _, h := range hosts {
+		w = max(w, width(termtext.Line(h)))
+	}
+	return min(w, 12)
+}
+
 func (t WorkersTable) row(w WorkerInfo, cols []column, sel bool, width int) string {
 	age := t.Now.Sub(w.HeartbeatAt)
 	stale := !w.HeartbeatAt.IsZero() && (age > t.Stale || w.BeatFuture(t.Now)) && !w.Finished()
@@ -368,6 +383,8 @@ func (t WorkersTable) row(w WorkerInfo, cols []column, sel bool, width int) stri
 		switch c.title {
 		case "ID":
 			s = stBold.Render(cell(w.Worker.Worker, c.width))
+		case "HOST":
+			s = stDim.Render(cell(termtext.Line(w.Host), c.width))
 		case "STATE":
 			s = stateStyle(state).Render(cell(state, c.width))
 		case "TASK":

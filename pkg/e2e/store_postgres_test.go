@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +37,7 @@ func storeScripts(t *testing.T, srv *pgtest.Server) {
 }
 
 // withDatabase gives every script a database of its own on srv, its URL
-// in the environment variable name.
+// in the environment variable name, and the server's host:port in PG_ADDR.
 func withDatabase(p testscript.Params, srv *pgtest.Server, name string) testscript.Params {
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
@@ -49,6 +51,7 @@ func withDatabase(p testscript.Params, srv *pgtest.Server, name string) testscri
 			return err
 		}
 		env.Setenv(name, url)
+		env.Setenv("PG_ADDR", net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port))) // the server, for URLs of other roles and databases
 		return nil
 	}
 	return p

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/cli"
@@ -73,7 +74,11 @@ func (c *AgentCmd) run(rt *cli.Runtime, ready *os.File) error {
 		return cli.Usagef("agent: the store agent serves PostgreSQL stores; the file store needs none")
 	}
 	if c.Stdio {
-		st, err := dial.FromConfig(rt.Ctx, cfg, dial.Options{})
+		var o dial.Options
+		if ns, err := strconv.ParseInt(rt.IO.Getenv(agent.BeganEnv), 10, 64); err == nil {
+			o.Began = time.Unix(0, ns)
+		}
+		st, err := dial.FromConfig(rt.Ctx, cfg, o)
 		if err != nil {
 			return err
 		}

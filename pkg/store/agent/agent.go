@@ -72,15 +72,25 @@ func Build(exe string) string {
 	return fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
 }
 
-// Host identifies this host: its name and its network namespace. A data
-// root shared between machines (an NFS home) or between network
-// namespaces gives each its own agent, instead of one socket path that
-// the agents of all of them keep replacing.
+// Host identifies this host: its name, its running kernel (the boot id)
+// and its network namespace. A data root shared between machines (an NFS
+// home) or between network namespaces gives each its own agent, instead of
+// one socket path that the agents of all of them keep replacing. The name
+// alone is not enough: cloned machines share it, and the first network
+// namespace has the same number on every Linux; the boot id is random at
+// every boot of every kernel.
 var Host = sync.OnceValue(func() string {
 	name, _ := os.Hostname()
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	ns, _ := os.Readlink("/proc/self/ns/net")
-	return name + "\x00" + ns
+	return hostKey(name, string(boot), ns)
 })
+
+// hostKey is Host's value for a host named name, whose kernel has boot id
+// boot, in network namespace ns.
+func hostKey(name, boot, ns string) string {
+	return name + "\x00" + strings.TrimSpace(boot) + "\x00" + ns
+}
 
 // SocketPath is the socket of the agent of url, run from the program
 // exe, under home.

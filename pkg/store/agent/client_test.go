@@ -279,7 +279,7 @@ func TestUpgradedBinaryStartsItsOwnAgent(t *testing.T) {
 
 // TestHostsGetAgentsOfTheirOwn: a data root shared between hosts (an NFS
 // home), or between network namespaces, names another agent on each: the
-// key holds the host name and the network namespace.
+// key holds the host name, the boot id and the network namespace.
 func TestHostsGetAgentsOfTheirOwn(t *testing.T) {
 	needRoot(t)
 	home := withHome(t, time.Minute)

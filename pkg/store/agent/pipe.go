@@ -2,10 +2,14 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/store"
@@ -20,7 +24,11 @@ const StdioArg = "--stdio"
 // should ask it to serve on its stdin and stdout) and returns a client
 // over the pipes. Closing the client ends the coprocess.
 func OpenPipe(ctx context.Context, path string, args, env []string, stderr io.Writer) (*remote.Client, error) {
-	cmd := &exec.Cmd{Path: path, Args: args, Env: env, Stderr: stderr}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	held := &heldStderr{out: stderr}
+	cmd := &exec.Cmd{Path: path, Args: args, Env: env, Stderr: held}
 	w, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -38,9 +46,72 @@ func OpenPipe(ctx context.Context, path string, args, env []string, stderr io.Wr
 	pw.Close()
 	c, err := remote.NewClient(&pipeConn{r: pr, w: w.(*os.File), cmd: cmd}, remote.Options{HelloTimeout: 30 * time.Second})
 	if err != nil {
+		// The agent ended (NewClient waited for it): its error, such as
+		// a server out of reach, is the one to report, once.
+		if e := held.agentError(cmd.ProcessState); e != nil {
+			err = e
+		}
+		held.release()
 		return nil, err
 	}
+	held.release()
 	return c, nil
+}
+
+// heldStderr holds a private agent's stderr until its hello, so that the
+// error of an agent that could not open the store becomes the client's
+// error instead of a line of its own; then it passes everything on.
+type heldStderr struct {
+	mu       sync.Mutex
+	out      io.Writer
+	buf      []byte
+	released bool
+}
+
+func (h *heldStderr) Write(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return h.out.Write(b)
+	}
+	h.buf = append(h.buf, b...)
+	return len(b), nil
+}
+
+// agentError takes the last line of an agent that exited with an error,
+// "pg-queue: error: MSG", out of what is held and returns MSG as an
+// error: a timeout (exit 124) still is one (context.DeadlineExceeded).
+func (h *heldStderr) agentError(ps *os.ProcessState) error {
+	if ps == nil || ps.ExitCode() <= 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	text := strings.TrimRight(string(h.buf), "\n")
+	i := strings.LastIndexByte(text, '\n') + 1
+	_, msg, ok := strings.Cut(text[i:], ": error: ")
+	if !ok {
+		return nil
+	}
+	h.buf = []byte(text[:i])
+	if ps.ExitCode() == 124 {
+		return &agentTimeout{msg}
+	}
+	return errors.New(msg)
+}
+
+// agentTimeout is the error of an agent that exited with 124.
+type agentTimeout struct{ msg string }
+
+func (e *agentTimeout) Error() string { return e.msg }
+func (e *agentTimeout) Unwrap() error { return context.DeadlineExceeded }
+
+// release passes on what is held, and from now on everything.
+func (h *heldStderr) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.out.Write(h.buf)
+	h.buf, h.released = nil, true
 }
 
 // pipeConn is a coprocess's stdout and stdin as one connection.
@@ -98,13 +169,21 @@ func OpenRemote(ctx context.Context, o RemoteOptions) (store.Store, error) {
 	if o.Off {
 		return private()
 	}
+	began := time.Now()
 	c, err := Open(ctx, OpenOptions{
 		Home: o.Home, URL: o.URL, Env: o.Env,
 		Path: o.Path, Args: []string{o.Name, "agent", fmt.Sprintf("--ready-fd=%d", ReadyFD)},
 		Direct: private,
 	})
 	if err != nil {
-		return private()
+		// The private agent gets what is left of the connect timeout: a
+		// host agent that found the server silent has spent its part.
+		return OpenPipe(ctx, o.Path, []string{o.Name, "agent", StdioArg}, append(env, BeganEnv+"="+strconv.FormatInt(began.UnixNano(), 10)), o.Stderr)
 	}
 	return c, nil
 }
+
+// BeganEnv tells a private agent (StdioArg) when its client began to
+// reach the store, in Unix nanoseconds: its connect timeout counts from
+// then (dial.Options.Began).
+const BeganEnv = "POWERGLIDE_STORE_BEGAN"

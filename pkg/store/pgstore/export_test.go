@@ -38,7 +38,7 @@ func OpenCountingOptions(ctx context.Context, url string, trips *atomic.Int64, o
 	if o.OneShot {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	return openConfig(ctx, cfg, o.OneShot)
+	return openConfig(ctx, cfg, o.OneShot, time.Time{})
 }
 
 // countingConn counts round trips: a write after a read starts one. pgx

@@ -107,12 +107,11 @@ func OpenOptions(ctx context.Context, url string, o Options) (store.Store, error
 	if o.OneShot && !strings.Contains(url, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
+	var connectBy time.Time
 	if d := cfg.ConnConfig.ConnectTimeout; !o.Began.IsZero() && d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, o.Began.Add(d))
-		defer cancel()
+		connectBy = o.Began.Add(d)
 	}
-	s, err := openConfig(ctx, cfg, o.OneShot)
+	s, err := openConfig(ctx, cfg, o.OneShot, connectBy)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +124,12 @@ func OpenStore(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openConfig(ctx, cfg, false)
+	return openConfig(ctx, cfg, false, time.Time{})
 }
 
-func openConfig(ctx context.Context, cfg *pgxpool.Config, oneShot bool) (*Store, error) {
+// openConfig opens the pool and connects, by connectBy when it is set;
+// a store that is not one-shot then brings the schema up to date.
+func openConfig(ctx context.Context, cfg *pgxpool.Config, oneShot bool, connectBy time.Time) (*Store, error) {
 	s := &Store{cfg: cfg, oneShot: oneShot}
 	if oneShot {
 		cfg.PrepareConn = s.prepareConn
@@ -138,16 +139,21 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, oneShot bool) (*Store,
 		return nil, connectErr(cfg, err)
 	}
 	s.pool = pool
-	if oneShot {
-		// Connect now, so that a server out of reach fails Open; the
-		// schema is checked later (prepareConn, guarded).
-		c, err := pool.Acquire(withOwnCheck(ctx))
-		if err != nil {
-			pool.Close()
-			return nil, openErr(cfg, err)
-		}
-		c.Release()
-	} else {
+	// Connect now, so that a server out of reach fails Open; a one-shot
+	// store checks the schema later (prepareConn, guarded).
+	cctx := ctx
+	if !connectBy.IsZero() {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithDeadline(ctx, connectBy)
+		defer cancel()
+	}
+	c, err := pool.Acquire(withOwnCheck(cctx))
+	if err != nil {
+		pool.Close()
+		return nil, openErr(cfg, err)
+	}
+	c.Release()
+	if !oneShot {
 		if _, err := migrate(ctx, pool); err != nil {
 			pool.Close()
 			return nil, openErr(cfg, err)
