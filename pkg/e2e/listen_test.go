@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"net"
-	"sync"
 
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -15,32 +15,15 @@ func cmdListen(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 || (args[1] != "refuse" && args[1] != "silent") {
 		ts.Fatalf("usage: listen VAR refuse|silent")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	ts.Check(err)
-	ts.Setenv(args[0], l.Addr().String())
 	if args[1] == "refuse" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		ts.Check(err)
+		ts.Setenv(args[0], l.Addr().String())
 		ts.Check(l.Close())
 		return
 	}
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	ts.Defer(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
+	addr, stop, err := pgtest.Silent()
+	ts.Check(err)
+	ts.Setenv(args[0], addr)
+	ts.Defer(stop)
 }

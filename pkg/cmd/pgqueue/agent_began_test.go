@@ -3,7 +3,6 @@ package pgqueue
 import (
 	"bytes"
 	"context"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/store/agent"
+	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
 // TestPrivateAgentConnectsByBegan: a private store agent (pg-queue agent
@@ -18,29 +18,16 @@ import (
 // server) gets only what is left of the connect timeout its client began
 // (agent.BeganEnv), not all of it again.
 func TestPrivateAgentConnectsByBegan(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	addr, stop, err := pgtest.Silent() // accepts, never answers
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	go func() {
-		var held []net.Conn
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				for _, c := range held {
-					c.Close()
-				}
-				return
-			}
-			held = append(held, c)
-		}
-	}()
+	defer stop()
 	home := t.TempDir()
 	began := time.Now().Add(-29 * time.Second)
 	var out, errb bytes.Buffer
 	io := cli.Test(strings.NewReader(""), &out, &errb, "HOME="+home, "POWERGLIDE_HOME="+home,
-		"POWERGLIDE_STORE=postgres://u@"+l.Addr().String()+"/pg?connect_timeout=30",
+		"POWERGLIDE_STORE=postgres://u@"+addr+"/pg?connect_timeout=30",
 		agent.BeganEnv+"="+strconv.FormatInt(began.UnixNano(), 10))
 	start := time.Now()
 	code := cli.Run(context.Background(), Spec(), []string{"agent", "--stdio"}, io)

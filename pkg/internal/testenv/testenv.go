@@ -36,3 +36,15 @@ func Need(t testing.TB, hint string, programs ...string) {
 		}
 	}
 }
+
+// Unavailable skips the test, or fails it under CI=true, when what it
+// needs of the machine (a namespace, a kernel feature) could not be had:
+// err says why.
+func Unavailable(t testing.TB, what string, err error) {
+	t.Helper()
+	if CI() {
+		t.Fatalf("%s: %v; under CI=true a test that needs it fails instead of skipping", what, err)
+	} else {
+		t.Skipf("%s: %v", what, err)
+	}
+}

@@ -492,18 +492,24 @@ func TestOpenRemote(t *testing.T) {
 	}
 }
 
-// An agent that cannot open its store says so on the readiness pipe and
-// exits; the command connects directly, and so do the commands behind it
-// for a while, without each starting (and waiting for) another agent.
-func TestStartFails(t *testing.T) {
-	home := withHome(t, time.Minute)
+// refusedURL is a PostgreSQL URL of a local port nothing listens on.
+func refusedURL(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close() // nothing listens there now
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=5", port)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=5", port)
+}
+
+// An agent that cannot open its store says so on the readiness pipe and
+// exits; the command connects directly, and so do the commands behind it
+// for a while, without each starting (and waiting for) another agent.
+func TestStartFails(t *testing.T) {
+	home := withHome(t, time.Minute)
+	url := refusedURL(t)
 	for i := range 3 {
 		_, err := agent.Open(context.Background(), options(url))
 		if err == nil {

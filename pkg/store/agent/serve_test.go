@@ -48,17 +48,11 @@ func TestListenFailsBeforeOpen(t *testing.T) {
 // hello: it connects directly, as the commands after it do.
 func TestOpenFailsLeavesNoSocket(t *testing.T) {
 	home := withHome(t, time.Minute)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close() // nothing listens there now
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=5", port)
+	url := refusedURL(t)
 	path := socketPath(home, url)
 	const helloWait = time.Minute
 	client := make(chan error, 1)
-	err = agent.Serve(context.Background(), agent.ServeOptions{
+	err := agent.Serve(context.Background(), agent.ServeOptions{
 		Home: home, URL: url, Env: os.Environ(),
 		Open: func(ctx context.Context) (store.Store, error) {
 			// A command comes while the agent opens the store: it finds

@@ -29,27 +29,12 @@ func refusedAddr(t *testing.T) string {
 // silentAddr is a local listener that accepts connections and never
 // answers, closed when the test ends.
 func silentAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := pgtest.Silent()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var held []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				for _, c := range held {
-					c.Close()
-				}
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	t.Cleanup(func() { l.Close(); <-done })
-	return l.Addr().String()
+	t.Cleanup(stop)
+	return addr
 }
 
 // openErr opens url as pg-queue does (one-shot) and as the other tools do,

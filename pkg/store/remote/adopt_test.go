@@ -60,25 +60,13 @@ func TestLostClaimAdoptsItsOwn(t *testing.T) {
 				t.Fatal(err)
 			}
 			agentSide, clientSide := socketPair(t)
-			served := make(chan struct{})
-			go func() {
-				defer close(served)
-				Serve(context.Background(), agentSide, tasksOf{st, func(q store.Tasks) store.Tasks {
-					return claimThenDie{q, func(ctx context.Context, worker string, lease time.Duration) (*protocol.Task, error) {
-						defer agentSide.Close()
-						return tc.claim(q, ctx, worker, lease)
-					}}
-				}})
-			}()
-			c, err := NewClient(clientSide.(Conn), Options{Direct: open})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { c.Close(); <-served }()
-			ct, err := c.Team("t")
-			if err != nil {
-				t.Fatal(err)
-			}
+			serve(t, context.Background(), agentSide, tasksOf{st, func(q store.Tasks) store.Tasks {
+				return claimThenDie{q, func(ctx context.Context, worker string, lease time.Duration) (*protocol.Task, error) {
+					defer agentSide.Close()
+					return tc.claim(q, ctx, worker, lease)
+				}}
+			}})
+			ct := clientTeam(t, clientSide.(Conn), Options{Direct: open})
 			got, err := ct.Tasks().Claim("w1", time.Minute)
 			if err != nil {
 				t.Fatal(err)

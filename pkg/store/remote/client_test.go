@@ -41,8 +41,9 @@ func (t tasksOfTeam) Tasks() store.Tasks { return t.wrap(t.Team.Tasks()) }
 
 // serve runs Serve on conn in the background until the test ends, and
 // waits for it then: a Serve left running past its test (its stop reads
-// the test hooks) raced the next test that sets them.
-func serve(t *testing.T, ctx context.Context, conn net.Conn, st store.Store) {
+// the test hooks) raced the next test that sets them. The channel closes
+// when Serve has returned.
+func serve(t *testing.T, ctx context.Context, conn net.Conn, st store.Store) <-chan struct{} {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
@@ -53,6 +54,27 @@ func serve(t *testing.T, ctx context.Context, conn net.Conn, st store.Store) {
 		conn.Close()
 		<-done
 	})
+	return done
+}
+
+// clientTeam is team "t" of a client on conn, closed when the test ends.
+func clientTeam(t *testing.T, conn Conn, o Options) store.Team {
+	t.Helper()
+	c, err := NewClient(conn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ct, err := c.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ct
+}
+
+// fileDirect opens the file store at dir, as a client's direct path.
+func fileDirect(dir string) func() (store.Store, error) {
+	return func() (store.Store, error) { return filestore.Open(dir, filestore.Options{NoSync: true}), nil }
 }
 
 // dyingTasks does the real claim and then cuts the agent's connection
@@ -88,17 +110,7 @@ func TestLostClaimClaimsOnce(t *testing.T) {
 	}
 	srv, cli := net.Pipe()
 	serve(t, context.Background(), srv, tasksOf{st, func(q store.Tasks) store.Tasks { return dyingTasks{q, func() { srv.Close() }} }})
-	c, err := NewClient(cli, Options{Direct: func() (store.Store, error) {
-		return filestore.Open(dir, filestore.Options{NoSync: true}), nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ct, err := c.Team("t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ct := clientTeam(t, cli, Options{Direct: fileDirect(dir)})
 	got, err := ct.Tasks().Claim("w1", time.Minute)
 	t.Logf("claim printed %v (err %v)", func() string {
 		if got == nil {
@@ -129,22 +141,12 @@ func TestAgentStopIsNotClientCancel(t *testing.T) {
 	srv, conn := net.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
 	serve(t, ctx, srv, st)
-	c, err := NewClient(conn, Options{Direct: func() (store.Store, error) {
-		return filestore.Open(dir, filestore.Options{NoSync: true}), nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ct, err := c.Team("t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ct := clientTeam(t, conn, Options{Direct: fileDirect(dir)})
 	time.AfterFunc(200*time.Millisecond, stop) // the agent gets SIGTERM
 	// The client's context is alive (pg-queue passes rt.Ctx).
 	cctx, ccancel := context.WithCancel(context.Background())
 	defer ccancel()
-	_, err = ct.Tasks().WaitClaim(cctx, "w1", time.Minute, time.Second)
+	_, err := ct.Tasks().WaitClaim(cctx, "w1", time.Minute, time.Second)
 	if errors.Is(err, context.Canceled) || cli.ExitCode(err) == 130 {
 		t.Errorf("a waiting claim whose agent stopped: %v (exit %d), as if the client were interrupted", err, cli.ExitCode(err))
 	}
@@ -160,15 +162,7 @@ func TestCanceledAnswerWithBackgroundContext(t *testing.T) {
 	srv, conn := net.Pipe()
 	ctx, stop := context.WithCancel(context.Background())
 	serve(t, ctx, srv, st)
-	c, err := NewClient(conn, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ct, err := c.Team("t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ct := clientTeam(t, conn, Options{})
 	time.AfterFunc(200*time.Millisecond, stop)
 	tk, err := ct.Tasks().WaitClaim(context.Background(), "w1", time.Minute, time.Second)
 	if tk == nil && err == nil {
@@ -205,15 +199,7 @@ func TestUpdateOverUnreadableRecord(t *testing.T) {
 	spoil()
 	srv, conn := net.Pipe()
 	serve(t, context.Background(), srv, st)
-	c, err := NewClient(conn, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ct, err := c.Team("t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ct := clientTeam(t, conn, Options{})
 	if _, err := ct.Workers().Update(context.Background(), "1", beat); err != nil {
 		t.Errorf("update through the agent over an unreadable record: %v (directly it goes through)", err)
 	}
@@ -253,17 +239,9 @@ func TestWaitGoesOnDirectlyForWhatIsLeft(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	serve(t, ctx, srv, tasksOf{st, func(q store.Tasks) store.Tasks { return enteringTasks{q, in} }})
 	var got []time.Duration
-	c, err := NewClient(conn, Options{Direct: func() (store.Store, error) {
+	ct := clientTeam(t, conn, Options{Direct: func() (store.Store, error) {
 		return tasksOf{filestore.Open(dir, filestore.Options{NoSync: true}), func(q store.Tasks) store.Tasks { return waitsTasks{q, &got} }}, nil
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ct, err := c.Team("t")
-	if err != nil {
-		t.Fatal(err)
-	}
 	go func() {
 		<-in
 		stop() // the agent gets SIGTERM while the claim waits

@@ -61,25 +61,9 @@ func TestStopAnswersEveryRequestRead(t *testing.T) {
 			<-stopped
 		}
 	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		Serve(ctx, agentSide, st)
-	}()
-	t.Cleanup(func() {
-		clientSide.Close()
-		<-served
-		testHookRead, testHookStopped = nil, nil
-	})
-	c, err := NewClient(clientSide.(Conn), Options{Direct: open})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ct, err := c.Team("t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { testHookRead, testHookStopped = nil, nil }) // after serve's wait
+	served := serve(t, ctx, agentSide, st)
+	ct := clientTeam(t, clientSide.(Conn), Options{Direct: open})
 	if _, err := ct.Tasks().Add([]protocol.Task{{ID: "a1", Title: "a"}}); err != nil {
 		t.Fatalf("add read by a stopping agent: %v", err)
 	}
