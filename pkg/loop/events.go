@@ -35,6 +35,10 @@ type Emitter struct {
 	observe func(any)
 	buf     []byte // whole lines not yet written
 	pending bool   // a goroutine will write buf
+	// later runs the write of a burst: in a goroutine of its own (tests
+	// run it when they choose, as the scheduler would once the emitting
+	// goroutine waits).
+	later func(write func())
 }
 
 // maxBuffered is what Emit buffers at most: beyond it, it writes at once.
@@ -49,7 +53,9 @@ func (e *Emitter) Observe(f func(any)) {
 }
 
 // NewEmitter writes to w; text selects the readable form.
-func NewEmitter(w io.Writer, text bool) *Emitter { return &Emitter{w: w, text: text} }
+func NewEmitter(w io.Writer, text bool) *Emitter {
+	return &Emitter{w: w, text: text, later: func(write func()) { go write() }}
+}
 
 // Emit writes one event, secrets redacted (a worker's stdout is its log
 // file). Write errors are kept and returned by Err.
@@ -78,7 +84,7 @@ func (e *Emitter) Emit(ev any) {
 		e.write()
 	case !e.pending:
 		e.pending = true
-		go e.Flush()
+		e.later(func() { _ = e.Flush() })
 	}
 }
 

@@ -908,50 +908,85 @@ func (w *writeLog) all() []string {
 }
 
 // TestEmitterWritesABurstAtOnce: the events emitted between two waits
-// leave in one write of whole lines, in order, once the emitting
-// goroutine waits;
-// Marker writes after them; a burst past maxBuffered is written at once.
+// leave in one write of whole lines, in order, when the writer Emit
+// started runs (once the emitting goroutine waits); Marker writes what is
+// buffered, then itself; a burst past maxBuffered is written at once. The
+// test runs the writer itself: when the scheduler runs it is not the
+// test's to choose (a preemption between two Emit calls runs it early).
 func TestEmitterWritesABurstAtOnce(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as pg-loop runs (cli.Spec.Waits)
 	w := &writeLog{}
 	e := NewEmitter(w, false)
+	var writers []func()
+	e.later = func(write func()) { writers = append(writers, write) }
 	for i := 1; i <= 3; i++ {
 		e.Emit(&protocol.LoopStateEvent{Type: protocol.LoopState, Step: i})
 	}
-	wait := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); len(w.all()) < n; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d writes, want %d", len(w.all()), n)
-			}
-		}
+	if got := w.all(); len(got) != 0 || len(writers) != 1 {
+		t.Fatalf("before the emitting goroutine waits: writes %q and %d writers, want none and 1", got, len(writers))
 	}
-	wait(1)
-	e.Emit(&protocol.LoopStateEvent{Type: protocol.LoopState, Step: 4})
-	e.Marker(MarkerDone)
+	writers[0]()
 	got := w.all()
-	if len(got) != 2 {
-		t.Fatalf("writes %q, want the burst of 3 in one, then the 4th with the marker", got)
+	lines := strings.Split(strings.TrimSuffix(strings.Join(got, ""), "\n"), "\n")
+	if len(got) != 1 || len(lines) != 3 {
+		t.Fatalf("writes %q, want the burst of 3 in one", got)
 	}
 	for i, want := range []string{`"step":1`, `"step":2`, `"step":3`} {
-		lines := strings.Split(strings.TrimSuffix(got[0], "\n"), "\n")
-		if len(lines) != 3 || !strings.Contains(lines[i], want) {
+		if !strings.Contains(lines[i], want) {
 			t.Fatalf("first write %q: line %d lacks %s", got[0], i+1, want)
 		}
 	}
-	if !strings.HasSuffix(got[1], "}\n"+MarkerDone+"\n") || !strings.Contains(got[1], `"step":4`) {
-		t.Errorf("second write %q, want the 4th event then the marker", got[1])
+	e.Emit(&protocol.LoopStateEvent{Type: protocol.LoopState, Step: 4})
+	e.Marker(MarkerDone)
+	got = w.all()
+	if len(got) != 2 || !strings.HasSuffix(got[1], "}\n"+MarkerDone+"\n") || !strings.Contains(got[1], `"step":4`) {
+		t.Fatalf("writes %q, want the 4th event then the marker in the second", got)
 	}
+	// The writer of the 4th event runs after the marker: nothing is left.
+	if len(writers) != 2 {
+		t.Fatalf("%d writers started, want 2", len(writers))
+	}
+	writers[1]()
 	if err := e.Err(); err != nil || len(w.all()) != 2 {
 		t.Errorf("Err: %v after %d writes", err, len(w.all()))
 	}
 
 	big := &writeLog{}
 	e = NewEmitter(big, false)
+	e.later = func(func()) { t.Error("an event past maxBuffered waits for a writer") }
 	long := strings.Repeat("x", maxBuffered)
 	e.Emit(&protocol.LoopLogEvent{Type: protocol.LoopLog, Level: "info", Message: long})
 	if n := len(big.all()); n != 1 {
 		t.Errorf("an event of %d bytes: %d writes before the emitter waited, want 1", len(long), n)
+	}
+}
+
+// TestEmitterWritesOnItsOwn: the writer Emit starts runs by itself, on
+// pg-loop's one processor, once the emitting goroutine waits: the events
+// are written, whole lines in order, with no Flush or Marker.
+func TestEmitterWritesOnItsOwn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as pg-loop runs (cli.Spec.Waits)
+	w := &writeLog{}
+	e := NewEmitter(w, false)
+	for i := 1; i <= 3; i++ {
+		e.Emit(&protocol.LoopStateEvent{Type: protocol.LoopState, Step: i})
+	}
+	var all string
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(all, "\n") < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("writes %q 10 s after the emitting goroutine began to wait, want the 3 events", w.all())
+		}
+		all = strings.Join(w.all(), "")
+	}
+	for _, wr := range w.all() {
+		if !strings.HasSuffix(wr, "\n") {
+			t.Errorf("write %q ends inside a line", wr)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(all, "\n"), "\n")
+	for i, want := range []string{`"step":1`, `"step":2`, `"step":3`} {
+		if len(lines) != 3 || !strings.Contains(lines[i], want) {
+			t.Fatalf("written %q: line %d lacks %s", all, i+1, want)
+		}
 	}
 }
 
