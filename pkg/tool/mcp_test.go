@@ -91,11 +91,16 @@ func TestMCPServerKilledDuringCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := srv.pid()
-	// The kill comes well after the call went out (the server is up and
-	// the call is sent at once; 2 s leaves room for a loaded machine) and
-	// long before the operation would end.
+	read := readBytes(pid)
+	// The kill comes once the server has read the call (it reads nothing
+	// while idle: what it read grows by the request's size, over 100
+	// bytes) and long before the operation would end.
 	go func() {
-		time.Sleep(2 * time.Second)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if n := readBytes(pid); n < 0 || n-read >= 100 {
+				break
+			}
+		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}()
 	// A long operation that the kill interrupts.
@@ -126,6 +131,20 @@ func TestMCPShutdownIsClean(t *testing.T) {
 		t.Fatalf("server %d still running after Close", pid)
 	}
 	t.Logf("shutdown took %s", time.Since(start))
+}
+
+// readBytes is how many bytes pid has read so far (rchar in
+// /proc/<pid>/io), -1 once it is gone.
+func readBytes(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	var n int64
+	if err != nil {
+		return -1
+	}
+	if _, err := fmt.Sscanf(string(b), "rchar: %d", &n); err != nil {
+		return -1
+	}
+	return n
 }
 
 // hangServer is a python MCP server whose "hang" tool never answers, run
