@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -52,7 +50,7 @@ func TestPgTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Cmds["freeport"] = cmdFreePort
+	p.Cmds["mcpserver"] = cmdMCPServer
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
@@ -70,19 +68,6 @@ func TestPgTool(t *testing.T) {
 		return condition(cond)
 	}
 	runTestscript(t, p)
-}
-
-// cmdFreePort: freeport VAR sets VAR to a TCP port free on 127.0.0.1 (for
-// a server the script starts; it is free when asked, which is enough here).
-func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: freeport VAR")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	ts.Check(err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ts.Check(ln.Close())
-	ts.Setenv(args[0], strconv.Itoa(port))
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

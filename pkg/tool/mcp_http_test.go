@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/powerglide/powerglide/pkg/internal/testnet"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -357,12 +358,11 @@ func TestMCPHTTPHeadersStayHome(t *testing.T) {
 // (?sig=) stays out of the messages of a server that cannot be reached,
 // though the transport's errors quote the whole URL.
 func TestMCPHTTPQueryNotShown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, release, err := testnet.Refused()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	defer release()
 	s, err := NewSession(Options{Root: t.TempDir(), MCP: []string{"web=http://" + addr + "/mcp?sig=q7Hy2sigvalue"}})
 	if err != nil {
 		t.Fatal(err)

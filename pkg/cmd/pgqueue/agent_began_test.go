@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/cli"
+	"github.com/powerglide/powerglide/pkg/internal/testnet"
 	"github.com/powerglide/powerglide/pkg/store/agent"
-	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
 // TestPrivateAgentConnectsByBegan: a private store agent (pg-queue agent
@@ -18,7 +18,7 @@ import (
 // server) gets only what is left of the connect timeout its client began
 // (agent.BeganEnv), not all of it again.
 func TestPrivateAgentConnectsByBegan(t *testing.T) {
-	addr, stop, err := pgtest.Silent() // accepts, never answers
+	addr, stop, err := testnet.Silent() // accepts, never answers
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/internal/testenv"
+	"github.com/powerglide/powerglide/pkg/internal/testnet"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
 	"github.com/powerglide/powerglide/pkg/store"
@@ -492,16 +493,16 @@ func TestOpenRemote(t *testing.T) {
 	}
 }
 
-// refusedURL is a PostgreSQL URL of a local port nothing listens on.
+// refusedURL is a PostgreSQL URL of a local port nothing listens on,
+// held until the test ends.
 func refusedURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, release, err := testnet.Refused()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close() // nothing listens there now
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=5", port)
+	t.Cleanup(release)
+	return "postgres://postgres@" + addr + "/x?sslmode=disable&connect_timeout=5"
 }
 
 // An agent that cannot open its store says so on the readiness pipe and

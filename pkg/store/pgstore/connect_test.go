@@ -10,26 +10,26 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/powerglide/powerglide/pkg/internal/testnet"
 	"github.com/powerglide/powerglide/pkg/store/pgstore"
 	"github.com/powerglide/powerglide/pkg/store/pgtest"
 )
 
-// refusedAddr is a local address where nothing listens: a port that was
-// free a moment ago.
+// refusedAddr is a local address where nothing listens, held until the
+// test ends.
 func refusedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, release, err := testnet.Refused()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	t.Cleanup(release)
 	return addr
 }
 
 // silentAddr is a local listener that accepts connections and never
 // answers, closed when the test ends.
 func silentAddr(t *testing.T) string {
-	addr, stop, err := pgtest.Silent()
+	addr, stop, err := testnet.Silent()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pgtest
+package testnet
 
 import (
 	"net"
@@ -6,7 +6,7 @@ import (
 )
 
 // Silent listens on a local port, accepts connections and never answers
-// them: a database server that hangs. stop closes the listener and every
+// them: a server that hangs. stop closes the listener and every
 // connection it accepted, and waits for it to end.
 func Silent() (addr string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
