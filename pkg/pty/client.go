@@ -556,13 +556,14 @@ func (s Store) Kill(ctx context.Context, name string, sig syscall.Signal, grace 
 	return s.Wait(wctx, name)
 }
 
-// continueHolder sends SIGCONT to a holder that is stopped (SIGSTOP or
-// SIGTSTP sent to it: it has no controlling terminal): a stopped holder
-// cannot see its program end and record it, and kill would wait in vain.
+// continueHolder sends SIGCONT to the holder: a holder that is stopped
+// (SIGSTOP or SIGTSTP sent to it: it has no controlling terminal) cannot
+// see its program end and record it, and kill would wait in vain. It goes
+// whatever the holder's state reads: a stop sent just before takes hold
+// thread by thread, and until it has, /proc may show the holder running;
+// to a holder that runs, SIGCONT does nothing.
 func continueHolder(st *protocol.PtySession) {
-	if state, err := proc.State(st.HolderPID); err == nil && state == "T" {
-		proc.Default.Signal(proc.Target{PID: st.HolderPID, Start: st.HolderStart}, syscall.SIGCONT)
-	}
+	proc.Default.Signal(proc.Target{PID: st.HolderPID, Start: st.HolderStart}, syscall.SIGCONT)
 }
 
 // killSession signals the program's process group and the other process

@@ -474,3 +474,27 @@ func TestLongSessionPath(t *testing.T) {
 		t.Fatalf("kill: %v %+v", err, st)
 	}
 }
+
+// A kill that comes straight after a SIGSTOP to the holder, while the stop
+// is taking hold thread by thread (the main thread may still show running
+// when kill looks), continues the holder all the same.
+func TestKillJustStoppedHolder(t *testing.T) {
+	s := newStore(t)
+	for i := range 10 {
+		name := fmt.Sprintf("stopping-%d", i)
+		st := startSession(t, s, name, nil, "cat")
+		if err := syscall.Kill(st.HolderPID, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Kill(st.HolderPID, syscall.SIGCONT) })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		end, err := s.Kill(ctx, name, syscall.SIGKILL, 0)
+		cancel()
+		if err != nil {
+			t.Fatalf("kill %d straight after the holder's SIGSTOP: %v", i, err)
+		}
+		if end.Status != protocol.PtyExited {
+			t.Fatalf("end %+v", end)
+		}
+	}
+}
