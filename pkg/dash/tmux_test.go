@@ -193,12 +193,27 @@ func TestTmux(t *testing.T) {
 	}
 	writeQueue(t, d, time.Now().UTC(), 4)
 	s.waitScreen("2  verify", "of 4")
-	// Worker 3 never beats again: after --stale 3s its age reads stale in
-	// the JSON view of the same files.
-	time.Sleep(3500 * time.Millisecond)
-	rec := onceJSON(t, d)
-	if !rec.Workers[2].Stale {
-		t.Errorf("worker 3 not stale after 3.5s: %+v", rec.Workers[2])
+	// Worker 3 never beats again: once its beat is more than --stale 3s
+	// old, it reads stale in the JSON view of the same files, and not
+	// before.
+	w3, err := d.ReadWorker("3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; ; time.Sleep(100 * time.Millisecond) {
+		asked := time.Now()
+		rec := onceJSON(t, d)
+		if !rec.Workers[2].Stale {
+			if age := asked.Sub(w3.HeartbeatAt); age > 4*time.Second {
+				t.Errorf("worker 3 not stale %s after its last beat: %+v", age, rec.Workers[2])
+				break
+			}
+			continue
+		}
+		if age := time.Since(w3.HeartbeatAt); age <= 3*time.Second {
+			t.Errorf("worker 3 stale %s after its last beat, before --stale 3s", age)
+		}
+		break
 	}
 
 	// Worker 1's log streams in the worker view.
@@ -248,8 +263,8 @@ func TestTmux(t *testing.T) {
 	s.waitScreen("sent SIGTERM to worker 1")
 	select {
 	case <-sleeperDone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("worker 1's process was not stopped")
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker 1's process was not stopped 30 s after the SIGTERM")
 	}
 	s.waitScreen("1  dead")
 
