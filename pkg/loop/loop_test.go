@@ -511,7 +511,7 @@ func TestVelocityFilePauses(t *testing.T) {
 		r, _ := NewRunner(h.opts)
 		done <- r.Run(context.Background())
 	}()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		w, err := d.ReadWorker("1")
 		if err == nil && w.Paused {
