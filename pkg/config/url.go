@@ -2,8 +2,9 @@ package config
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
+
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 )
 
 // A store URL (key store) may hold a database password, in the URL
@@ -12,16 +13,16 @@ import (
 // the password is registered with the other secrets for redaction.
 
 // keywordPassword finds password=… in a libpq keyword string, quoted or not.
-var keywordPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]*)`)
+var keywordPassword = lazyre.Compile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]*)`)
 
-var queryPassword = regexp.MustCompile(`(?i)([?&]password=)[^&#]*`)
+var queryPassword = lazyre.Compile(`(?i)([?&]password=)[^&#]*`)
 
 // RedactURL returns a store URL with its password replaced by xxxxx.
 func RedactURL(rawURL string) string {
 	s := rawURL
 	i := strings.Index(s, "://")
 	if i < 0 {
-		return keywordPassword.ReplaceAllString(s, "${1}xxxxx")
+		return keywordPassword().ReplaceAllString(s, "${1}xxxxx")
 	}
 	// user:password@ before the host, found by hand: the rest may not parse.
 	rest := s[i+3:]
@@ -34,7 +35,7 @@ func RedactURL(rawURL string) string {
 			s = s[:i+3] + rest[:c+1] + "xxxxx" + rest[at:]
 		}
 	}
-	return queryPassword.ReplaceAllString(s, "${1}xxxxx")
+	return queryPassword().ReplaceAllString(s, "${1}xxxxx")
 }
 
 // URLPassword returns a store URL's password, or "".
@@ -49,7 +50,7 @@ func URLPassword(rawURL string) string {
 		}
 		return u.Query().Get("password")
 	}
-	m := keywordPassword.FindStringSubmatch(rawURL)
+	m := keywordPassword().FindStringSubmatch(rawURL)
 	if m == nil {
 		return ""
 	}

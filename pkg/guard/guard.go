@@ -17,10 +17,10 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 )
@@ -142,7 +142,7 @@ func (g *Guard) CheckAnswer(text string) []Finding {
 		return nil
 	}
 	var out []Finding
-	for _, m := range imageRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range imageRE().FindAllStringSubmatch(text, -1) {
 		if src, ok := g.hosts[host(m[1])]; ok {
 			out = append(out, Finding{Kind: KindImage, Match: m[1], Source: src})
 		}
@@ -158,8 +158,8 @@ func StripImages(text string, fs []Finding) string {
 			bad[f.Match] = true
 		}
 	}
-	return imageRE.ReplaceAllStringFunc(text, func(m string) string {
-		sub := imageRE.FindStringSubmatch(m)
+	return imageRE().ReplaceAllStringFunc(text, func(m string) string {
+		sub := imageRE().FindStringSubmatch(m)
 		if !bad[sub[1]] {
 			return m
 		}
@@ -200,12 +200,12 @@ func (g *Guard) Rebuild(system string, conv []protocol.Message) {
 }
 
 // urlRE finds http and https URLs in text.
-var urlRE = regexp.MustCompile("(?i)\\bhttps?://[^\\s\"'<>()\\[\\]{}\\\\`]+")
+var urlRE = lazyre.Compile("(?i)\\bhttps?://[^\\s\"'<>()\\[\\]{}\\\\`]+")
 
 // findURLs returns the URLs of text, without the punctuation that ends a
 // sentence or a shell command after them.
 func findURLs(text string) []string {
-	urls := urlRE.FindAllString(text, -1)
+	urls := urlRE().FindAllString(text, -1)
 	for i, u := range urls {
 		urls[i] = strings.TrimRight(u, ".,;:!?")
 	}
@@ -213,7 +213,7 @@ func findURLs(text string) []string {
 }
 
 // imageRE finds Markdown images: ![alt](url "title").
-var imageRE = regexp.MustCompile(`!\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+var imageRE = lazyre.Compile(`!\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
 
 // host is a URL's lower-case host name, without port; "" when it has none.
 func host(raw string) string {

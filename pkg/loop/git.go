@@ -86,7 +86,7 @@ func gitIn(ctx context.Context, dir, stdin string, args ...string) (string, erro
 // the first non-empty line as subject (capped), the rest as body. The
 // promise tag is dropped.
 func CommitMessage(summary, fallback string) string {
-	summary = promiseRE.ReplaceAllString(summary, "")
+	summary = promiseRE().ReplaceAllString(summary, "")
 	lines := strings.Split(strings.TrimSpace(summary), "\n")
 	subject := ""
 	var body []string

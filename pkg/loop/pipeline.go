@@ -10,14 +10,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/itchyny/gojq"
+
 	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 	"github.com/powerglide/powerglide/pkg/termtext"
@@ -258,7 +259,7 @@ func (ps *PipelineSource) Next(context.Context) (*protocol.Task, error) {
 		DependsOn: []string{}, Labels: labels, CreatedAt: now, UpdatedAt: now}, nil
 }
 
-var varRE = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+var varRE = lazyre.Compile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
 // Prompt expands {{var}} in the stage's prompt: the pipeline's vars, and
 // stage, iteration, max_iterations, workdir, pipeline, previous_stage,
@@ -288,8 +289,8 @@ func (ps *PipelineSource) expand(s string, i, iteration int) string {
 		vars["previous_stage"] = ps.P.Stages[i-1].Name
 		vars["previous_answer"] = ps.st.Stages[i-1].Answer
 	}
-	return varRE.ReplaceAllStringFunc(s, func(m string) string {
-		k := varRE.FindStringSubmatch(m)[1]
+	return varRE().ReplaceAllStringFunc(s, func(m string) string {
+		k := varRE().FindStringSubmatch(m)[1]
 		if v, ok := vars[k]; ok {
 			return v
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/guard"
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -1153,11 +1153,11 @@ func (r *Runner) observing() (Input, string) {
 	return Observed, ""
 }
 
-var promiseRE = regexp.MustCompile(`(?s)<promise>\s*(.*?)\s*</promise>`)
+var promiseRE = lazyre.Compile(`(?s)<promise>\s*(.*?)\s*</promise>`)
 
 // HasPromise reports whether text holds <promise>word</promise>.
 func HasPromise(text, word string) bool {
-	for _, m := range promiseRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range promiseRE().FindAllStringSubmatch(text, -1) {
 		if m[1] == word {
 			return true
 		}
@@ -1272,7 +1272,7 @@ func (r *Runner) commit() (Input, string) {
 		hash = h
 		r.o.Events.Emit(&protocol.LoopCommitEvent{Type: protocol.LoopCommit, TS: r.now(), Task: tr.task.ID, Hash: h, Message: strings.TrimSpace(msg), Skipped: h == ""})
 	}
-	res := TaskResult{Summary: strings.TrimSpace(promiseRE.ReplaceAllString(tr.answer, "")), Commit: hash, Usage: tr.usage, Steps: tr.steps}
+	res := TaskResult{Summary: strings.TrimSpace(promiseRE().ReplaceAllString(tr.answer, "")), Commit: hash, Usage: tr.usage, Steps: tr.steps}
 	if r.o.Session != nil {
 		res.Session = r.o.Session.Info.ID
 	}

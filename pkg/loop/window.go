@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -50,7 +50,7 @@ func EstimateTokens(req *protocol.Request) int {
 }
 
 // fullOutputRE finds the file a cut output names.
-var fullOutputRE = regexp.MustCompile(`the whole output is in (\S+?)[;\]\s]`)
+var fullOutputRE = lazyre.Compile(`the whole output is in (\S+?)[;\]\s]`)
 
 // pruneBefore replaces the output of tool results in msgs[:before] with a
 // short marker (naming the file that holds it whole, when one does). It
@@ -68,7 +68,7 @@ func pruneBefore(msgs []protocol.Message, before int) []protocol.Message {
 		for j, b := range m.Content {
 			if b.Type == protocol.BlockToolResult && len(b.Output) > prunedMin && !strings.HasPrefix(b.Output, "[pruned") {
 				marker := fmt.Sprintf("[pruned: %d bytes of old tool output", len(b.Output))
-				if f := fullOutputRE.FindStringSubmatch(b.Output); f != nil {
+				if f := fullOutputRE().FindStringSubmatch(b.Output); f != nil {
 					marker += "; the whole output is in " + f[1]
 				}
 				b.Output = marker + "]"
@@ -266,7 +266,7 @@ func (r *Runner) cutOutput(tool, out string, maxTokens int) string {
 		return out
 	}
 	note := ""
-	if f := fullOutputRE.FindStringSubmatch(out + "\n"); f != nil {
+	if f := fullOutputRE().FindStringSubmatch(out + "\n"); f != nil {
 		note = "; the whole output is in " + f[1]
 	} else if p, err := saveOutput(r.outputDir(), tool, out); err != nil {
 		r.log("warn", "save a cut tool output: %v", err)

@@ -28,7 +28,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		if !nameRe.MatchString(sk.Name) || len(sk.Name) > MaxNameLen || sk.Description == "" {
+		if !nameRe().MatchString(sk.Name) || len(sk.Name) > MaxNameLen || sk.Description == "" {
 			t.Fatalf("bad skill loaded: %+v", sk)
 		}
 		if _, err := sk.Body(); err != nil {

@@ -15,12 +15,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 )
 
 // FileName is the file that makes a folder a skill.
@@ -174,7 +175,7 @@ func asWarning(file string, err error) Warning {
 	return Warning{File: file, Msg: err.Error()}
 }
 
-var nameRe = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var nameRe = lazyre.Compile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // Load reads a SKILL.md's front matter. An error is a Warning naming the
 // file and line (or an fs error: os.ErrNotExist when there is no SKILL.md).
@@ -222,7 +223,7 @@ func Load(file string) (Skill, []Warning, error) {
 		return Skill{}, nil, Warning{File: abs, Line: max(line, 1), Msg: "front matter has no name"}
 	case len(name) > MaxNameLen:
 		return Skill{}, nil, Warning{File: abs, Line: line, Msg: fmt.Sprintf("name %q is longer than %d characters", name, MaxNameLen)}
-	case !nameRe.MatchString(name):
+	case !nameRe().MatchString(name):
 		return Skill{}, nil, Warning{File: abs, Line: line, Msg: fmt.Sprintf("name %q must be lower-case letters, digits and single hyphens (e.g. pdf-forms)", name)}
 	}
 	sk.Name = name
@@ -257,12 +258,12 @@ func scalar(file, key string, n yaml.Node) (string, int, error) {
 	return strings.TrimSpace(n.Value), line, nil
 }
 
-var yamlLineRe = regexp.MustCompile(`^yaml: (?:unmarshal errors:\s*)?line (\d+): (.*)$`)
+var yamlLineRe = lazyre.Compile(`^yaml: (?:unmarshal errors:\s*)?line (\d+): (.*)$`)
 
 // yamlWarning turns a YAML error into a warning on its line of the file.
 func yamlWarning(file string, err error) Warning {
 	msg := strings.TrimSpace(err.Error())
-	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineRe().FindStringSubmatch(msg); m != nil {
 		var n int
 		fmt.Sscanf(m[1], "%d", &n)
 		return Warning{File: file, Line: n + 1, Msg: "bad YAML front matter: " + m[2]}

@@ -9,13 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 	"github.com/powerglide/powerglide/pkg/shell"
 )
 
@@ -30,14 +30,14 @@ var errTimeout = errors.New("timed out")
 
 // fetchRE spots a command line that reaches the network (a URL, a
 // download tool, git clone/fetch/pull): its output is untrusted.
-var fetchRE = regexp.MustCompile(`(?i)\bhttps?://|\b(curl|wget|nc|ncat|telnet|lynx|w3m|aria2c)\b|\bgit\s+(clone|fetch|pull)\b`)
+var fetchRE = lazyre.Compile(`(?i)\bhttps?://|\b(curl|wget|nc|ncat|telnet|lynx|w3m|aria2c)\b|\bgit\s+(clone|fetch|pull)\b`)
 
 // fetches reports whether a bash call's command reaches the network.
 func fetches(input json.RawMessage) bool {
 	var in struct {
 		Command string `json:"command"`
 	}
-	return json.Unmarshal(input, &in) == nil && fetchRE.MatchString(in.Command)
+	return json.Unmarshal(input, &in) == nil && fetchRE().MatchString(in.Command)
 }
 
 var bashTool = &Tool{
@@ -222,7 +222,7 @@ func runBash(ctx context.Context, s *Session, raw json.RawMessage) (string, erro
 // line: cd (also in builtin cd, command cd, CDPATH, or a function that
 // calls it), pushd, popd, and what runs text the line does not show: a
 // sourced file (source, or "." as a command word) and eval.
-var dirChangeRE = lazyRegexp(`cd|pushd|popd|source|eval|(^|[\s;&|(){}!])\.[ \t]`)
+var dirChangeRE = lazyre.Compile(`cd|pushd|popd|source|eval|(^|[\s;&|(){}!])\.[ \t]`)
 
 // mayChangeDir reports whether a command may leave bash in another working
 // directory, so that the call needs the channel that brings it back. Most

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 )
 
 var editTool = &Tool{
@@ -195,14 +197,14 @@ func (s *Session) vetoed(ctx context.Context, r, shown string, apply func() erro
 var (
 	// Parts of a check's output that change from run to run, or shift when
 	// an edit moves lines, without being a different failure.
-	durationRe = lazyRegexp(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`)
-	tempPathRe = lazyRegexp(`(/tmp|/var/tmp|/private/var/folders)/\S*`)
-	hexRe      = lazyRegexp(`\b0x[0-9a-fA-F]+\b`)
-	numberRe   = lazyRegexp(`\b\d+\b`)
+	durationRe = lazyre.Compile(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`)
+	tempPathRe = lazyre.Compile(`(/tmp|/var/tmp|/private/var/folders)/\S*`)
+	hexRe      = lazyre.Compile(`\b0x[0-9a-fA-F]+\b`)
+	numberRe   = lazyre.Compile(`\b\d+\b`)
 	// Lines that report success or progress in a failing run (go test's
 	// "ok pkg", "--- PASS", "=== RUN"): a fix makes them appear, and that
 	// is no new failure.
-	passLineRe = lazyRegexp(`^(ok\s|PASS$|--- PASS|--- SKIP|=== (RUN|PAUSE|CONT|NAME)|\?\s)`)
+	passLineRe = lazyre.Compile(`^(ok\s|PASS$|--- PASS|--- SKIP|=== (RUN|PAUSE|CONT|NAME)|\?\s)`)
 )
 
 // failureLines is the set of normalised lines of a failing check's output.

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 )
 
 // External tools: executables in the tools directory that print their
@@ -23,7 +25,7 @@ const (
 	externalCallTimeout   = 10 * time.Minute
 )
 
-var toolNameRe = lazyRegexp(`^[a-zA-Z0-9_-]{1,64}$`)
+var toolNameRe = lazyre.Compile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (s *Session) externals(ctx context.Context) []*Tool {
 	s.extOnce.Do(func() { s.extList, s.extErr = s.loadExternals(ctx) })

@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 )
 
 // MCP servers: each "name=command args" spec is a server started (once, on
@@ -31,7 +33,7 @@ const DefaultMCPTimeout = 10 * time.Minute
 // deliver or whose HTTP answer was an error status (it is not exported).
 const codeRejected = -32005
 
-var mcpNameRe = lazyRegexp(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+var mcpNameRe = lazyre.Compile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
 
 type mcpManager struct {
 	s       *Session

