@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,30 +9,26 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/internal/testnet"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // cmdMCPServer: mcpserver VAR MODE LOG starts $MCPBIN's server-everything
 // in MODE (streamableHttp, sse) on 127.0.0.1, sets VAR to its port once it
 // listens, writes its output to LOG and its pid to LOG.pid; it is killed
-// when the script ends. (A port found free and bound later by the server
-// may be taken meanwhile by any test running alongside.) The port is
-// chosen outside the kernel's ephemeral range, where no listener on port 0
-// and no outgoing connection takes one; one that is taken all the same
-// (the server exits, or another process answers there) is given up for
-// another.
+// when the script ends. The port is free when chosen, outside the
+// kernel's ephemeral range (testnet.FreePort); one taken all the same
+// before the server binds it (the server exits, or another process
+// answers there) is given up for another.
 func cmdMCPServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: mcpserver VAR MODE LOG")
 	}
 	bin := filepath.Join(ts.Getenv("MCPBIN"), "mcp-server-everything")
 	log := ts.MkAbs(args[2])
-	lo, hi := ephemeralPorts()
 	for range 10 {
-		port := portOutside(lo, hi)
-		if !free(port) {
-			continue
-		}
+		port, err := testnet.FreePort("127.0.0.1")
+		ts.Check(err)
 		if pid, ok := startEverything(ts, bin, args[1], log, port); ok {
 			ts.Check(os.WriteFile(log+".pid", []byte(strconv.Itoa(pid)+"\n"), 0o644))
 			ts.Setenv(args[0], strconv.Itoa(port))
@@ -84,18 +77,6 @@ func startEverything(ts *testscript.TestScript, bin, mode, log string, port int)
 	}
 }
 
-// free reports whether nothing holds port on 127.0.0.1 now: the server
-// listens on every address, and one listening on 127.0.0.1 alone would
-// take its connections.
-func free(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
 // answers reports whether an HTTP request to 127.0.0.1:port is answered
 // by the server (an Express app).
 func answers(port int) bool {
@@ -106,27 +87,4 @@ func answers(port int) bool {
 	}
 	resp.Body.Close()
 	return resp.Header.Get("X-Powered-By") == "Express"
-}
-
-// ephemeralPorts is the kernel's range of ports for port 0 and outgoing
-// connections.
-func ephemeralPorts() (lo, hi int) {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if _, serr := fmt.Sscan(string(b), &lo, &hi); err != nil || serr != nil {
-		return 32768, 60999 // Linux's default
-	}
-	return lo, hi
-}
-
-// portOutside picks a port above 1023 outside [lo, hi].
-func portOutside(lo, hi int) int {
-	below, above := max(lo-1024, 0), max(65535-hi, 0)
-	if below+above == 0 {
-		return 1024 + rand.IntN(64512) // no port outside: any
-	}
-	n := rand.IntN(below + above)
-	if n < below {
-		return 1024 + n
-	}
-	return hi + 1 + n - below
 }

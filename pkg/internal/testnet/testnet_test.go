@@ -3,6 +3,7 @@ package testnet
 import (
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,4 +69,33 @@ func TestSilent(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestFreePort: a port outside the ephemeral range that can be listened
+// on.
+func TestFreePort(t *testing.T) {
+	lo, hi := ephemeralPorts()
+	for range 20 {
+		port, err := FreePort("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < 1024 || port > 65535 || port >= lo && port <= hi {
+			t.Fatalf("port %d: want one above 1023 outside the ephemeral range %d-%d", port, lo, hi)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			t.Fatalf("listen on the free port: %v", err)
+		}
+		l.Close()
+	}
+	for _, r := range [][2]int{{32768, 60999}, {1024, 65535}, {1024, 60999}, {32768, 65535}, {2000, 2000}} {
+		for range 1000 {
+			p := portOutside(r[0], r[1])
+			inside := p >= r[0] && p <= r[1]
+			if p < 1024 || p > 65535 || inside && !(r[0] == 1024 && r[1] == 65535) {
+				t.Fatalf("range %v: port %d", r, p)
+			}
+		}
+	}
 }

@@ -1,8 +1,9 @@
 // Package pgtest starts a real PostgreSQL server for tests: Debian's initdb
-// and pg_ctl, a cluster in a temporary directory, a free local TCP port,
-// trust authentication, and fresh databases per test. When the tests run
-// as root, the server runs as the postgres system user (PostgreSQL
-// refuses to run as root).
+// and pg_ctl, a cluster in a temporary directory, a free local TCP port
+// outside the kernel's ephemeral range (testnet.FreePort: no connection
+// takes it while a Restart stops the server), trust authentication, and
+// fresh databases per test. When the tests run as root, the server runs
+// as the postgres system user (PostgreSQL refuses to run as root).
 //
 // One server for a whole package:
 //
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/powerglide/powerglide/pkg/internal/testnet"
 )
 
 // Options configure a server.
@@ -270,7 +272,7 @@ func (s *Server) Start() error {
 	var err error
 	for range 5 { // a free port may be taken between the probe and the start
 		if s.Port == 0 {
-			if s.Port, err = freePort(s.Host); err != nil {
+			if s.Port, err = testnet.FreePort(s.Host); err != nil {
 				return err
 			}
 		}
@@ -302,15 +304,6 @@ func (s *Server) Start() error {
 func tail(path string) string {
 	b, _ := os.ReadFile(path)
 	return lastLines(string(b), 10)
-}
-
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Stop stops the server (fast shutdown: clients are disconnected).

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/internal/testnet"
 )
 
 // startPgBouncer runs PgBouncer in session mode in front of the server of
@@ -32,12 +34,10 @@ func startPgBouncer(dir, dbURL string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testnet.FreePort("127.0.0.1") // pgbouncer binds it later
 	if err != nil {
 		return "", nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	dir, err = os.MkdirTemp(dir, "pgbouncer-")
 	if err != nil {
 		return "", nil, err
