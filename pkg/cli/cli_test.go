@@ -548,3 +548,46 @@ func TestParseRestoresGCWhenRunsOverlap(t *testing.T) {
 		t.Errorf("GC percent %d after overlapping runs, want 70", got)
 	}
 }
+
+// A config file $POWERGLIDE_CONFIG names must exist: a typo is bad input
+// (exit 2) naming the file, not a run on the defaults. The default path
+// may be missing.
+func TestNamedConfigMustExist(t *testing.T) {
+	home := t.TempDir()
+	missing := filepath.Join(home, "no-such.json")
+	code, out, errs := runToy(t, []string{"HOME=" + home, "POWERGLIDE_CONFIG=" + missing}, "greet", "x")
+	want := "pg-toy: error: config " + missing + ": no such file ($POWERGLIDE_CONFIG names it)\n"
+	if code != 2 || out != "" || errs != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errs, want)
+	}
+	if code, _, errs := runToy(t, []string{"HOME=" + home, "POWERGLIDE_CONFIG=" + missing}, "config"); code != 2 || errs != want {
+		t.Fatalf("config: exit %d, stderr %q", code, errs)
+	}
+	if code, out, errs := runToy(t, []string{"HOME=" + home, "POWERGLIDE_CONFIG="}, "greet", "x"); code != 0 || out != "hello x via anthropic/claude-sonnet-4-5\n" {
+		t.Fatalf("empty POWERGLIDE_CONFIG (the default path, missing): exit %d, %q %q", code, out, errs)
+	}
+}
+
+type toyJSONCLI struct {
+	Common `embed:""`
+	JSON   bool `help:"Print JSON Lines even on a terminal."`
+}
+
+// A tool with a --json of its own (pg-queue) lists it once in config
+// --help, and it makes config print JSON on a terminal, given before the
+// command or after it.
+func TestConfigJSONOfTheTool(t *testing.T) {
+	spec := func() *Spec { return &Spec{Name: "pg-toy", Description: "A toy.", CLI: &toyJSONCLI{}} }
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), spec(), []string{"config", "--help"}, Test(nil, &out, &errb)); code != 0 || strings.Count(out.String(), "--json") != 1 {
+		t.Fatalf("config --help: exit %d, --json listed %d times:\n%s", code, strings.Count(out.String(), "--json"), out.String())
+	}
+	for _, args := range [][]string{{"config", "--json"}, {"--json", "config"}} {
+		out.Reset()
+		io := Test(nil, &out, &errb, "HOME="+t.TempDir())
+		io.OutTTY = true
+		if code := Run(context.Background(), spec(), args, io); code != 0 || !strings.HasPrefix(out.String(), `{"type":"config"`) {
+			t.Fatalf("%q on a terminal: exit %d, %q %q", args, code, out.String(), errb.String())
+		}
+	}
+}
