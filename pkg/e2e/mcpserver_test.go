@@ -48,7 +48,7 @@ func startEverything(ts *testscript.TestScript, bin, mode, log string, port int)
 	defer out.Close()
 	cmd := exec.Command(bin, mode)
 	cmd.Dir = ts.MkAbs(".")
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "HOME="+ts.Getenv("HOME"), "PORT="+strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = out, out
 	ts.Check(cmd.Start())
 	exited := make(chan struct{})

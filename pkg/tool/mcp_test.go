@@ -92,6 +92,9 @@ func TestMCPServerKilledDuringCall(t *testing.T) {
 	}
 	pid := srv.pid()
 	read := readBytes(pid)
+	if read < 0 {
+		t.Fatalf("/proc/%d/io of the server cannot be read: the test cannot tell when the call has reached it", pid)
+	}
 	// The kill comes once the server has read the call (it reads nothing
 	// while idle: what it read grows by the request's size, over 100
 	// bytes) and long before the operation would end.

@@ -8,6 +8,10 @@
 # the queue is empty, 1 on a failure, 4 when a limit stopped a task); 2 on a
 # usage error.
 set -eu
+# What the tools write is private to the user (docs/team-dir.md): the data
+# root, team and log directories this script may be the first to create,
+# and the logs it opens, as pg-loop would make them (0700 and 0600).
+umask 077
 if [ $# -lt 2 ]; then
 	echo "usage: worker.sh TEAM N [PG-LOOP-ARGS...]" >&2
 	exit 2
