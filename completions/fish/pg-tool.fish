@@ -114,7 +114,7 @@ complete -c pg-tool -n '__fish_seen_subcommand_from call' -l allow-net -d 'Let s
 complete -c pg-tool -n '__fish_seen_subcommand_from call' -l deny-read -r -F -d 'Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable).'
 complete -c pg-tool -n '__fish_seen_subcommand_from call' -l no-skills -d 'Offer no Agent Skills: no skill tool, and read opens no skill folder outside --root.'
 complete -c pg-tool -n '__fish_seen_subcommand_from call' -l pass-env -r -F -d 'Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable). POWERGLIDE_PASS_ENV=NAME,... sets it, and pg-loop keeps those variables for its tools component too.'
-complete -c pg-tool -n '__fish_seen_subcommand_from serve' -l parallel -r -F -d 'Run up to N calls at once; results may then come out of order (match them by id).'
+complete -c pg-tool -n '__fish_seen_subcommand_from serve' -l parallel -r -F -d 'Run up to N calls at once; results may then come out of order (match them by id) (default 1).'
 complete -c pg-tool -n '__fish_seen_subcommand_from serve' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-tool -n '__fish_seen_subcommand_from serve' -l version -d 'Print the version and exit.'
 complete -c pg-tool -n '__fish_seen_subcommand_from serve' -l root -r -F -d 'Workspace root: file tools cannot reach outside it (default: the working directory).'

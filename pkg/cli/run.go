@@ -222,7 +222,9 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	// The grammar for the run at hand: without the help texts unless it
 	// may describe the tool, and of the command it names alone.
 	grammar := spec.CLI
-	if !describes(args) {
+	if describes(args) {
+		opts = append(opts, kong.PostBuild(showDefaults))
+	} else {
 		opts = append(opts, kong.PostBuild(dropHelp))
 		if spec.Default != nil && defaultSuffices(spec, args) {
 			grammar = spec.Default()

@@ -75,3 +75,30 @@ func TestToolsCompletion(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsHelpShowsDefaults: a flag's --help gives its default, from its
+// tag or its configuration key, where the text does not already.
+func TestToolsHelpShowsDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		spec func() *cli.Spec
+		args []string
+		want []string
+	}{
+		{pgmonitor.Spec, []string{"run", "--help"}, []string{"--max-restarts=K Restarts allowed per worker; -1 for no limit (default 5).", "(at most 30s) (default 1s)."}},
+		{pgtool.Spec, []string{"serve", "--help"}, []string{"(match them by id) (default 1)."}},
+		{pgloop.Spec, []string{"--help"}, []string{"are pruned (default 0.7) ($POWERGLIDE_CONTEXT_SOFT).", "before a few new messages (default 0.9) ($POWERGLIDE_CONTEXT_HARD).", `wrapped in <untrusted source="TOOL"> (default warn) ($POWERGLIDE_GUARD).`, "renewed as the heartbeat (default 10m)"}},
+		{pgqueue.Spec, []string{"claim", "--help"}, []string{`$POWERGLIDE_HOME/teams/<team>/ (default "default") ($POWERGLIDE_TEAM).`}},
+		{pgllm.Spec, []string{"--help"}, []string{`(default "anthropic/claude-sonnet-4-5") ($POWERGLIDE_MODEL).`}},
+	} {
+		var out, errb bytes.Buffer
+		if code := cli.Run(context.Background(), tc.spec(), tc.args, cli.Test(nil, &out, &errb)); code != 0 {
+			t.Fatalf("%s %q: exit %d: %s", tc.spec().Name, tc.args, code, errb.String())
+		}
+		help := strings.Join(strings.Fields(out.String()), " ")
+		for _, w := range tc.want {
+			if !strings.Contains(help, w) {
+				t.Errorf("%s %q: no %q in:\n%s", tc.spec().Name, tc.args, w, out.String())
+			}
+		}
+	}
+}
