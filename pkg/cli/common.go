@@ -55,6 +55,39 @@ func (c *SchemaCmd) Run(rt *Runtime) error {
 	return err
 }
 
+// commonHelp gives the commands of Common their detailed help, with
+// examples that name the tool (a kong.PostBuild option, for the runs that
+// describe the tool).
+func commonHelp(spec *Spec) func(*kong.Kong) error {
+	return func(k *kong.Kong) error {
+		for _, c := range k.Model.Node.Children {
+			switch c.Name {
+			case "schema":
+				c.Detail = schemaHelp(spec)
+			case "config":
+				c.Detail = configHelp(spec.Name)
+			}
+		}
+		return nil
+	}
+}
+
+func schemaHelp(spec *Spec) string {
+	s := "Without a name, lists the schemas of " + spec.Name + ": what it reads and writes, as JSON Schema (docs/protocol.md describes them all).\n\nExamples:\n  $ " + spec.Name + " schema"
+	if len(spec.Schemas) > 0 {
+		s += "\n  $ " + spec.Name + " schema " + spec.Schemas[0] + " | jq -r .title"
+	}
+	return s
+}
+
+func configHelp(tool string) string {
+	return `Every key is resolved as the tools resolve it: a flag, then the environment, then the config file ($POWERGLIDE_CONFIG, else $XDG_CONFIG_HOME/powerglide/config.json, else ~/.config/powerglide/config.json; a file $POWERGLIDE_CONFIG names must exist), then the default. API keys and other secrets are shown masked.
+
+Examples:
+  $ ` + tool + ` config
+  $ POWERGLIDE_TEAM=web ` + tool + ` config --json | jq -r 'select(.source != "default") | "\(.key)=\(.value) from \(.origin)"'`
+}
+
 // ConfigCmd prints the resolved configuration.
 type ConfigCmd struct {
 	JSON bool `help:"Print JSON Lines: one {key, value, source, origin} per key."`

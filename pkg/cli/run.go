@@ -223,7 +223,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 	// may describe the tool, and of the command it names alone.
 	grammar := spec.CLI
 	if describes(args) {
-		opts = append(opts, kong.PostBuild(showDefaults))
+		opts = append(opts, kong.PostBuild(showDefaults), kong.PostBuild(commonHelp(spec)))
 	} else {
 		opts = append(opts, kong.PostBuild(dropHelp))
 		if spec.Default != nil && defaultSuffices(spec, args) {

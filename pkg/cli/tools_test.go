@@ -102,3 +102,37 @@ func TestToolsHelpShowsDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsHelpHasExamples: the --help of every command of the seven tools,
+// and so its section of the man page, shows examples, lines "$ ..." that
+// run the tool (STYLE.md §7); so does the tool's own --help.
+func TestToolsHelpHasExamples(t *testing.T) {
+	for _, spec := range []func() *cli.Spec{pgdash.Spec, pgllm.Spec, pgloop.Spec, pgmonitor.Spec, pgpty.Spec, pgqueue.Spec, pgtool.Spec} {
+		name := spec().Name
+		var out, errb bytes.Buffer
+		if code := cli.Run(context.Background(), spec(), []string{"man"}, cli.Test(nil, &out, &errb)); code != 0 {
+			t.Fatalf("%s man: exit %d: %s", name, code, errb.String())
+		}
+		page := strings.ReplaceAll(out.String(), `\-`, "-")
+		head, commands, _ := strings.Cut(page, "\n.SH COMMANDS\n")
+		if _, desc, _ := strings.Cut(head, "\n.SH DESCRIPTION\n"); !hasExample(desc, name) {
+			t.Errorf("%s --help (the man page's DESCRIPTION) shows no example", name)
+		}
+		commands, _, _ = strings.Cut(commands, "\n.SH ")
+		for _, section := range strings.Split(commands, ".SS ")[1:] {
+			if title, _, _ := strings.Cut(section, "\n"); !hasExample(section, name) {
+				t.Errorf("%s: no example in --help of %s", name, title)
+			}
+		}
+	}
+}
+
+// hasExample reports whether text has a line "$ ..." that runs tool.
+func hasExample(text, tool string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "$ ") && strings.Contains(l, tool) {
+			return true
+		}
+	}
+	return false
+}

@@ -27,7 +27,12 @@ Views (Tab cycles): the team overview (counts, progress, tokens, cost, elapsed t
 
 Keys: arrows or j/k move or scroll (the mouse wheel too), Enter opens, Esc goes back, p pauses or resumes the selected worker (writes 0 or its last velocity to worker-<n>.velocity), + and - change its velocity, x stops it after confirmation (SIGTERM to its process group, only while its recorded pid still has the recorded start time, journaled in events.jsonl; a worker that ignores SIGTERM is left to pg-monitor, which SIGKILLs it once its heartbeat is stale), y and n approve or deny the tool call a worker waits on (pg-loop --ask: its state reads approval? and the bottom line shows the call; the answer goes to worker-<n>.approval, as pg-loop approve writes it), ? shows every key, q or Ctrl-C quits. Warnings about invalid lines are shown for a minute after the last one.
 
-The dashboard draws on the terminal (stdout, or stderr when stdout is redirected). --once prints a plain-text snapshot to stdout instead, for scripts and non-terminals; --once --json prints it as one JSON record. The flags are those of the show command: pg-dash show --help.`
+The dashboard draws on the terminal (stdout, or stderr when stdout is redirected). --once prints a plain-text snapshot to stdout instead, for scripts and non-terminals; --once --json prints it as one JSON record. The flags are those of the show command: pg-dash show --help.
+
+Examples (shell-llm.sh, a model in sh and jq, is in the repository: scripts/swap/):
+  $ pg-dash --team web
+  $ pg-dash --team web --once --json | jq .counts
+  $ pg-loop --llm scripts/swap/shell-llm.sh --task 'echo hi' | pg-dash - --once`
 
 // CLI is pg-dash's grammar.
 type CLI struct {
@@ -36,10 +41,6 @@ type CLI struct {
 }
 
 // ShowCmd shows a team, or one loop's event stream.
-//
-//	$ pg-dash --team demo
-//	$ pg-loop --task 'fix the tests' | pg-dash -
-//	$ pg-dash --team demo --once --json | jq .counts
 type ShowCmd struct {
 	Source  string        `arg:"" optional:"" help:"'-' reads one loop's event stream (pg-loop's stdout) from stdin and shows that single worker."`
 	Team    string        `short:"t" env:"POWERGLIDE_TEAM" config:"team" help:"Team to show: $POWERGLIDE_HOME/teams/<team>/."`

@@ -29,7 +29,11 @@ Serve: pg-llm serve reads one request per line, each with an id that its events 
 
 Replay: --replay FILE (or --model replay/FILE) answers from a recorded session with no network and no key; --record FILE appends every call made to FILE in the same format. ` + llm.ReplayFormat + `
 
-Exit status: 0 the call ended with an end event; 1 it failed (an error event with kind, retryable and status was written); 2 bad input: malformed JSON, a field the request or one of its blocks does not have, a missing or wrong value (the error names the field, e.g. messages[1].content[0].content); 124 --timeout expired.`
+Exit status: 0 the call ended with an end event; 1 it failed (an error event with kind, retryable and status was written); 2 bad input: malformed JSON, a field the request or one of its blocks does not have, a missing or wrong value (the error names the field, e.g. messages[1].content[0].content); 124 --timeout expired.
+
+Examples (the second answers from a replay file: see pg-llm call --help):
+  $ echo 'Say hi' | pg-llm --model anthropic/claude-haiku-4-5   # with a key
+  $ pg-llm --replay hi.jsonl 'Say hi'`
 
 // CLI is pg-llm's grammar.
 type CLI struct {
@@ -54,9 +58,6 @@ func Spec() *cli.Spec {
 }
 
 // CallCmd makes one call.
-//
-//	$ echo 'Say hi' | pg-llm --model anthropic/claude-haiku-4-5
-//	$ pg-llm --json < request.json | jq -c 'select(.type=="tool_call") | .call' | pg-tool serve
 type CallCmd struct {
 	Prompt []string `arg:"" optional:"" help:"Prompt text; without it the request or prompt is read from stdin."`
 	System string   `help:"System prompt for a plain-text prompt (a request has its own)."`
@@ -64,31 +65,12 @@ type CallCmd struct {
 	JSON   bool     `help:"Print JSON Lines events even on a terminal."`
 }
 
-// ServeCmd serves many requests.
-//
-//	$ pg-llm serve < requests.jsonl
-//
-// Each input line is a request with an "id"; every event of it carries that
-// id, and calls run concurrently (--concurrency), their events interleaved
-// line by line. A request ends with its end or error event, written once
-// the call is recorded (--record; a call that could not be recorded ends
-// with an error instead): its id may then be used again, and not before.
-// A bad line gets an error event with its line number and serving goes on.
-// Serving ends at end of input, after the calls in flight.
-//
-// Serve holds the last 16 conversations it answered: each end event names
-// one ("held":"h1"), and a later request with "after":"h1" sends only the
-// messages that follow it, and no system prompt or tools while they stay
-// the held ones (docs/protocol.md, "Held conversations"). A whole request
-// is always valid.
+// ServeCmd serves many requests (Help says how).
 type ServeCmd struct {
 	Concurrency int `default:"8" help:"Calls in flight at once."`
 }
 
 // ModelsCmd lists the model table.
-//
-//	$ pg-llm models
-//	$ pg-llm models --jq 'select(.id|startswith("anthropic/")) | .id'
 type ModelsCmd struct {
 	JSON bool   `help:"Print JSON Lines, one model per line."`
 	Jq   string `help:"Filter each model record through a jq expression (implies --json)." placeholder:"EXPR"`

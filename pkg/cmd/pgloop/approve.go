@@ -13,9 +13,6 @@ import (
 )
 
 // ApproveCmd answers the approval a team worker waits on.
-//
-//	$ pg-loop approve --team web 3 call_7_1
-//	$ pg-loop approve --team web 3 call_7_1 --deny --reason 'no pushes on Fridays'
 type ApproveCmd struct {
 	Team   string `help:"The team (default: the config key team, env POWERGLIDE_TEAM)." placeholder:"T"`
 	Store  string `help:"Where the team's state lives (as pg-loop --store): the answer goes there, so on a shared store any host answers any worker." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL"`

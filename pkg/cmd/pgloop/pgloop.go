@@ -88,15 +88,6 @@ func Spec() *cli.Spec {
 }
 
 // RunCmd runs the loop.
-//
-//	$ pg-loop --task 'make the tests pass' --verify 'go test ./...' --commit
-//	$ pg-loop --tasks tasks.jsonl --llm ./my-model.sh --tools 'pg-tool'
-//	$ pg-loop --team web --worker 3
-//	$ pg-loop --fresh --promise DONE --task 'port the parser to Go' --verify 'make test' --max-iterations 20
-//	$ pg-loop --pipeline testdata/pipelines/feature.json --var feature='rate limiting for the API' --var test_cmd='go test ./...'
-//	$ pg-loop --session-id parser --task 'port the parser to Go'
-//	$ pg-loop --resume parser --task 'now add tests for it'
-//	$ pg-loop --fork parser --session-id parser-map --task 'use a map for the symbol table instead'
 type RunCmd struct {
 	Task          []string          `help:"A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session's unfinished tasks, as a follow-up: it starts from the conversation of the session's task that ended last." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`

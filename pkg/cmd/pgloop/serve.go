@@ -10,9 +10,6 @@ import (
 )
 
 // ServeCmd runs one session as a coprocess driven by JSON Lines commands.
-//
-//	$ pg-loop serve --ask 'bash:git push*' < commands.jsonl
-//	$ coproc pg-loop serve; echo '{"type":"prompt","id":"1","message":"fix the build"}' >&${COPROC[1]}
 type ServeCmd struct {
 	RunCmd `embed:""`
 }

@@ -24,10 +24,6 @@ type SessionsCmd struct {
 
 // SessionsListCmd lists the sessions as JSON Lines, one session record
 // each, oldest first; on a terminal, as a table.
-//
-//	$ pg-loop sessions
-//	$ pg-loop sessions --jq 'select(.status != "done") | .id' -r
-//	$ pg-loop sessions --jq 'select(.parent == "s-20261125T101500-3f2a9c1d")'
 type SessionsListCmd struct {
 	JSON bool   `help:"Print JSON Lines even on a terminal."`
 	Jq   string `help:"Apply a jq filter to each session record (in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`
@@ -63,9 +59,6 @@ func (c *SessionsListCmd) Run(rt *cli.Runtime) error {
 // SessionsShowCmd prints a session record, then its transcript: one
 // session_entry per record of its memory (task started and ended, each
 // message of the conversation, prunes and summaries), in order.
-//
-//	$ pg-loop sessions show s-20261125T101500-3f2a9c1d
-//	$ pg-loop sessions show s-20261125T101500-3f2a9c1d --json | jq -r 'select(.kind == "message") | .message.role'
 type SessionsShowCmd struct {
 	ID   string `arg:"" help:"The session's id." placeholder:"ID"`
 	JSON bool   `help:"Print JSON Lines even on a terminal."`

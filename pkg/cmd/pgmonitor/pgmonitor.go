@@ -73,7 +73,13 @@ otherwise 1, as a lone pg-loop does when one of its tasks failed. The run's task
 own workers claimed (read from the journal): a task that a worker of another run or host failed
 meanwhile does not count. Exit codes: 0 every task of the
 run done, 1 a task failed, tasks were left or a worker was given up, 2 usage error, 4 the team
-budget stopped the workers with work left, 130/143 a signal.`,
+budget stopped the workers with work left, 130/143 a signal.
+
+Examples (shell-llm.sh, a model in sh and jq, is in the repository: scripts/swap/):
+  $ pg-queue add --team web 'echo one' && pg-queue add --team web 'echo two'
+  $ pg-monitor run --team web --workers 2 -- pg-loop --llm scripts/swap/shell-llm.sh
+  $ pg-monitor status --team web
+  $ pg-monitor watch --team web --once   # from cron: * * * * *`,
 		CLI:     &CLI{},
 		Schemas: []string{"worker-status", "worker", "journal-event", "team-budget"},
 	}
@@ -190,12 +196,6 @@ func childEnv(rt *cli.Runtime, home string) []string {
 }
 
 // RunCmd spawns and supervises a swarm.
-//
-// Examples:
-//
-//	$ pg-monitor run --team T --workers 4 -- pg-loop --team T
-//	$ pg-monitor run --store postgres://db/pg --team T -n 4 --worker-prefix "$(hostname)-" -- pg-loop --team T
-//	$ pg-monitor run --team T --workers 2 --restart always --budget-usd 5 -- ./worker.sh
 type RunCmd struct {
 	Workers     int           `help:"Number of workers to spawn; each gets POWERGLIDE_TEAM and POWERGLIDE_WORKER=<n> (1..N, after --worker-prefix)." required:"" short:"n" placeholder:"N"`
 	Prefix      string        `name:"worker-prefix" help:"Start every worker's name with this: <prefix>1..<prefix>N. When several hosts run one team on a shared store (--store postgres://...), give each host its own prefix, so no two workers of the team share a name." env:"POWERGLIDE_WORKER_PREFIX" placeholder:"P"`
@@ -280,11 +280,6 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 }
 
 // WatchCmd is the watchdog alone.
-//
-// Examples:
-//
-//	$ pg-monitor watch --team T
-//	$ pg-monitor watch --team T --once        # from cron: * * * * *
 type WatchCmd struct {
 	Once   bool `help:"Make one pass, and follow through the kills it starts (SIGKILL after --grace, release of tasks), then exit; exit 1 when a stopped worker is still running 30s after the grace."`
 	Limits `embed:""`
@@ -347,21 +342,7 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 	}
 }
 
-// BeatCmd is a heartbeat for shell workers.
-//
-// Examples:
-//
-//	$ pg-monitor beat --team T --worker "$POWERGLIDE_WORKER" --state executing --task t-12
-//	$ while sleep 10; do pg-monitor beat --team T --worker 3 --pid $$ --every 10s; done &
-//
-// The recorded pid is the process the watcher stops (SIGTERM, then SIGKILL
-// to its process group) when the heartbeat goes stale: the worker script's
-// own shell, $$, or by default the parent of pg-monitor (the script that
-// runs it). Everything is checked before anything is written, and nonsense
-// exits 2 leaving no file: a pid of 1 or below, a pid that does not exist,
-// a login shell (a terminal's session leader: beat typed at a prompt), an
-// ancestor outside the caller's session; a negative, NaN or infinite
-// --cost-usd; a negative --step; an empty --state; control characters.
+// BeatCmd is a heartbeat for shell workers (Help says what it checks).
 type BeatCmd struct {
 	Worker   string         `help:"Worker name (the n of worker-<n>.json)." env:"POWERGLIDE_WORKER" placeholder:"N"`
 	State    *string        `help:"Worker state to record; a change also counts as progress." placeholder:"S"`
@@ -410,12 +391,6 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // StatusCmd lists workers.
-//
-// Examples:
-//
-//	$ pg-monitor status --team T
-//	$ pg-monitor status --team T --jq 'select(.type == "worker_status" and .liveness != "alive") | .worker'
-//	$ pg-monitor status --team T --jq 'select(.type == "team_budget") | [.spent_usd, .reserved_usd]'
 type StatusCmd struct {
 	JSON   bool   `help:"Print JSON Lines even on a terminal."`
 	Jq     string `help:"Apply a jq filter to each record, the workers' and the team budget's (tell them apart by .type; in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`

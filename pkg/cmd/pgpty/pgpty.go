@@ -33,7 +33,13 @@ func Spec() *cli.Spec {
 			"start keeps a program running in a session that outlives the call: a detached holder process owns " +
 			"the terminal, appends the output to $POWERGLIDE_HOME/pty/NAME/output.log, keeps the state in " +
 			"session.json and takes input on a unix socket in the same directory. send types into it, read " +
-			"returns new output (expect-style with --wait), screen renders the screen as a terminal shows it.",
+			"returns new output (expect-style with --wait), screen renders the screen as a terminal shows it.\n\n" +
+			"Examples:\n" +
+			"  $ pg-pty run -- ls --color=auto\n" +
+			"  $ pg-pty start py -- python3 -q\n" +
+			"  $ pg-pty send py 'print(6*7)' --keys Enter\n" +
+			"  $ pg-pty read py --wait '42'\n" +
+			"  $ pg-pty kill py",
 		CLI:     &CLI{},
 		Schemas: []string{"pty-output"},
 	}

@@ -24,9 +24,6 @@ type stdio struct {
 
 // AgentCmd serves the configured PostgreSQL store to this host's
 // commands.
-//
-// $ pg-queue agent --store postgres://pg@db/powerglide
-// $ POWERGLIDE_STORE_AGENT=off pg-queue claim --worker 1
 type AgentCmd struct {
 	Idle    time.Duration `help:"Exit after this long with no client (default 60s)." config:"store_agent_idle" env:"POWERGLIDE_STORE_AGENT_IDLE" placeholder:"D"`
 	ReadyFD int           `name:"ready-fd" hidden:"" help:"Write ready (or error: ...) on this file descriptor once listening, then close it."`

@@ -40,7 +40,13 @@ A claim is a lease with a fencing token: renew, complete, fail and release must 
 
 Bad input changes nothing and creates nothing: the team directory appears with the first change that succeeds. A task-queue.json edited by hand keeps the fields pg-queue does not know; one of a newer version, or one pg-queue cannot read, is refused with exit 2 (see docs/team-dir.md).
 
-Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.`,
+Output is JSON Lines on stdout (list prints a table on a terminal unless --json). Exit codes: 0 ok, 1 failure (unknown task, lease lost), 2 bad input (nothing changed), 3 nothing to claim.
+
+Examples (each command's --help has more):
+  $ pg-queue add --team web 'fix the flaky test' --id flaky
+  $ task=$(pg-queue claim --team web --worker 3) || exit
+  $ pg-queue complete --team web flaky --token "$(jq -r .claim.token <<<"$task")"
+  $ pg-queue list --team web`,
 		CLI:     &CLI{},
 		Schemas: []string{"task", "task-input", "journal-event", "queue-stats", "queue-count", "queue-init", "store-agent-hello", "store-agent-request", "store-agent-response", "error"},
 	}
@@ -274,9 +280,6 @@ func printTasks(rt *cli.Runtime, ts ...protocol.Task) error {
 }
 
 // InitCmd prepares the store.
-//
-// $ pg-queue init --team T
-// $ pg-queue init --store postgres://pg@db/powerglide --team T
 type InitCmd struct{}
 
 // Help details init.
@@ -311,11 +314,6 @@ func (c *InitCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // AddCmd adds tasks.
-//
-// $ pg-queue add 'fix the flaky test' --priority 5 --verify 'go test ./...'
-// $ pg-queue add 'deploy' --depends-on t-01JD...,t-01JE... --label area=ops
-// $ jq -c '.[]' tasks.json | pg-queue add -
-// $ pg-queue add < tasks.jsonl
 type AddCmd struct {
 	Title       *string           `arg:"" optional:"" help:"Title of the task, or - to read tasks as JSON Lines on stdin, one task-input record a line (pg-queue schema task-input: a title, the other fields optional). With no title, tasks are read from stdin when it is not a terminal."`
 	Prompt      string            `help:"What the worker should do (default: the title)."`
@@ -398,9 +396,6 @@ func splitIDs(in []string) []string {
 }
 
 // ClaimCmd leases a task.
-//
-// $ task=$(pg-queue claim --worker 3 --lease 10m --wait 30s) || exit
-// $ pg-queue claim --worker 3 | jq -r '.id, .claim.token'
 type ClaimCmd struct {
 	Worker string        `help:"Name of the claiming worker." env:"POWERGLIDE_WORKER" required:"" placeholder:"W"`
 	Lease  time.Duration `help:"Length of the lease; renew before it ends (default 10m, at most 876000h)." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"D"`
@@ -444,8 +439,6 @@ type tokenArgs struct {
 }
 
 // RenewCmd extends a lease.
-//
-// $ pg-queue renew t-01JD... --token 17 --lease 10m
 type RenewCmd struct {
 	tokenArgs
 	Lease time.Duration `help:"New length of the lease, from now (default 10m)." config:"lease" env:"POWERGLIDE_LEASE" placeholder:"D"`
@@ -470,9 +463,6 @@ func (c *RenewCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // CompleteCmd marks a task done.
-//
-// $ pg-queue complete t-01JD... --token 17 --result '{"commit":"abc123"}'
-// $ go test ./... -json | jq -s -c '{tests: length}' | pg-queue complete t-01JD... --token 17 --result -
 type CompleteCmd struct {
 	tokenArgs
 	Result string `help:"Result as JSON, or - to read it from stdin; nested at most 97 levels deep, so task-queue.json stays readable by jq." placeholder:"JSON"`
@@ -508,8 +498,6 @@ func (c *CompleteCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // FailCmd marks a task failed.
-//
-// $ pg-queue fail t-01JD... --token 17 --error 'tests still fail' --retry
 type FailCmd struct {
 	tokenArgs
 	Error string `help:"What went wrong." required:"" placeholder:"MSG"`
@@ -531,10 +519,6 @@ func (c *FailCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // ReleaseCmd hands tasks back.
-//
-// $ pg-queue release t-01JD... --token 17
-// $ mark=$(pg-queue stats --jq .next_token)   # when worker 3 stopped
-// $ pg-queue release --worker 3 --before-token "$mark" --reason 'worker stopped'
 type ReleaseCmd struct {
 	ID          string `arg:"" optional:"" help:"Id of the task (with --token)."`
 	Token       int64  `help:"The fencing token of your claim."`
@@ -577,8 +561,6 @@ func (c *ReleaseCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // CancelCmd cancels tasks.
-//
-// $ pg-queue cancel t-01JD... --reason 'superseded'
 type CancelCmd struct {
 	IDs    []string `arg:"" name:"id" help:"Ids of the tasks: all are cancelled, or none when one is unknown or already done or failed."`
 	Reason string   `help:"Why, stored in the task's error and the journal."`
@@ -601,10 +583,6 @@ func (c *CancelCmd) Run(rt *cli.Runtime, root *CLI) error {
 // ListCmd lists tasks: the finished ones of task-archive.jsonl first
 // (oldest first), then those of task-queue.json in queue order, so that
 // `list --status done` counts every done task, however many were archived.
-//
-// $ pg-queue list --status pending,blocked
-// $ pg-queue list --status done --jq .id -r | wc -l
-// $ pg-queue list --live --jq 'select(.priority > 0) | .id' -r
 type ListCmd struct {
 	Status   []string `help:"Only these statuses: pending, claimed, done, failed, cancelled, blocked." placeholder:"S"`
 	Worker   string   `help:"Only tasks claimed by this worker." placeholder:"W"`
@@ -671,8 +649,6 @@ func table(w io.Writer, ts []protocol.Task) error {
 }
 
 // ShowCmd prints tasks.
-//
-// $ pg-queue show t-01JD... | jq .result
 type ShowCmd struct {
 	IDs []string `arg:"" name:"id" help:"Ids of the tasks."`
 }
@@ -697,8 +673,6 @@ func (c *ShowCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // StatsCmd prints queue statistics.
-//
-// $ pg-queue stats --jq .drained
 type StatsCmd struct {
 	JQ  string `name:"jq" help:"jq filter applied to the stats record." placeholder:"EXPR"`
 	Raw bool   `short:"r" help:"With --jq, print strings without quotes."`
@@ -727,9 +701,6 @@ func (c *StatsCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // WatchCmd follows the journal.
-//
-// $ pg-queue watch --jq 'select(.op == "complete") | .task' -r
-// $ pg-queue watch --from-start --count 1 --jq 'select(.op == "claim")'
 type WatchCmd struct {
 	FromStart bool          `help:"Print the journal from its start, not only new lines."`
 	JQ        string        `name:"jq" help:"jq filter applied to each journal record." placeholder:"EXPR"`
@@ -813,8 +784,6 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // ArchiveCmd moves finished tasks to the archive.
-//
-// $ pg-queue archive --older-than 24h
 type ArchiveCmd struct {
 	OlderThan time.Duration `help:"Only tasks finished at least this long ago." default:"0s" placeholder:"D"`
 }
@@ -825,8 +794,6 @@ func (c *ArchiveCmd) Run(rt *cli.Runtime, root *CLI) error {
 }
 
 // PruneCmd deletes finished tasks.
-//
-// $ pg-queue prune --older-than 168h
 type PruneCmd struct {
 	OlderThan time.Duration `help:"Only tasks finished at least this long ago." default:"0s" placeholder:"D"`
 }
