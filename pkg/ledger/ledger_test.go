@@ -42,7 +42,7 @@ func worker() int {
 	d := fileTeam(os.Getenv("LEDGER_HOME"))
 	est, _ := strconv.ParseFloat(os.Getenv("LEDGER_EST"), 64)
 	cost, _ := strconv.ParseFloat(os.Getenv("LEDGER_COST"), 64)
-	l := New(d, os.Getenv("LEDGER_WORKER"))
+	l := New(d, os.Getenv("LEDGER_WORKER"), proc.ThisHost())
 	calls := 0
 	for {
 		id, err := l.Reserve(ctx, est)
@@ -146,7 +146,7 @@ func TestReserveBusyAndExhausted(t *testing.T) {
 	if _, err := SetBudget(ctx, d, 0.1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	a, b := New(d, "1"), New(d, "2")
+	a, b := New(d, "1", proc.ThisHost()), New(d, "2", proc.ThisHost())
 	ida, err := a.Reserve(ctx, 0.06)
 	if err != nil || ida == "" {
 		t.Fatalf("first reservation: %q %v", ida, err)
@@ -190,7 +190,7 @@ func TestReserveBusyAndExhausted(t *testing.T) {
 func TestNoLedgerAndSeed(t *testing.T) {
 	home := t.TempDir()
 	d := fileTeam(home)
-	if id, err := New(d, "1").Reserve(ctx, 5); id != "" || err != nil {
+	if id, err := New(d, "1", proc.ThisHost()).Reserve(ctx, 5); id != "" || err != nil {
 		t.Fatalf("without a ledger: %q %v", id, err)
 	}
 	if _, err := d.Budget().Read(ctx); !errors.Is(err, os.ErrNotExist) {
@@ -222,18 +222,18 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	dead := New(d, "1")
+	dead := New(d, "1", proc.ThisHost())
 	dead.PID, dead.PIDStart = cmd.Process.Pid, "1"
 	if _, err := dead.Reserve(ctx, 0.9); err != nil {
 		t.Fatal(err)
 	}
-	other := New(d, "2")
+	other := New(d, "2", proc.ThisHost())
 	other.Host, other.TTL = proc.Host{Name: "elsewhere"}, time.Minute
 	other.Now = func() time.Time { return now }
 	if _, err := other.Reserve(ctx, 0.05); err != nil {
 		t.Fatal(err)
 	}
-	live := New(d, "3")
+	live := New(d, "3", proc.ThisHost())
 	live.Now = func() time.Time { return now }
 	if _, err := live.Reserve(ctx, 0.9); err != nil {
 		t.Fatalf("the dead worker's reservation still holds the budget: %v", err)
@@ -242,7 +242,7 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 	if len(tb.Reservations) != 2 || math.Abs(tb.ReservedUSD-0.95) > 1e-9 {
 		t.Fatalf("reservations: %+v", tb.Reservations)
 	}
-	if n, err := Expire(ctx, d, now.Add(2*time.Minute)); err != nil || n != 1 {
+	if n, err := Expire(ctx, d, proc.ThisHost(), now.Add(2*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("expire after the TTL: %d %v", n, err)
 	}
 	tb, _ = Read(ctx, d)
@@ -267,16 +267,16 @@ func TestReservationOfAnotherHostOfTheSameName(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	twin := New(d, "1")
+	twin := New(d, "1", proc.ThisHost())
 	twin.PID, twin.PIDStart, twin.TTL = cmd.Process.Pid, "1", time.Minute
 	twin.Host.ID = proc.HostID("another boot", "pid:[4026531836]")
 	if _, err := twin.Reserve(ctx, 0.5); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Expire(ctx, d, time.Now()); err != nil || n != 0 {
+	if n, err := Expire(ctx, d, proc.ThisHost(), time.Now()); err != nil || n != 0 {
 		t.Fatalf("expire dropped %d reservations (%v), want none", n, err)
 	}
-	if n, err := Expire(ctx, d, time.Now().Add(2*time.Minute)); err != nil || n != 1 {
+	if n, err := Expire(ctx, d, proc.ThisHost(), time.Now().Add(2*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("expire after the TTL: %d %v", n, err)
 	}
 }
@@ -289,7 +289,7 @@ func BenchmarkReserveSettle(b *testing.B) {
 			if _, err := SetBudget(ctx, d, 1e9, time.Now()); err != nil {
 				b.Fatal(err)
 			}
-			l := New(d, "1")
+			l := New(d, "1", proc.ThisHost())
 			for range n {
 				if _, err := l.Reserve(ctx, 0.01); err != nil {
 					b.Fatal(err)
