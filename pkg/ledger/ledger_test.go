@@ -251,9 +251,6 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 	}
 }
 
-// BenchmarkReserveSettle is the ledger's cost per model call: a
-// reservation and a settlement, each a locked read and an fsynced atomic
-// replace of budget.json, with n other calls in flight.
 // A reservation of a host that shares this one's name but not its id
 // (another machine, another pid namespace) is not dropped for a pid that
 // is gone here: only its until time ends it.
@@ -281,6 +278,52 @@ func TestReservationOfAnotherHostOfTheSameName(t *testing.T) {
 	}
 }
 
+// On a store several hosts share, a reservation without host_id (an older
+// writer's, a host's that cannot read its id, a hand edit) is no host's:
+// not dropped for a pid that is gone here, even when it names this host
+// or none; a malformed pid_start is not gone either. On the team
+// directory (one host's) the name still decides (hostile review F6).
+func TestReservationWithoutHostID(t *testing.T) {
+	ctx := context.Background()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	this := proc.ThisHost()
+	shared := this
+	shared.Shared = true
+	for _, tc := range []struct {
+		what        string
+		host        proc.Host // the reservation's
+		start       string
+		reader      proc.Host
+		wantDropped int
+	}{
+		{"this host's name, shared store", proc.Host{Name: this.Name}, "1", shared, 0},
+		{"no host, shared store", proc.Host{}, "1", shared, 0},
+		{"this host's id, shared store", this, "1", shared, 1},
+		{"malformed pid_start", this, "01", this, 0},
+		{"this host's name, team directory", proc.Host{Name: this.Name}, "1", this, 1},
+		{"no host, team directory", proc.Host{}, "1", this, 1},
+	} {
+		d := fileTeam(t.TempDir())
+		if _, err := SetBudget(ctx, d, 1, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		l := New(d, "1", tc.host)
+		l.PID, l.PIDStart = cmd.Process.Pid, tc.start
+		if _, err := l.Reserve(ctx, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := Expire(ctx, d, tc.reader, time.Now()); err != nil || n != tc.wantDropped {
+			t.Errorf("%s: expire dropped %d (%v), want %d", tc.what, n, err, tc.wantDropped)
+		}
+	}
+}
+
+// BenchmarkReserveSettle is the ledger's cost per model call: a
+// reservation and a settlement, each a locked read and an fsynced atomic
+// replace of budget.json, with n other calls in flight.
 func BenchmarkReserveSettle(b *testing.B) {
 	for _, n := range []int{0, 16} {
 		b.Run(fmt.Sprintf("inflight=%d", n), func(b *testing.B) {
