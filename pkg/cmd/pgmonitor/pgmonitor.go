@@ -58,8 +58,12 @@ With --store postgres://... the worker records and the journal live in PostgreSQ
 hosts: each pg-monitor signals only processes of its own host, and reports another host's
 workers (stale once their heartbeat is old) without acting on them; their leases expire. A record
 is this host's when its host_id (the kernel's boot id and the pid namespace, hashed) is this
-process's, so hosts that share a hostname are told apart; a record without one, when its host is
-this hostname. The records' times reach each reader in its own clock (measured by the server).
+process's, so hosts that share a hostname are told apart; a record without one is no host's there
+(on the file store: this host's when its host is this hostname or empty). The records' times reach
+each reader in its own clock (measured by the server).
+A record is acted on only when it names the worker it is stored under (worker-<n>.json holds
+"worker":"<n>", a valid name) and its pid_start is a start time as /proc writes it (digits):
+others are listed as errors, or their liveness is unknown, and their tasks wait for their leases.
 
 Several watchers may run at once (a run supervisor, cron, a person): a pass holds an flock on
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each
