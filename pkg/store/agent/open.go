@@ -185,7 +185,7 @@ func start(ctx context.Context, path string, o OpenOptions) error {
 	cmd := &exec.Cmd{
 		Path:        o.Path,
 		Args:        o.Args,
-		Env:         append(append([]string(nil), o.Env...), "POWERGLIDE_HOME="+o.Home, "POWERGLIDE_STORE="+o.URL),
+		Env:         childEnv(o.Env, o.Home, o.URL),
 		Dir:         "/",
 		Stderr:      logf,
 		ExtraFiles:  []*os.File{pw},
