@@ -29,8 +29,8 @@ type Control struct {
 	queue   []protocol.Task
 	dropped []protocol.Task // queued tasks a shutdown cancelled, for the runner to report
 	next    int             // number of the next task-N
-	busy    bool // a task is running
-	closed  bool // no more tasks: shutdown, or the end of the commands
+	busy    bool            // a task is running
+	closed  bool            // no more tasks: shutdown, or the end of the commands
 	steers  []string
 	pending map[string]*pendingApproval
 	order   []string // pending calls, oldest first

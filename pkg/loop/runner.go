@@ -196,7 +196,7 @@ type Runner struct {
 	wmu       sync.Mutex
 	worker    *protocol.Worker
 	lastWrite time.Time
-	curMu     sync.Mutex  // guards cur (for the heartbeat and serve's abort) and abortNext
+	curMu     sync.Mutex // guards cur (for the heartbeat and serve's abort) and abortNext
 	// abortNext is an abort that came while a task was picked but not yet
 	// current: it cancels that task as it starts (guarded by curMu).
 	abortNext error
