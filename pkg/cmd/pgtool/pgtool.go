@@ -17,6 +17,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/jq"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -184,14 +185,21 @@ func (c *CLI) mcpHeaders(cfg *config.Config, specs []string) ([]tool.MCPHeader, 
 
 // ListCmd prints the tool definitions.
 //
-//	$ pg-tool list | jq -r '.[].name'
+//	$ pg-tool list --jq '.[].name' -r
 //	$ npm i -g @modelcontextprotocol/server-filesystem
 //	$ pg-tool --preset readonly --mcp 'fs=mcp-server-filesystem .' list
-type ListCmd struct{}
+type ListCmd struct {
+	Jq  string `help:"Apply a jq filter to the array of definitions (in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`
+	Raw bool   `short:"r" help:"With --jq, print string results as plain text, like jq -r."`
+}
 
 // Run prints the definitions; a failing MCP server or external tool is
 // reported after the others are printed (exit 1).
 func (l *ListCmd) Run(rt *cli.Runtime, c *CLI) error {
+	filter, err := jq.New(l.Jq, l.Raw, rt.IO.Out, jsonl.NewEncoder(rt.IO.Out))
+	if err != nil {
+		return err
+	}
 	s, err := c.session(rt, false)
 	if err != nil {
 		return err
@@ -203,22 +211,31 @@ func (l *ListCmd) Run(rt *cli.Runtime, c *CLI) error {
 	for _, t := range tools {
 		defs = append(defs, t.Def())
 	}
-	var b []byte
-	if rt.IO.OutTTY {
-		b, err = json.MarshalIndent(defs, "", "  ")
-	} else {
-		b, err = jsonl.Marshal(defs)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := rt.IO.Out.Write(append(b, '\n')); err != nil {
+	if err := printDefs(rt, filter, defs); err != nil {
 		return err
 	}
 	if terr != nil {
 		return cli.Failf("tools", "%v", terr)
 	}
 	return nil
+}
+
+// printDefs prints the definitions as one JSON array, or what the filter
+// makes of it.
+func printDefs(rt *cli.Runtime, filter *jq.Filter, defs []protocol.ToolDef) error {
+	if filter.Active() {
+		return filter.Emit(rt.Ctx, defs)
+	}
+	return printValue(rt, defs)
+}
+
+// printValue prints v as one JSON line, indented on a terminal.
+func printValue(rt *cli.Runtime, v any) error {
+	enc := jsonl.NewEncoder(rt.IO.Out)
+	if rt.IO.OutTTY {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(v)
 }
 
 // CallCmd runs one call.
@@ -325,7 +342,7 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 func (ListCmd) Help() string {
 	return `Prints a JSON array of {name, description, input_schema}, ready for the tools of a pg-llm request. MCP servers are started to list their tools. A server command runs in the sandbox, without network unless --allow-net: install the server first (npx -y cannot download it there, and hangs until --mcp-start-timeout).
 
-  $ pg-tool list | jq -r '.[].name'
+  $ pg-tool list --jq '.[].name' -r
   $ npm i -g @modelcontextprotocol/server-filesystem
   $ pg-tool --preset readonly --mcp 'fs=mcp-server-filesystem .' list
   $ pg-tool --mcp 'gh=https://mcp.example.com/mcp' --mcp-header 'gh:Authorization=Bearer ${GITHUB_TOKEN}' list`
