@@ -153,6 +153,18 @@ func openTeam(rt *cli.Runtime, team string) (store.Team, error) {
 	return tm, nil
 }
 
+// teamExists is a not_found failure (exit 1) for a team the store does
+// not hold.
+func teamExists(rt *cli.Runtime, w *monitor.Watcher) error {
+	if err := w.Team.Exists(rt.Ctx); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cli.Failf("not_found", "%v", err)
+		}
+		return err
+	}
+	return nil
+}
+
 // resolveTeam takes the team from --team, POWERGLIDE_TEAM or the
 // configuration, as pg-queue does.
 func resolveTeam(rt *cli.Runtime, c *CLI) error {
@@ -289,6 +301,11 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
+	// A team that does not exist is a mistake (a typo in a crontab), as
+	// for status and pg-queue: said at once, not watched, and not created.
+	if err := teamExists(rt, w); err != nil {
+		return err
+	}
 	enc := jsonl.NewEncoder(rt.IO.Out)
 	var deadline time.Time
 	if c.Once {
@@ -413,10 +430,7 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Team.Exists(rt.Ctx); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return cli.Failf("not_found", "%v", err)
-		}
+	if err := teamExists(rt, w); err != nil {
 		return err
 	}
 	var code *gojq.Code
