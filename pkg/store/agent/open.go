@@ -116,7 +116,13 @@ const retryStart = 10 * time.Second
 // retryStart.
 func failedRecently(base string) bool {
 	fi, err := os.Stat(base + ".failed")
-	return err == nil && time.Since(fi.ModTime()) < retryStart
+	if err != nil {
+		return false
+	}
+	// A time in the future (a clock set back, a touch -d) is no recent
+	// failure: it would keep the agent off for as long.
+	age := time.Since(fi.ModTime())
+	return age >= 0 && age < retryStart
 }
 
 // connect reaches the agent at path, after checking that the run
