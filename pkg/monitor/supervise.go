@@ -20,6 +20,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // The lines a worker prints last (DESIGN.md §4, pg-loop).
@@ -392,6 +393,12 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		st, _ := proc.ReadStat(pid)
 		start := st.Start
 		sl.pid, sl.start, sl.child, sl.running = pid, start, cmd, true
+		// This process started it: it is the team's worker, and the
+		// watchers may stop it (a worker that hangs before its first
+		// beat included). The mark goes when it is reaped (follow).
+		if err := workermark.Make(d.Home, pid, start, workermark.Mark{Team: d.Team, Worker: sl.name, HostID: s.W.Host.ID}); err != nil {
+			s.logf("worker %s: %v", sl.name, err)
+		}
 		now := time.Now().UTC()
 		// The new process may beat before its seed is written: both
 		// read-modify-writes are serialized per worker by the store, and a
@@ -463,6 +470,10 @@ func (s *Supervisor) follow(sl *slot, cmd *proc.Child, pr *os.File, logf *os.Fil
 		}
 	}()
 	err := cmd.Wait()
+	// Reaped: its pid may name another process from now on.
+	if rerr := workermark.Remove(s.W.Dir.Home, pid, start); rerr != nil {
+		s.logf("worker %s: %v", sl.name, rerr)
+	}
 	select {
 	case <-eof:
 	case <-time.After(2 * time.Second):

@@ -357,9 +357,15 @@ func (c *WatchCmd) Run(rt *cli.Runtime, root *CLI) error {
 // The recorded pid is the process the watcher stops (SIGTERM, then SIGKILL
 // to its process group) when the heartbeat goes stale: the worker script's
 // own shell, $$, or by default the parent of pg-monitor (the script that
-// runs it). Everything is checked before anything is written, and nonsense
+// runs it). Beat also marks that process as the team's worker in
+// $POWERGLIDE_HOME/run/workers/<pid>-<start> (0600, in a 0700 directory):
+// a watcher signals a recorded pid only when it carries that mark in the
+// watcher's own data root, so a record written elsewhere (another user of
+// a shared store, a hand edit) can never make it signal another process.
+// Everything is checked before anything is written, and nonsense
 // exits 2 leaving no file: a pid of 1 or below, a pid that does not exist,
-// a login shell (a terminal's session leader: beat typed at a prompt), an
+// a process of another user (its real uid is not the caller's), a login
+// shell (a terminal's session leader: beat typed at a prompt), an
 // ancestor outside the caller's session; a negative, NaN or infinite
 // --cost-usd; a negative --step; an empty --state; control characters.
 type BeatCmd struct {
@@ -370,7 +376,7 @@ type BeatCmd struct {
 	CostUSD  *float64       `name:"cost-usd" help:"The worker's spending so far in USD (usage.cost_usd, counted in a team budget)." placeholder:"X"`
 	Every    *time.Duration `help:"How often this worker beats (heartbeat_interval_ms): a watcher then refuses a stale limit under twice it." placeholder:"D"`
 	Progress bool           `help:"Record progress (progress_at) even without a change."`
-	PID      int            `name:"pid" help:"The worker's pid: a live process, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script's shell)." placeholder:"PID"`
+	PID      int            `name:"pid" help:"The worker's pid: a live process of this user, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script's shell). It is marked as the worker in $POWERGLIDE_HOME/run/workers, which watchers of this data root require before they signal it." placeholder:"PID"`
 }
 
 // Run writes the heartbeat.
@@ -394,11 +400,15 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
+	home, err := rt.Home()
+	if err != nil {
+		return err
+	}
 	pid := b.PID
 	if pid == 0 {
 		pid = os.Getppid()
 	}
-	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: proc.ThisHost(), State: b.State, Task: b.Task,
+	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Home: home, Host: proc.ThisHost(), State: b.State, Task: b.Task,
 		Step: b.Step, CostUSD: b.CostUSD, Every: b.Every, Progress: b.Progress})
 	if err != nil {
 		if errors.Is(err, monitor.ErrInvalid) {
