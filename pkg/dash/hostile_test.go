@@ -10,6 +10,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc/proctest"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // FuzzDashKill presses the kill key (x, then y) on random worker records
@@ -36,6 +37,10 @@ func FuzzDashKill(f *testing.F) {
 			allowed = append(allowed, c)
 			if pid == -6 {
 				pid = c
+			}
+			// The child is the team's worker, as pg-loop or beat marks it.
+			if err := workermark.Make(d.Home, c, startOf(c), workermark.Mark{Team: "t", Worker: "1"}); err != nil {
+				t.Fatal(err)
 			}
 		}
 		pid = rel.Seed(pid)

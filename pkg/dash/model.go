@@ -877,6 +877,8 @@ func (m *Model) workerKeys(msg tea.KeyPressMsg) tea.Cmd {
 			// pid 1, pg-dash itself or an ancestor (a record written by
 			// hand or by mistake): never signalled.
 			m.setStatus(fmt.Sprintf("worker %s: %v", id, proc.Guard(w.PID)), "bad")
+		case !proc.Matches(w.PID, w.PIDStart):
+			m.setStatus(fmt.Sprintf("worker %s: process %d has ended or its pid was reused: nothing to stop", id, w.PID), "warn")
 		case m.marked(id, w.PID, w.PIDStart) != nil:
 			// The record alone does not prove the pid is the team's
 			// worker: another user of a shared store may have written it.

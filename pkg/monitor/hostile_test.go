@@ -126,6 +126,7 @@ func TestWatchChecksRecordedGroupAndSession(t *testing.T) {
 		w.Signals = &proc.Signaler{Sender: rec}
 		r := &protocol.Worker{Worker: "1", PID: st.PID, PIDStart: st.Start, PGID: tc.pgid, SID: tc.sid, Host: w.Host.Name, HostID: w.Host.ID, Epoch: 1,
 			State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}
+		markWorker(t, w, "1", st.PID, st.Start)
 		if err := w.Dir.WriteWorker(r); err != nil {
 			t.Fatal(err)
 		}

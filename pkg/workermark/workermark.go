@@ -52,13 +52,16 @@ var ErrUnmarked = errors.New("no worker mark")
 type UnmarkedError struct {
 	PID          int
 	Team, Worker string
-	Dir          string
 	Why          string // what was found instead of a mark
 }
 
 func (e *UnmarkedError) Error() string {
-	return fmt.Sprintf("pid %d carries no worker mark of team %s worker %s in %s (%s)", e.PID, e.Team, e.Worker, e.Dir, e.Why)
+	return fmt.Sprintf("pid %d carries no worker mark of team %s worker %s in %s (%s)", e.PID, e.Team, e.Worker, DirName, e.Why)
 }
+
+// DirName is how messages name the marks' directory: the same words for
+// every data root, which a reader maps to theirs.
+const DirName = "$POWERGLIDE_HOME/run/workers"
 
 func (e *UnmarkedError) Is(target error) bool { return target == ErrUnmarked }
 
@@ -116,7 +119,7 @@ func Remove(home string, pid int, start string) error {
 func Check(home string, pid int, start, team, worker, hostID string) error {
 	dir := Dir(home)
 	refuse := func(format string, a ...any) error {
-		return &UnmarkedError{PID: pid, Team: team, Worker: worker, Dir: dir, Why: fmt.Sprintf(format, a...)}
+		return &UnmarkedError{PID: pid, Team: team, Worker: worker, Why: fmt.Sprintf(format, a...)}
 	}
 	switch {
 	case home == "":
