@@ -354,8 +354,10 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 		if due, again := w.killDue(k, now); due {
 			if err := w.marked(name, k.PID, k.PIDStart); err != nil {
 				// Its mark went away since the SIGTERM (a pg-loop
-				// removes its own as it exits): no SIGKILL.
+				// removes its own as it exits): no SIGKILL, and, as
+				// for a process never marked, said once.
 				delete(st.Kills, name)
+				st.Unmarked[name] = incarnation(&protocol.Worker{PID: k.PID, PIDStart: k.PIDStart})
 				changed = true
 				w.emit(res, protocol.MonitorEvent{Action: ActNotSignalled, Worker: name, PID: k.PID,
 					Reason: fmt.Sprintf("no SIGKILL: %v; %s", err, k.Reason)})
