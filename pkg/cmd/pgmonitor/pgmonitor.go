@@ -49,7 +49,13 @@ heartbeat (heartbeat_at), the time of its last progress (progress_at), its pid a
 time. A worker is alive, stale (heartbeat older than --stale), stuck (heartbeat fresh but no
 progress for --stall), dead (its process is gone, or its pid was reused) or done (it ended).
 Stale and stuck workers get SIGTERM, then SIGKILL of their process group after --grace; a pid is
-signalled only while its start time still matches the record, so a reused pid is never killed.
+signalled only while its start time still matches the record, so a reused pid is never killed,
+and only when the process carries that worker's mark in this data root,
+$POWERGLIDE_HOME/run/workers/<pid>-<pid_start>: pg-loop marks itself, run marks the workers it
+spawns and beat the pid it names. A record alone (anyone who can write the store can write one)
+never makes pg-monitor signal a process: without the mark it journals a not_signalled action
+with the reason, once, and leaves the worker's tasks to their lease. So run the monitor with the
+workers' POWERGLIDE_HOME; workers started by an older pg-loop are not signalled.
 When the worker ends on SIGTERM but members of its group remain, they get SIGKILL after --grace,
 only while a member seen before is still alive in the group (so the group id was not reused).
 The claimed tasks of a dead worker are released through pg-queue (with their fencing token) at
@@ -196,6 +202,10 @@ func childEnv(rt *cli.Runtime, home string) []string {
 //	$ pg-monitor run --team T --workers 4 -- pg-loop --team T
 //	$ pg-monitor run --store postgres://db/pg --team T -n 4 --worker-prefix "$(hostname)-" -- pg-loop --team T
 //	$ pg-monitor run --team T --workers 2 --restart always --budget-usd 5 -- ./worker.sh
+//
+// Each worker run spawns is marked as the team's worker in
+// $POWERGLIDE_HOME/run/workers until it is reaped, so a stale one can be
+// stopped even before its first heartbeat.
 type RunCmd struct {
 	Workers     int           `help:"Number of workers to spawn; each gets POWERGLIDE_TEAM and POWERGLIDE_WORKER=<n> (1..N, after --worker-prefix)." required:"" short:"n" placeholder:"N"`
 	Prefix      string        `name:"worker-prefix" help:"Start every worker's name with this: <prefix>1..<prefix>N. When several hosts run one team on a shared store (--store postgres://...), give each host its own prefix, so no two workers of the team share a name." env:"POWERGLIDE_WORKER_PREFIX" placeholder:"P"`
@@ -285,6 +295,10 @@ func (r *RunCmd) Run(rt *cli.Runtime, c *CLI) error {
 //
 //	$ pg-monitor watch --team T
 //	$ pg-monitor watch --team T --once        # from cron: * * * * *
+//
+// The watch signals only workers that carry their worker mark in its own
+// data root ($POWERGLIDE_HOME/run/workers): give it the POWERGLIDE_HOME
+// the workers run with.
 type WatchCmd struct {
 	Once   bool `help:"Make one pass, and follow through the kills it starts (SIGKILL after --grace, release of tasks), then exit; exit 1 when a stopped worker is still running 30s after the grace."`
 	Limits `embed:""`
