@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -272,7 +273,7 @@ func (l Loader) loadFiles(s *Snapshot) {
 	if st, err := os.Stat(l.Dir.Path()); err == nil && st.IsDir() {
 		s.DirExists = true
 	}
-	b, err := os.ReadFile(l.Dir.Queue())
+	b, err := atomicfile.ReadFile(l.Dir.Queue(), 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -342,7 +343,7 @@ func trimPath(msg string) string {
 func FormatVelocity(v float64) string { return teamdir.FormatVelocity(v) }
 
 func firstJournalTS(path string) time.Time {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return time.Time{}
 	}
@@ -416,7 +417,7 @@ func sortTasks(tasks []protocol.Task) []protocol.Task {
 
 // loadBudget reads the team budget's ledger, budget.json.
 func (l Loader) loadBudget(s *Snapshot) *protocol.TeamBudget {
-	b, err := os.ReadFile(l.Dir.Budget())
+	b, err := atomicfile.ReadFile(l.Dir.Budget(), atomicfile.RecordLimit)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.Problems = append(s.Problems, Problem{teamdir.BudgetFile, err.Error()})

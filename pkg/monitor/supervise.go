@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -499,7 +500,7 @@ func copyRedacted(f *os.File, r *os.File) <-chan struct{} {
 // lastLine is the last non-empty line of the file at path after offset
 // off, from its last 4 KiB.
 func lastLine(path string, off int64) string {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return ""
 	}

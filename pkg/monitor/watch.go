@@ -512,7 +512,7 @@ func (w *Watcher) statePath() string { return filepath.Join(w.Dir.Path(), StateF
 
 func (w *Watcher) loadState() (*State, error) {
 	st := &State{}
-	b, err := os.ReadFile(w.statePath())
+	b, err := atomicfile.ReadFile(w.statePath(), 0)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", StateFile, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -33,7 +32,7 @@ func (d Dir) ReadWorker(n string) (*protocol.Worker, error) {
 }
 
 func readWorker(path string) (*protocol.Worker, error) {
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, atomicfile.RecordLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +65,7 @@ func (d Dir) Workers() ([]*protocol.Worker, []error) {
 			continue
 		}
 		path := filepath.Join(d.Path(), name)
-		b, err := readInto(&buf, path)
+		b, err := atomicfile.ReadInto(&buf, path, atomicfile.RecordLimit)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) { // replaced between the listing and the read
 				errs = append(errs, err)
@@ -82,45 +81,6 @@ func (d Dir) Workers() ([]*protocol.Worker, []error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return WorkerLess(out[i].Worker, out[j].Worker) })
 	return out, errs
-}
-
-// readInto reads a small file into *buf, growing it as needed, in as few
-// system calls as it takes (open, read, close): a watch pass reads every
-// record of a large team.
-func readInto(buf *[]byte, path string) ([]byte, error) {
-	if *buf == nil {
-		*buf = make([]byte, 16*1024)
-	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer syscall.Close(fd)
-	n := 0
-	for {
-		if n == len(*buf) {
-			*buf = append(*buf, make([]byte, len(*buf))...)
-		}
-		m, err := syscall.Read(fd, (*buf)[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m <= 0 {
-			return (*buf)[:n], nil
-		}
-		n += m
-		// A short read of a regular file is its end: records are
-		// replaced atomically, never written in place.
-		if n < len(*buf) {
-			return (*buf)[:n], nil
-		}
-	}
 }
 
 // WorkerLess orders worker names numerically when both are numbers.
