@@ -84,6 +84,10 @@ func AppendRedacted(path string, data []byte) error {
 	// 0600: the logs appended here (journals, memory, recordings) hold
 	// conversation content.
 	f, err := atomicfile.OpenAppend(path, 0o600)
+	var refused *atomicfile.IrregularError
+	if errors.As(err, &refused) {
+		return err // it names the file
+	}
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
