@@ -230,7 +230,7 @@ func (l Loader) Load(jpos jsonl.Pos, now time.Time) LoadResult {
 	}
 	jr, err := jsonl.ReadFrom(jpos, 64<<10, 0)
 	if err != nil {
-		s.Problems = append(s.Problems, Problem{teamdir.EventsFile, err.Error()})
+		s.Problems = append(s.Problems, Problem{teamdir.EventsFile, trimPath(err.Error())})
 	}
 	r.Journal = jr
 	for _, line := range jr.Lines {
@@ -277,7 +277,7 @@ func (l Loader) loadFiles(s *Snapshot) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
+		s.Problems = append(s.Problems, Problem{teamdir.QueueFile, trimPath(err.Error())})
 	default:
 		s.QueueExists = true
 		doc, err := DecodeQueue(b)
@@ -420,7 +420,7 @@ func (l Loader) loadBudget(s *Snapshot) *protocol.TeamBudget {
 	b, err := atomicfile.ReadFile(l.Dir.Budget(), atomicfile.RecordLimit)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.Problems = append(s.Problems, Problem{teamdir.BudgetFile, err.Error()})
+			s.Problems = append(s.Problems, Problem{teamdir.BudgetFile, trimPath(err.Error())})
 		}
 		return nil
 	}
