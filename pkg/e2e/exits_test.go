@@ -30,8 +30,8 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	switch {
 	case errors.As(err, &ee):
 		got = ee.ExitCode()
-		if st := ee.ProcessState; got == -1 && st != nil {
-			ts.Fatalf("%s: %v", args[1], st)
+		if got == -1 { // timeout killed itself with the KILL it sent
+			ts.Fatalf("%s did not end within %s s (%v)", args[1], exitsBound, ee.ProcessState)
 		}
 	case err != nil:
 		ts.Fatalf("%s: %v", args[1], err)

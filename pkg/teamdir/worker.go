@@ -44,7 +44,8 @@ func readWorker(path string) (*protocol.Worker, error) {
 }
 
 // Workers reads every worker-<n>.json of the team, sorted by worker name
-// (numerically when the names are numbers). Unreadable records are
+// (numerically when the names are numbers). Unreadable records (not
+// JSON, not a regular file, larger than atomicfile.RecordLimit) are
 // returned as errors alongside the good ones; a record replaced between
 // the listing and its read is skipped. A watch pass reads hundreds of
 // records, so they are read into one reused buffer.
