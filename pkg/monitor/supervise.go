@@ -339,11 +339,11 @@ func (s *Supervisor) teamCost(ctx context.Context) float64 {
 func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string) error {
 	d := s.W.Dir
 	err := s.W.Locked(ctx, func() error {
-		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
+		logf, err := atomicfile.OpenAppend(d.Log(sl.name), teamdir.FileMode)
 		if err != nil {
 			return fmt.Errorf("open worker log: %w", err)
 		}
-		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
+		errf, err := atomicfile.OpenAppend(d.Log(sl.name)+".stderr", teamdir.FileMode)
 		if err != nil {
 			logf.Close()
 			return fmt.Errorf("open worker stderr log: %w", err)
