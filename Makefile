@@ -40,7 +40,7 @@ test-unit: test-deps ## every test without the race detector (quicker); installs
 test-deps: ## install what the tests need that Go does not bring (npm MCP servers)
 	@scripts/test-deps.sh
 
-bench: build ## run every tool's benchmarks and write BENCHMARKS.md (about 10 minutes; not part of make test)
+bench: build ## run every tool's benchmarks and write BENCHMARKS.md (about 17 minutes on an idle 2-core machine; not part of make test)
 	@scripts/bench.sh
 
 vet:

@@ -321,7 +321,7 @@ mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 {
 	echo "# Benchmarks"
 	echo
-	echo "Written by \`make bench\` (scripts/bench.sh) on $started; it took ${total}s. Figures are"
+	echo "Written by \`make bench\` (scripts/bench.sh) on $started; it took ${total}s (about $(( (total + 30) / 60 )) minutes). Figures are"
 	echo "medians of $count runs for the Go benchmarks and what each script bench printed (each"
 	echo "script says how it aggregates: best of N, median of N or one run). Nothing here is"
 	echo "asserted by a test; re-run \`make bench\` to replace this file."

@@ -60,6 +60,8 @@ complete -c pg-pty -n '__fish_seen_subcommand_from resize' -l json -d 'Print the
 complete -c pg-pty -n '__fish_seen_subcommand_from resize' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-pty -n '__fish_seen_subcommand_from resize' -l version -d 'Print the version and exit.'
 complete -c pg-pty -n '__fish_seen_subcommand_from list' -l json -d 'Print one session record per line.'
+complete -c pg-pty -n '__fish_seen_subcommand_from list' -l jq -r -F -d 'Apply a jq filter to each session record (in-process, gojq); each result is printed as a JSON line.'
+complete -c pg-pty -n '__fish_seen_subcommand_from list' -l raw -s r -d 'With --jq, print string results as plain text, like jq -r.'
 complete -c pg-pty -n '__fish_seen_subcommand_from list' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-pty -n '__fish_seen_subcommand_from list' -l version -d 'Print the version and exit.'
 complete -c pg-pty -n '__fish_seen_subcommand_from status' -l json -d 'Print the session record as JSON.'

@@ -27,7 +27,6 @@ complete -c pg-queue -n '__fish_seen_subcommand_from schema' -l version -d 'Prin
 complete -c pg-queue -n '__fish_seen_subcommand_from schema' -l team -r -F -d 'Team whose queue to use: $POWERGLIDE_HOME/teams/<team>/.'
 complete -c pg-queue -n '__fish_seen_subcommand_from schema' -l store -r -F -d 'Where the team'\''s state lives: empty or file: (the team directory under $POWERGLIDE_HOME), file:/path (the one under /path), postgres://... or a libpq keyword string (PostgreSQL, shared by hosts; PG* variables fill what it leaves out).'
 complete -c pg-queue -n '__fish_seen_subcommand_from schema' -l json -d 'Print JSON Lines even on a terminal.'
-complete -c pg-queue -n '__fish_seen_subcommand_from config' -l json -d 'Print JSON Lines: one {key, value, source, origin} per key.'
 complete -c pg-queue -n '__fish_seen_subcommand_from config' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-queue -n '__fish_seen_subcommand_from config' -l version -d 'Print the version and exit.'
 complete -c pg-queue -n '__fish_seen_subcommand_from config' -l team -r -F -d 'Team whose queue to use: $POWERGLIDE_HOME/teams/<team>/.'

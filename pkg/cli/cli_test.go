@@ -226,42 +226,53 @@ func TestEmptyEnvMeansDefault(t *testing.T) {
 // TestBashCompletionRuns sources the generated script in a real bash and
 // asks it for candidates, as bash does on Tab.
 func TestBashCompletionRuns(t *testing.T) {
-	testenv.Need(t, "the completion script is run in bash", "bash")
-	bash, _ := exec.LookPath("bash")
 	_, script, _ := runToy(t, nil, "completion", "bash")
-	file := filepath.Join(t.TempDir(), "pg-toy")
-	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct{ words, want string }{
 		{"pg-toy gr", "greet"},
 		{"pg-toy greet --sh", "--shout"},
 		{"pg-toy greet --mode ", "a b"},
 		{"pg-toy fail --j", "--json"},
 	} {
-		words := strings.Fields(tc.words)
-		if strings.HasSuffix(tc.words, " ") {
-			words = append(words, "")
-		}
-		var quoted []string
-		for _, w := range words {
-			quoted = append(quoted, "'"+w+"'")
-		}
-		prog := fmt.Sprintf("source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _pg_toy; echo \"${COMPREPLY[*]}\"; echo \"$PATH\"",
-			file, strings.Join(quoted, " "), len(words)-1)
-		out, err := exec.Command(bash, "-c", prog).CombinedOutput()
-		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-		if err != nil || len(lines) != 2 || lines[0] != tc.want || lines[1] != os.Getenv("PATH") {
-			t.Errorf("%q: got %q (%v), want %q and PATH untouched", tc.words, out, err, tc.want)
+		if got, path := BashComplete(t, script, "_pg_toy", tc.words); got != tc.want || path != os.Getenv("PATH") {
+			t.Errorf("%q: got %q, want %q; PATH %q", tc.words, got, tc.want, path)
 		}
 	}
-	if zsh, err := exec.LookPath("zsh"); err == nil {
-		_, script, _ := runToy(t, nil, "completion", "zsh")
-		zfile := filepath.Join(t.TempDir(), "_pg-toy")
-		os.WriteFile(zfile, []byte(script), 0o644)
-		if out, err := exec.Command(zsh, "-n", zfile).CombinedOutput(); err != nil {
-			t.Errorf("zsh -n: %v: %s", err, out)
-		}
+}
+
+// TestZshCompletesOnFirstTab: compinit autoloads the zsh script as the
+// function _pg-toy on the first Tab of a shell, which must complete then,
+// not only on the second. A real interactive zsh on a pty (zsh/zpty) gets
+// "pg-toy gr<Tab><Enter>", and pg-toy, a shell function there, prints
+// what it was given.
+func TestZshCompletesOnFirstTab(t *testing.T) {
+	testenv.Need(t, "the zsh completion script is run in zsh", "zsh")
+	dir := t.TempDir()
+	_, script, _ := runToy(t, nil, "completion", "zsh")
+	if err := os.WriteFile(filepath.Join(dir, "_pg-toy"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("zsh", "-n", filepath.Join(dir, "_pg-toy")).CombinedOutput(); err != nil {
+		t.Fatalf("zsh -n: %v: %s", err, out)
+	}
+	// The markers are split in what the shell echoes ("RE""ADY") so that
+	// only their output matches.
+	drive := `zmodload zsh/zpty
+zpty -b z 'env -i HOME=$DIR TERM=dumb PATH=/usr/bin:/bin zsh -f -i'
+zpty -w z "fpath=($DIR \$fpath); autoload -U compinit; compinit -u -D; PS1='> '; pg-toy() { print -r -- \"AR\"\"GS<\$*>\"; }; print RE\"\"ADY"
+zpty -r -m z out '*READY*'
+zpty -w -n z $'pg-toy gr\t'
+zpty -w -n z $'\r'
+zpty -r -m z out '*ARGS<*>*'
+print -r -- "${${out##*ARGS<}%%>*}"
+zpty -d z
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "zsh", "-f", "-c", drive)
+	cmd.Env = append(os.Environ(), "DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	if got := strings.TrimSpace(string(out)); err != nil || got != "greet" {
+		t.Fatalf("pg-toy gr<Tab>: got %q (%v), want greet", got, err)
 	}
 }
 
@@ -546,5 +557,48 @@ func TestParseRestoresGCWhenRunsOverlap(t *testing.T) {
 	wg.Wait()
 	if got := debug.SetGCPercent(70); got != 70 {
 		t.Errorf("GC percent %d after overlapping runs, want 70", got)
+	}
+}
+
+// A config file $POWERGLIDE_CONFIG names must exist: a typo is bad input
+// (exit 2) naming the file, not a run on the defaults. The default path
+// may be missing.
+func TestNamedConfigMustExist(t *testing.T) {
+	home := t.TempDir()
+	missing := filepath.Join(home, "no-such.json")
+	code, out, errs := runToy(t, []string{"HOME=" + home, "POWERGLIDE_CONFIG=" + missing}, "greet", "x")
+	want := "pg-toy: error: config " + missing + ": no such file ($POWERGLIDE_CONFIG names it)\n"
+	if code != 2 || out != "" || errs != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errs, want)
+	}
+	if code, _, errs := runToy(t, []string{"HOME=" + home, "POWERGLIDE_CONFIG=" + missing}, "config"); code != 2 || errs != want {
+		t.Fatalf("config: exit %d, stderr %q", code, errs)
+	}
+	if code, out, errs := runToy(t, []string{"HOME=" + home, "POWERGLIDE_CONFIG="}, "greet", "x"); code != 0 || out != "hello x via anthropic/claude-sonnet-4-5\n" {
+		t.Fatalf("empty POWERGLIDE_CONFIG (the default path, missing): exit %d, %q %q", code, out, errs)
+	}
+}
+
+type toyJSONCLI struct {
+	Common `embed:""`
+	JSON   bool `help:"Print JSON Lines even on a terminal."`
+}
+
+// A tool with a --json of its own (pg-queue) lists it once in config
+// --help, and it makes config print JSON on a terminal, given before the
+// command or after it.
+func TestConfigJSONOfTheTool(t *testing.T) {
+	spec := func() *Spec { return &Spec{Name: "pg-toy", Description: "A toy.", CLI: &toyJSONCLI{}} }
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), spec(), []string{"config", "--help"}, Test(nil, &out, &errb)); code != 0 || strings.Count(out.String(), "--json") != 1 {
+		t.Fatalf("config --help: exit %d, --json listed %d times:\n%s", code, strings.Count(out.String(), "--json"), out.String())
+	}
+	for _, args := range [][]string{{"config", "--json"}, {"--json", "config"}} {
+		out.Reset()
+		io := Test(nil, &out, &errb, "HOME="+t.TempDir())
+		io.OutTTY = true
+		if code := Run(context.Background(), spec(), args, io); code != 0 || !strings.HasPrefix(out.String(), `{"type":"config"`) {
+			t.Fatalf("%q on a terminal: exit %d, %q %q", args, code, out.String(), errb.String())
+		}
 	}
 }

@@ -66,7 +66,7 @@ func (c *ConfigCmd) Run(rt *Runtime) error {
 	if err != nil {
 		return err
 	}
-	if rt.IO.JSON(c.JSON) {
+	if rt.IO.JSON(c.JSON || rt.JSON) {
 		enc := jsonl.NewEncoder(rt.IO.Out)
 		for _, v := range cfg.All() {
 			rec := struct {

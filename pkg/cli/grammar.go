@@ -61,6 +61,31 @@ func dropHelp(k *kong.Kong) error {
 	})
 }
 
+// dropShadowedFlags removes from the commands of Common the flags the
+// tool has itself (pg-queue's --json): kong accepts the tool's flag after
+// the command too, so the command's own would only be listed twice in its
+// --help. The command reads the tool's (Runtime.JSON). A kong.PostBuild
+// option.
+func dropShadowedFlags(k *kong.Kong) error {
+	root := map[string]bool{}
+	for _, f := range k.Model.Node.Flags {
+		root[f.Name] = true
+	}
+	for _, c := range k.Model.Node.Children {
+		if c.Name != "config" {
+			continue
+		}
+		kept := c.Flags[:0]
+		for _, f := range c.Flags {
+			if !root[f.Name] {
+				kept = append(kept, f)
+			}
+		}
+		c.Flags = kept
+	}
+	return nil
+}
+
 // pruneCommands is off in the tests that compare a pruned grammar with
 // the whole.
 var pruneCommands = true

@@ -213,6 +213,7 @@ func Run(ctx context.Context, spec *Spec, args []string, io *IO) (code int) {
 		kong.Vars{"version": spec.Name + " " + version()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: false}),
 		kong.Help(helpPrinter),
+		kong.PostBuild(dropShadowedFlags),
 		kong.Bind(rt, io),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	}

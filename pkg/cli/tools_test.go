@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/powerglide/powerglide/pkg/cli"
@@ -41,6 +42,36 @@ func TestToolsParseTheNamedCommandAsTheWhole(t *testing.T) {
 						spec().Name, args, gotCode, got[0].String(), got[1].String(), wantCode, want[0].String(), want[1].String())
 				}
 			}
+		}
+	}
+}
+
+// TestToolsCompletion asks the tools' bash completion scripts what the
+// docs type: the default command's flags and their values without the
+// command word (pg-loop --task X, pg-dash --team T), and a flag's value
+// that reads like a command name.
+func TestToolsCompletion(t *testing.T) {
+	specs := map[string]func() *cli.Spec{"pg-dash": pgdash.Spec, "pg-llm": pgllm.Spec, "pg-loop": pgloop.Spec, "pg-queue": pgqueue.Spec}
+	for _, tc := range []struct{ line, want string }{
+		{"pg-loop --gu", "--guard"},
+		{"pg-loop --guard ", "off warn strict"},
+		{"pg-loop --task x --guard st", "strict"},
+		{"pg-loop run --guard ", "off warn strict"},
+		{"pg-loop se", "serve sessions"},
+		{"pg-dash --on", "--once"},
+		{"pg-dash --view ", "overview worker tasks"},
+		{"pg-dash -t demo --vi", "--view"},
+		{"pg-llm --sys", "--system"},
+		{"pg-queue --team add cl", "claim"},
+		{"pg-queue --team add add --pri", "--priority"},
+	} {
+		tool := strings.Fields(tc.line)[0]
+		var out, errb bytes.Buffer
+		if code := cli.Run(context.Background(), specs[tool](), []string{"completion", "bash"}, cli.Test(nil, &out, &errb)); code != 0 {
+			t.Fatalf("%s completion bash: exit %d: %s", tool, code, errb.String())
+		}
+		if got, _ := cli.BashComplete(t, out.String(), "_"+strings.ReplaceAll(tool, "-", "_"), tc.line); got != tc.want {
+			t.Errorf("%q<Tab>: got %q, want %q", tc.line, got, tc.want)
 		}
 	}
 }

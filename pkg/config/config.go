@@ -7,6 +7,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -43,6 +44,9 @@ type Value struct {
 type Config struct {
 	File   string // the config file consulted (it may not exist)
 	values map[string]Value
+	// named is set when $POWERGLIDE_CONFIG names File: a file the user
+	// named must exist, a default path need not.
+	named bool
 }
 
 // Options are the inputs of Load.
@@ -57,7 +61,8 @@ type Options struct {
 	FlagNames map[string]string
 	// File overrides the config file path; otherwise $POWERGLIDE_CONFIG,
 	// then $XDG_CONFIG_HOME/powerglide/config.json, then
-	// ~/.config/powerglide/config.json.
+	// ~/.config/powerglide/config.json. Only a file $POWERGLIDE_CONFIG
+	// names must exist: elsewhere a missing file means no file.
 	File string
 }
 
@@ -70,6 +75,8 @@ func Load(opts Options) (*Config, error) {
 	c := &Config{File: opts.File, values: map[string]Value{}}
 	if c.File == "" {
 		c.File = DefaultFile(env)
+		p, ok := env("POWERGLIDE_CONFIG")
+		c.named = ok && p != ""
 	}
 	for _, k := range keys {
 		c.values[k.Name] = Value{Key: k.Name, Value: k.defaultValue(env), Source: SourceDefault, Secret: k.Secret}
@@ -123,6 +130,11 @@ func DefaultFile(env func(string) (string, bool)) string {
 
 func (c *Config) loadFile() error {
 	data, err := os.ReadFile(c.File)
+	if os.IsNotExist(err) && c.named {
+		// A typo in $POWERGLIDE_CONFIG would otherwise run on the
+		// defaults without a word.
+		return &InputError{Where: c.File, Err: errors.New("no such file ($POWERGLIDE_CONFIG names it)")}
+	}
 	if os.IsNotExist(err) {
 		return nil
 	}

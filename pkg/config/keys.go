@@ -70,6 +70,7 @@ var baseKeys = []Key{
 		}},
 	{Name: "mcp", Kind: KindStrings, Env: []string{"POWERGLIDE_MCP"}, Default: []string{}, Help: "MCP servers as name=command args"},
 	{Name: "mcp_headers", Kind: KindObject, Secret: true, Help: `pg-tool: HTTP headers of the MCP servers reached over HTTP, by server: {"gh":{"Authorization":"Bearer ${GITHUB_TOKEN}"}}; ${NAME} is read from the environment, and every value is kept out of outputs and records`},
+	{Name: "mcp_start_timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_MCP_START_TIMEOUT"}, Default: 30 * time.Second, Help: "pg-tool: time an MCP server has to start and answer (npx -y downloading a package counts)"},
 	{Name: "mcp_timeout", Kind: KindDuration, Env: []string{"POWERGLIDE_MCP_TIMEOUT"}, Default: 10 * time.Minute, Help: "pg-tool: time limit of one MCP tool call; a server that does not answer in time is stopped and restarted on the next call"},
 	{Name: "tool_max_saved_output", Kind: KindInt, Env: []string{"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT"}, Default: 16 << 20, Help: "pg-tool: cap in bytes on one saved full output of a capped result; a longer one keeps its first and last halves (0: no cap)"},
 	{Name: "sandbox", Kind: KindString, Env: []string{"POWERGLIDE_SANDBOX"}, Default: "workspace-write", Help: "pg-tool: sandbox of the commands it starts: workspace-write, read-only or off"},

@@ -81,3 +81,49 @@ func TestOnceTextHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestOnceTextOneLinePerWorker: what a record says stays in its own cells
+// of its own row in pg-dash --once: a newline in a state or a task id
+// prints no row of its making, a host name is cut and its bidirectional
+// controls shown.
+func TestOnceTextOneLinePerWorker(t *testing.T) {
+	d := fixtureDir(t)
+	onTwoHosts(t, d)
+	w, err := d.ReadWorker("4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.State = "executing\n2        done  t-FAKE  99"
+	w.Task = "t-x\nFORGED ROW"
+	w.Host = "boxB\u202eevil" + strings.Repeat("h", 200)
+	if err := d.WriteWorker(w); err != nil {
+		t.Fatal(err)
+	}
+	r := Loader{Dir: d}.Load(jsonl.Pos{}, fixtureNow)
+	var b strings.Builder
+	if err := WriteText(&b, Record(&r.Snap, fixtureNow, 30*time.Second, nil)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "2        done") || strings.HasPrefix(line, "FORGED ROW") {
+			t.Errorf("a record's newline made a row: %q in\n%s", line, out)
+		}
+		if len(line) > 200 {
+			t.Errorf("a host name widened a row to %d bytes: %q", len(line), line)
+		}
+	}
+	if strings.Contains(out, "\u202e") || !strings.Contains(out, `boxB\u202eevil`) {
+		t.Errorf("the right-to-left override is not shown visibly:\n%s", out)
+	}
+}
+
+// TestStatusLineShowsControlsVisibly: the status line may quote a worker
+// name from a record; its escape sequences reach the terminal as text.
+func TestStatusLineShowsControlsVisibly(t *testing.T) {
+	var m Model
+	m.setStatus("worker 1\x1b[5m has no pid recorded: nothing to stop", "warn")
+	if strings.Contains(m.status, "\x1b") || !strings.Contains(m.status, "1^[[5m has") {
+		t.Errorf("status %q", m.status)
+	}
+}

@@ -19,11 +19,13 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/termtext"
 )
 
 // View names.
@@ -604,7 +606,9 @@ func (m *Model) expireWarnings(now time.Time) {
 	m.warnKeys = keep
 }
 
-func (m *Model) setStatus(s, tone string) { m.status, m.statusT = s, tone }
+// setStatus shows s, on one line and with its control characters
+// visible: it may quote a worker name or a host name from a record.
+func (m *Model) setStatus(s, tone string) { m.status, m.statusT = termtext.Line(s), tone }
 
 func (m *Model) fixSelection() {
 	ws := m.snap.Workers

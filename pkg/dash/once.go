@@ -194,9 +194,12 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 			case wr.Paused && !finishedState(wr.State):
 				state = "paused"
 			}
+			// Every cell is one line: a record's newline would print a
+			// row of its own making.
+			state = termtext.Line(state)
 			task := "-"
 			if wr.Task != "" {
-				task = wr.Task
+				task = termtext.Line(wr.Task)
 				if wr.Title != "" {
 					task += " " + termtext.Line(wr.Title)
 				}
@@ -208,9 +211,11 @@ func WriteText(w io.Writer, rec SnapshotRecord) error {
 					beat += " STALE"
 				}
 			}
-			worker := wr.Worker
+			worker := termtext.Line(wr.Worker)
 			if manyHosts {
-				host := termtext.Line(wr.Host)
+				// Cut as the live view cuts its HOST column, wider: a
+				// long name must not widen every row.
+				host := termtext.Cut(termtext.Line(wr.Host), onceHostWidth)
 				if host == "" {
 					host = "-"
 				}
@@ -267,3 +272,6 @@ func WriteEntries(w io.Writer, es []*Entry) error {
 	_, err := io.WriteString(w, termtext.Visible(b.String()))
 	return err
 }
+
+// onceHostWidth is as much of a host name as a --once row shows, in bytes.
+const onceHostWidth = 32

@@ -185,7 +185,7 @@ func (m *Model) bottomLines(w int) []string {
 	var status string
 	switch {
 	case m.confirm != nil:
-		status = stBadB.Render(fit(fmt.Sprintf("Stop worker %s (SIGTERM to process group %d)? y/N", m.confirm.worker, m.confirm.target.PID), w))
+		status = stBadB.Render(fit(fmt.Sprintf("Stop worker %s (SIGTERM to process group %d)? y/N", termtext.Line(m.confirm.worker), m.confirm.target.PID), w))
 	case m.filtering:
 		status = fit(m.filter.View(), w)
 	case m.view != ViewTasks && m.pendingApproval() != nil:

@@ -27,9 +27,10 @@ type Control struct {
 	mu      sync.Mutex
 	wake    chan struct{}
 	queue   []protocol.Task
-	next    int  // number of the next task-N
-	busy    bool // a task is running
-	closed  bool // no more tasks: shutdown, or the end of the commands
+	dropped []protocol.Task // queued tasks a shutdown cancelled, for the runner to report
+	next    int             // number of the next task-N
+	busy    bool            // a task is running
+	closed  bool            // no more tasks: shutdown, or the end of the commands
 	steers  []string
 	pending map[string]*pendingApproval
 	order   []string // pending calls, oldest first
@@ -283,6 +284,9 @@ func (c *Control) do(cmd protocol.ServeCommand, rep *protocol.ServeReply) (after
 		rep.State = c.snapshot()
 	case protocol.CmdShutdown:
 		c.closed = true
+		// Queued tasks were accepted (their prompt got a reply with their
+		// id): they end cancelled, each with a task event, not silently.
+		c.dropped = append(c.dropped, c.queue...)
 		c.queue, c.steers = nil, nil
 		r, busy := c.runner, c.busy
 		return func() {
@@ -342,15 +346,37 @@ func (c *Control) EndOfCommands() {
 	c.signal()
 }
 
-// abortTask cancels the task in progress with cause; false when none is.
-func (r *Runner) abortTask(cause error) bool {
+// cancelQueued ends the tasks a shutdown took off the queue before they
+// started: each is cancelled, with a task event, in the session's memory
+// and in the summary's count.
+func (r *Runner) cancelQueued() {
+	c := r.o.Control
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	dropped := c.dropped
+	c.dropped = nil
+	c.mu.Unlock()
+	const reason = "shut down before it started"
+	for _, t := range dropped {
+		r.res.Cancelled++
+		r.remember(MemoryRecord{Type: MemTask, Task: t.ID, Status: protocol.StatusCancelled, Reason: reason, TaskRec: &t})
+		r.o.Events.Emit(&protocol.LoopTaskEvent{Type: protocol.LoopTask, TS: r.now(), Task: t.ID, Title: t.Title, Status: protocol.StatusCancelled, Reason: reason, Usage: protocol.Usage{}})
+	}
+}
+
+// abortTask cancels the task in progress with cause. Serve calls it while
+// a task is busy: one that Next has handed out but the runner has not made
+// current yet is cancelled as it starts.
+func (r *Runner) abortTask(cause error) {
 	r.curMu.Lock()
 	defer r.curMu.Unlock()
 	if r.cur == nil {
-		return false
+		r.abortNext = cause
+		return
 	}
 	r.cur.cancel(cause)
-	return true
 }
 
 // steer adds the steer messages that came since the last model call to

@@ -2,6 +2,8 @@ package loop
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +145,81 @@ func FuzzServeCommands(f *testing.F) {
 			}
 		}
 	})
+}
+
+// serveHarness runs a runner whose tasks come from serve commands.
+func serveHarness(t *testing.T, llm LLM) (*harness, *Control, *Runner) {
+	t.Helper()
+	h := newHarness(t, llm, okTool("x"))
+	c := NewControl(nil)
+	h.opts.Source, h.opts.Approver, h.opts.Control = c, c, c
+	r, err := NewRunner(h.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Attach(r)
+	return h, c, r
+}
+
+// A shutdown aborts the running task, and the tasks queued behind it,
+// which their prompt or follow_up accepted, end cancelled with a task
+// event each (in the session's memory too): none vanishes.
+func TestShutdownCancelsQueuedTasks(t *testing.T) {
+	h, c, r := serveHarness(t, blockingLLM{})
+	done := make(chan Result, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	doCmd(t, c, protocol.ServeCommand{Type: "prompt", ID: "1", Message: "one"})
+	for doCmd(t, c, protocol.ServeCommand{Type: "state"}).State.State != string(Thinking) {
+		time.Sleep(time.Millisecond)
+	}
+	for i, m := range []string{"two", "three"} {
+		if rep := doCmd(t, c, protocol.ServeCommand{Type: "follow_up", Message: m}); rep.Task != fmt.Sprintf("task-%d", i+2) {
+			t.Fatalf("follow_up: %+v", rep)
+		}
+	}
+	doCmd(t, c, protocol.ServeCommand{Type: "shutdown", ID: "bye"})
+	var res Result
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end after shutdown")
+	}
+	out := h.out.String()
+	if res.Cancelled != 3 || res.TasksDone != 0 || res.Failed != 0 {
+		t.Errorf("result %+v, want 3 cancelled", res)
+	}
+	if !strings.Contains(out, `"task":"task-1","title":"one","status":"failed","reason":"shut down"`) {
+		t.Errorf("the running task was not aborted:\n%s", out)
+	}
+	for _, id := range []string{"task-2", "task-3"} {
+		if !regexp.MustCompile(`"type":"task","ts":"[^"]*","task":"` + id + `","title":"[a-z]+","status":"cancelled","reason":"shut down before it started"`).MatchString(out) {
+			t.Errorf("no cancelled event for the queued %s:\n%s", id, out)
+		}
+	}
+	if !strings.Contains(out, `"tasks":{"done":0,"failed":0,"cancelled":3,"released":0}`) {
+		t.Errorf("summary:\n%s", out)
+	}
+	rp, err := h.sess.LoadReplay()
+	if err != nil || rp.Ended["task-2"] != protocol.StatusCancelled || rp.Ended["task-3"] != protocol.StatusCancelled {
+		t.Errorf("session memory: %+v %v", rp, err)
+	}
+}
+
+// An abort (abort or shutdown) that comes after Next handed a task out,
+// before the runner made it current, cancels that task as it starts.
+func TestAbortBeforeTaskStarts(t *testing.T) {
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}}
+	h := newHarness(t, llm, okTool("x"), "one")
+	r, err := NewRunner(h.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.abortTask(ErrShutdown)
+	res := r.Run(context.Background())
+	if res.Cancelled != 1 || res.TasksDone != 0 {
+		t.Errorf("result %+v, want the task cancelled\n%s", res, h.out.String())
+	}
+	if len(llm.reqs) != 0 {
+		t.Errorf("the model was called %d times", len(llm.reqs))
+	}
 }

@@ -196,7 +196,10 @@ type Runner struct {
 	wmu       sync.Mutex
 	worker    *protocol.Worker
 	lastWrite time.Time
-	curMu     sync.Mutex  // guards cur for the heartbeat
+	curMu     sync.Mutex // guards cur (for the heartbeat and serve's abort) and abortNext
+	// abortNext is an abort that came while a task was picked but not yet
+	// current: it cancels that task as it starts (guarded by curMu).
+	abortNext error
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
 	// lookup brings the model's row while the run starts (Options.Lookup).
 	lookup chan lookupResult
@@ -587,6 +590,9 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 			return r.fatal(fmt.Errorf("pick a task: %w", err))
 		}
 	}
+	if t == nil {
+		r.cancelQueued()
+	}
 	if t == nil && r.res.Idle {
 		return Empty, "no claimable task within the idle wait; left: " + r.res.IdleLeft
 	}
@@ -612,6 +618,10 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	}
 	r.curMu.Lock()
 	r.cur = tr
+	if r.abortNext != nil {
+		tr.cancel(r.abortNext)
+		r.abortNext = nil
+	}
 	r.curMu.Unlock()
 	if s := r.o.Session; s != nil {
 		s.mu.Lock()
@@ -856,6 +866,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	tr := r.cur
+	if tr.ctx.Err() != nil { // aborted, or its lease lost, before this step
+		return r.taskCtxErr()
+	}
 	paceStart := time.Now()
 	err := r.pace(tr.ctx)
 	r.times.wait += time.Since(paceStart)

@@ -234,7 +234,7 @@ func TestServeStdio(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Serve did not end at the end of its input")
 	}
-	if !strings.Contains(log.String(), "pg-tool: warning: mcp server dud (/nonexistent/server) did not start") {
+	if !strings.Contains(log.String(), "pg-tool: warning: mcp server dud (/nonexistent/server) exited (exit status 127) before it answered") {
 		t.Errorf("log: %q", log.String())
 	}
 }

@@ -102,7 +102,7 @@ type LoopTaskEvent struct {
 	TS     time.Time `json:"ts"`
 	Task   string    `json:"task"`
 	Title  string    `json:"title,omitempty"`
-	Status string    `json:"status" jsonschema:"description=started\\, done\\, failed\\, released"`
+	Status string    `json:"status" jsonschema:"description=started\\, done\\, failed\\, released\\, cancelled (pg-loop serve: a queued task a shutdown ended before it started)"`
 	Reason string    `json:"reason,omitempty"`
 	Usage  Usage     `json:"usage"`
 }

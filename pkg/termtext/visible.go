@@ -14,8 +14,10 @@ import (
 
 // Visible renders the control characters of s visibly and keeps the rest:
 // C0 controls and DEL in caret notation as cat -v shows them (ESC is ^[,
-// CR is ^M), C1 controls as \u009b, and bytes that are not UTF-8 as \x9b.
-// Newlines and tabs stay as they are.
+// CR is ^M), C1 controls and the bidirectional formatting characters as
+// \u009b or \u202e (a right-to-left override shows a host name or a
+// title reversed), and bytes that are not UTF-8 as \x9b. Newlines and
+// tabs stay as they are.
 func Visible(s string) string {
 	if clean(s) {
 		return s
@@ -34,7 +36,7 @@ func Visible(s string) string {
 			b.WriteByte(byte(r) + '@')
 		case r == 0x7f:
 			b.WriteString("^?")
-		case r >= 0x80 && r < 0xa0:
+		case r >= 0x80 && r < 0xa0 || bidi(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
@@ -62,9 +64,17 @@ func clean(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if r >= 0x80 && r < 0xa0 {
+		if r >= 0x80 && r < 0xa0 || bidi(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// bidi reports whether r is a bidirectional formatting character: the
+// embeddings, overrides and isolates, and the marks (U+061C, U+200E,
+// U+200F), which reorder the text around them without showing.
+func bidi(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 ||
+		r == 0x200e || r == 0x200f || r == 0x061c
 }

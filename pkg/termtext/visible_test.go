@@ -18,6 +18,9 @@ func TestVisible(t *testing.T) {
 		{"c1 \u009b2J", `c1 \u009b2J`},
 		{"raw \x9b2J", `raw \x9b2J`},
 		{"^[ stays", "^[ stays"},
+		{"boxB\u202eevil", `boxB\u202eevil`},
+		{"iso\u2066late\u2069 mark\u200f", `iso\u2066late\u2069 mark\u200f`},
+		{"emoji 👩\u200d💻 kept", "emoji 👩\u200d💻 kept"},
 	} {
 		if got := Visible(c.in); got != c.want {
 			t.Errorf("Visible(%q) = %q, want %q", c.in, got, c.want)
@@ -34,7 +37,7 @@ func TestLine(t *testing.T) {
 // Whatever goes in, what comes out has no control character but newline
 // and tab, is valid UTF-8, and renders again to itself.
 func FuzzVisible(f *testing.F) {
-	for _, s := range []string{"", "plain", "\x1b]0;x\x07", "\u0085", "\xff\xfe", "a\r\nb"} {
+	for _, s := range []string{"", "plain", "\x1b]0;x\x07", "\u0085", "\xff\xfe", "a\r\nb", "\u202eevil"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -43,7 +46,7 @@ func FuzzVisible(f *testing.F) {
 			t.Fatalf("Visible(%q) = %q: not UTF-8", s, v)
 		}
 		for _, r := range v {
-			if (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0) {
+			if (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0) || bidi(r) {
 				t.Fatalf("Visible(%q) = %q keeps control %U", s, v, r)
 			}
 		}

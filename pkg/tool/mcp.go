@@ -24,7 +24,8 @@ import (
 // that dies, or whose connection is lost, is reported in the failing
 // call's result and started (or connected) again on the next call.
 
-const mcpStartTimeout = 30 * time.Second
+// DefaultMCPStart bounds a server's start and its tool list.
+const DefaultMCPStart = 30 * time.Second
 
 // DefaultMCPTimeout bounds one MCP tool call, like bash's longest timeout.
 const DefaultMCPTimeout = 10 * time.Minute
@@ -167,7 +168,7 @@ func (srv *mcpServer) ensure(ctx context.Context) ([]*Tool, error) {
 
 // startLocked connects (starting a stdio server first) and lists the tools.
 func (srv *mcpServer) startLocked(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, mcpStartTimeout)
+	cctx, cancel := context.WithTimeout(ctx, srv.s.opts.MCPStart)
 	defer cancel()
 	var cs *mcp.ClientSession
 	var err error

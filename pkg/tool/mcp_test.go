@@ -227,3 +227,39 @@ func TestMCPCallTimeout(t *testing.T) {
 	waitGone(t, "server after close", server2)
 	waitGone(t, "server's child after close", child2)
 }
+
+// A server that cannot start is reported in one line that says why: its
+// exit status and last line on stderr as soon as it exits (the start
+// timeout here is long, so an error that waited for it would say so), or
+// that it did not answer within the start timeout.
+func TestMCPStartFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name, cmd string
+		start     time.Duration
+		want      string
+	}{
+		{"exits", `sh -c 'echo fetching >&2; echo npm error network >&2; exit 7'`, 10 * time.Minute,
+			`mcp server x (sh -c 'echo fetching >&2; echo npm error network >&2; exit 7') exited (exit status 7) before it answered; its last line on stderr: npm error network`},
+		{"exits quietly", `true`, 10 * time.Minute,
+			`mcp server x (true) exited (exit status 0) before it answered`},
+		{"killed", `sh -c 'printf "half a line" >&2; kill -9 $$'`, 10 * time.Minute,
+			`mcp server x (sh -c 'printf "half a line" >&2; kill -9 $$') exited (signal: killed) before it answered; its last line on stderr: half a line`},
+		{"not found", `no-such-mcp-server`, 10 * time.Minute,
+			`mcp server x (no-such-mcp-server) exited (exit status 127) before it answered; its last line on stderr: bash: line 1: exec: no-such-mcp-server: not found`},
+		// Unconfined: no word of the sandbox's network.
+		{"silent", `sh -c 'echo downloading >&2; exec sleep 60'`, 300 * time.Millisecond,
+			`mcp server x (sh -c 'echo downloading >&2; exec sleep 60') did not answer within 300ms (--mcp-start-timeout); its last line on stderr: downloading`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSession(Options{Root: t.TempDir(), MCP: []string{"x=" + tc.cmd}, MCPStart: tc.start})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = s.Tools(context.Background())
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got  %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -104,6 +104,9 @@ func NewSession(opts Options) (*Session, error) {
 	if opts.MCPTimeout <= 0 {
 		opts.MCPTimeout = DefaultMCPTimeout
 	}
+	if opts.MCPStart <= 0 {
+		opts.MCPStart = DefaultMCPStart
+	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}

@@ -69,6 +69,10 @@ type Options struct {
 	// MCPTimeout bounds one MCP tool call (default DefaultMCPTimeout); a
 	// server that does not answer in time is stopped and restarted later.
 	MCPTimeout time.Duration
+	// MCPStart bounds a server's start: a stdio server's command up to its
+	// answer to initialize, or the connection to an HTTP one (default
+	// DefaultMCPStart).
+	MCPStart time.Duration
 	// VerifyTimeout bounds one run of the verify command (default 5m).
 	VerifyTimeout time.Duration
 	MaxOutput     int    // output cap in characters (default 30000; <0 disables)

@@ -43,7 +43,7 @@ pg-loop serve runs one session as a coprocess for editors and scripts: JSON Line
 
 Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
-Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, with the options it was started with (flags given again win). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
+Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, in the session's workdir wherever pg-loop is started, with the options it was started with (flags given again win: -C moves the session to another directory, which session.json then names). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, in ID's workdir or in -C (a second git worktree, say), which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
 
 All the flags: pg-loop run --help.
 
@@ -57,6 +57,7 @@ Examples:
   $ pg-loop --continue
   $ pg-loop --continue --task 'now add tests for it'
   $ pg-loop --fork s-20261125T101500-3f2a9c1d --task 'try it with a map instead'
+  $ pg-loop --fork s-20261125T101500-3f2a9c1d -C ../parser-map --session-id parser-map --task 'try it in a second worktree'
   $ pg-loop sessions`
 
 // CLI is pg-loop's grammar.
@@ -96,7 +97,7 @@ func Spec() *cli.Spec {
 //	$ pg-loop --pipeline testdata/pipelines/feature.json --var feature='rate limiting for the API' --var test_cmd='go test ./...'
 //	$ pg-loop --session-id parser --task 'port the parser to Go'
 //	$ pg-loop --resume parser --task 'now add tests for it'
-//	$ pg-loop --fork parser --session-id parser-map --task 'use a map for the symbol table instead'
+//	$ pg-loop --fork parser -C ../parser-map --session-id parser-map --task 'use a map for the symbol table instead'
 type RunCmd struct {
 	Task          []string          `help:"A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session's unfinished tasks, as a follow-up: it starts from the conversation of the session's task that ended last." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
@@ -123,7 +124,7 @@ type RunCmd struct {
 	NoContextFiles bool   `help:"Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt." group:"Components"`
 	NoSkills       bool   `name:"no-skills" help:"Offer no Agent Skills: their names and descriptions stay out of the system prompt, and the tools component gets POWERGLIDE_NO_SKILLS=1 (pg-tool then offers no skill tool)." env:"POWERGLIDE_NO_SKILLS" group:"Components"`
 	Veto           string `help:"Edit veto for the run: pg-tool runs CMD before and after every edit or write, and a change that makes CMD newly fail is rolled back and the call fails with CMD's output (pg-tool --verify). Needs the default tools component." placeholder:"CMD" group:"Components"`
-	Workdir        string `short:"C" help:"Work in this directory." default:"." type:"existingdir" group:"Components"`
+	Workdir        string `short:"C" help:"Work in this directory (default: the current one; with --resume or --fork, the session's)." default:"." type:"existingdir" group:"Components"`
 
 	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
 	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
@@ -152,10 +153,10 @@ type RunCmd struct {
 	ContextHard   float64 `help:"Share of the usable window past which older turns are summarized by the model. A summary that leaves the conversation over it is not made again before a few new messages." config:"loop_context_hard" env:"POWERGLIDE_CONTEXT_HARD" default:"0.9" placeholder:"F" group:"Memory"`
 	ToolOutputMax int     `help:"Tokens of one tool output kept in the conversation: a longer one keeps its head and tail, and the whole text is saved (0600) in outputs/ of the session, a file the model is told about and the read tool may open (0: a quarter of the usable window)." config:"loop_tool_output_max" env:"POWERGLIDE_TOOL_OUTPUT_MAX" default:"0" placeholder:"N" group:"Memory"`
 	Reserve       int     `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
-	Resume        string  `help:"Resume a session by id: its unfinished tasks run first (the one in progress from where it stopped), then the tasks of --task or --tasks, added after them with ids of their own." placeholder:"ID" group:"Memory"`
+	Resume        string  `help:"Resume a session by id, in its workdir wherever pg-loop is started (-C given moves the session there): its unfinished tasks run first (the one in progress from where it stopped), then the tasks of --task or --tasks, added after them with ids of their own. A session whose workdir is gone needs -C." placeholder:"ID" group:"Memory"`
 	Continue      bool    `help:"Resume the latest session of this workdir (as --resume)." group:"Memory"`
 	SessionID     string  `name:"session-id" help:"Start a new session with this id (letters, digits, '.', '_', '-'); exit 2 if it exists." placeholder:"ID" group:"Memory"`
-	Fork          string  `help:"Start a new session from a copy of session ID's history (its memory, tasks and options), recording ID as its parent; the two then go their own ways. With --task, the new tasks are added as with --resume." placeholder:"ID" group:"Memory"`
+	Fork          string  `help:"Start a new session from a copy of session ID's history (its memory, tasks and options), recording ID as its parent; the two then go their own ways. It works in ID's workdir, or in -C when given. With --task, the new tasks are added as with --resume." placeholder:"ID" group:"Memory"`
 	NoSession     bool    `help:"Keep no session: nothing is written under $POWERGLIDE_HOME/sessions." group:"Memory"`
 
 	JSON bool `help:"Write JSON Lines even on a terminal."`
@@ -185,7 +186,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	if err := c.checkSession(home); err != nil {
 		return err
 	}
-	base, replay, err := c.resumed(home, workdir, given)
+	base, replay, workdir, err := c.resumed(home, workdir, given)
 	if err != nil {
 		return err
 	}
@@ -267,13 +268,14 @@ func (c *RunCmd) settle(rt *cli.Runtime, cfg *config.Config, kctx *kong.Context)
 // resumed opens the session a run goes on from, base: the resumed one
 // (--resume, or the latest with --continue) or the parent of a fork
 // (whose copy is made once the flags are checked), with what it had in
-// progress; its saved options fill the flags not given again. No flag:
-// nil, nil.
-func (c *RunCmd) resumed(home, workdir string, given func(string) bool) (base *loop.Session, replay *loop.Replay, err error) {
+// progress; its saved options fill the flags not given again, and the
+// run works in its workdir unless -C is given (see sessionWorkdir). No
+// flag: nil, nil and workdir as it was.
+func (c *RunCmd) resumed(home, workdir string, given func(string) bool) (base *loop.Session, replay *loop.Replay, dir string, err error) {
 	if c.Continue {
 		id, err := loop.LatestSession(home, workdir)
 		if err != nil {
-			return nil, nil, cli.Nothingf("--continue: %v", err)
+			return nil, nil, "", cli.Nothingf("--continue: %v", err)
 		}
 		c.Resume = id
 	}
@@ -282,18 +284,23 @@ func (c *RunCmd) resumed(home, workdir string, given func(string) bool) (base *l
 		id, flag = c.Fork, "--fork"
 	}
 	if id == "" {
-		return nil, nil, nil
+		return nil, nil, workdir, nil
 	}
 	if base, err = loop.OpenSession(home, id); err != nil {
-		return nil, nil, cli.Usagef("%s: %v", flag, err)
+		return nil, nil, "", cli.Usagef("%s: %v", flag, err)
+	}
+	fail := func(err error) (*loop.Session, *loop.Replay, string, error) {
+		base.Close()
+		return nil, nil, "", err
 	}
 	if replay, err = base.LoadReplay(); err != nil {
-		base.Close()
-		return nil, nil, cli.Failf("session", "%s %s: %v", flag, id, err)
+		return fail(cli.Failf("session", "%s %s: %v", flag, id, err))
 	}
 	if c.Fork != "" && base.Info.Team != "" {
-		base.Close()
-		return nil, nil, cli.Usagef("--fork: session %s is a team worker's: its tasks belong to team %s's queue", id, base.Info.Team)
+		return fail(cli.Usagef("--fork: session %s is a team worker's: its tasks belong to team %s's queue", id, base.Info.Team))
+	}
+	if dir, err = sessionWorkdir(base, flag, workdir, given("workdir")); err != nil {
+		return fail(err)
 	}
 	if len(base.Info.Options) > 0 {
 		var saved savedOptions
@@ -301,7 +308,23 @@ func (c *RunCmd) resumed(home, workdir string, given func(string) bool) (base *l
 			c.restore(saved, given)
 		}
 	}
-	return base, replay, nil
+	return base, replay, dir, nil
+}
+
+// sessionWorkdir is where a resumed or forked run works: the session's
+// workdir, where its tools, verify and commit ran, wherever pg-loop is
+// started; with -C (given), that directory instead: a flag given again
+// wins, as for every saved option, and the session (or the fork) records
+// it as its workdir. A session whose workdir is gone needs -C.
+func sessionWorkdir(base *loop.Session, flag, workdir string, given bool) (string, error) {
+	if given || base.Info.Workdir == "" {
+		return workdir, nil
+	}
+	dir := base.Info.Workdir
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", cli.Usagef("%s %s: the session's workdir %s is gone: give -C DIR to work elsewhere", flag, base.Info.ID, dir)
+	}
+	return dir, nil
 }
 
 // options are the runner's options from the flags, checked.
@@ -385,6 +408,11 @@ func (c *RunCmd) session(rt *cli.Runtime, home, workdir string, base *loop.Sessi
 	msg := "session " + sess.Info.ID
 	if sess.Info.Parent != "" {
 		msg += ", forked from " + sess.Info.Parent
+	}
+	// A resume given -C elsewhere moves the session there.
+	if sess.Info.Workdir != workdir {
+		msg += fmt.Sprintf(", now working in %s (was %s)", workdir, sess.Info.Workdir)
+		sess.Info.Workdir = workdir
 	}
 	fmt.Fprintf(rt.IO.Err, "pg-loop: %s\n", msg)
 	return sess, nil
@@ -534,13 +562,28 @@ type savedOptions struct {
 	Var             map[string]string `json:"var,omitempty"`
 }
 
+// saved are the options a session keeps. The paths in them are made
+// absolute (component programs as callerPath does, --system @FILE,
+// --velocity-file): a resume may start anywhere.
 func (c *RunCmd) saved() savedOptions {
-	s := savedOptions{LLM: c.LLM, LLMServe: c.LLMServe, Tools: c.Tools, ToolsServe: c.ToolsServe, ToolsList: c.ToolsList, Queue: c.Queue, Lease: c.Lease, IdleWait: &c.IdleWait,
-		Model: c.Model, MaxTokens: &c.MaxTokens, System: c.System, Verify: c.Verify, VerifyTimeout: &c.VerifyTimeout,
+	system, velocity := c.System, c.VelocityFile
+	if f, ok := strings.CutPrefix(system, "@"); ok {
+		if abs, err := filepath.Abs(f); err == nil {
+			system = "@" + abs
+		}
+	}
+	if velocity != "" {
+		if abs, err := filepath.Abs(velocity); err == nil {
+			velocity = abs
+		}
+	}
+	s := savedOptions{LLM: callerPath(c.LLM), LLMServe: callerPath(c.LLMServe), Tools: callerPath(c.Tools), ToolsServe: callerPath(c.ToolsServe), ToolsList: callerPath(c.ToolsList),
+		Queue: c.Queue, Lease: c.Lease, IdleWait: &c.IdleWait,
+		Model: c.Model, MaxTokens: &c.MaxTokens, System: system, Verify: c.Verify, VerifyTimeout: &c.VerifyTimeout,
 		MaxVerify: &c.MaxVerify, MaxVerifySet: c.maxVerifySet, Commit: &c.Commit, Fresh: &c.Fresh, Promise: c.Promise,
 		MaxIterations: &c.MaxIterations, MaxSteps: &c.MaxSteps, BreakerRepeat: &c.BreakerRepeat, BreakerFailures: &c.BreakerFailures,
 		BreakerOutput: &c.BreakerOutput, BreakerCycle: &c.BreakerCycle,
-		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: c.VelocityFile,
+		BudgetTokens: &c.BudgetTokens, BudgetUSD: &c.BudgetUSD, Velocity: c.Velocity, VelocityFile: velocity,
 		Heartbeat: &c.Heartbeat, Reserve: &c.Reserve, ToolParallel: &c.ToolParallel, Var: c.Var,
 		ContextSoft: &c.ContextSoft, ContextHard: &c.ContextHard, ToolOutputMax: &c.ToolOutputMax, NoContextFiles: &c.NoContextFiles, NoSkills: &c.NoSkills, Ask: c.Ask, Veto: c.Veto}
 	if c.contextWindowSet {

@@ -195,3 +195,93 @@ func TestDefaultGrammarParsesAsTheWhole(t *testing.T) {
 		}
 	}
 }
+
+// --resume and --fork work in the session's workdir wherever pg-loop is
+// started, with the session's saved components (a relative --llm path
+// saved absolute); -C given again wins and the session records it; a
+// session whose workdir is gone needs -C.
+func TestResumeWorksInSessionWorkdir(t *testing.T) {
+	home, root := t.TempDir(), t.TempDir()
+	for _, d := range []string{"start/bin", "elsewhere", "a", "c", "gone"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The model notes where it runs (--llm runs in the workdir), then answers.
+	os.WriteFile(filepath.Join(root, "start/bin/model.sh"), []byte(`#!/bin/sh
+cat > /dev/null
+pwd >> ran-in
+echo '{"type":"start","provider":"script","model":"sh"}'
+echo '{"type":"end","stop_reason":"end_turn","message":{"role":"assistant","content":[{"type":"text","text":"done"}]},"usage":{"input_tokens":1,"output_tokens":1,"cache_read_tokens":0,"cache_write_tokens":0,"cost_usd":0}}'
+`), 0o755)
+	os.WriteFile(filepath.Join(root, "start/bin/tools.sh"), []byte("#!/bin/sh\n[ \"$1\" = list ] && echo '[]'\nexit 0\n"), 0o755)
+	env := []string{"HOME=" + home, "POWERGLIDE_HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	run := func(dir string, args ...string) (int, string) {
+		t.Chdir(filepath.Join(root, dir))
+		var out, errb bytes.Buffer
+		code := cli.Run(context.Background(), Spec(), append(args, "--json"), cli.Test(nil, &out, &errb, env...))
+		return code, errb.String()
+	}
+	ranIn := func(dir string) []string {
+		b, _ := os.ReadFile(filepath.Join(root, dir, "ran-in"))
+		return strings.Fields(string(b))
+	}
+	workdir := func(id string) string {
+		b, err := os.ReadFile(filepath.Join(home, "sessions", id, "session.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct{ Workdir string }
+		json.Unmarshal(b, &info)
+		return info.Workdir
+	}
+	a, c := filepath.Join(root, "a"), filepath.Join(root, "c")
+
+	if code, errs := run("start", "--session-id", "p1", "-C", "../a", "--llm", "bin/model.sh", "--tools", "bin/tools.sh", "--task", "one"); code != 0 {
+		t.Fatalf("start: exit %d: %s", code, errs)
+	}
+	// From another directory, with the saved components: the work goes on in a.
+	if code, errs := run("elsewhere", "--resume", "p1", "--task", "two"); code != 0 {
+		t.Fatalf("--resume: exit %d: %s", code, errs)
+	}
+	if code, errs := run("elsewhere", "--fork", "p1", "--session-id", "p1f", "--task", "three"); code != 0 {
+		t.Fatalf("--fork: exit %d: %s", code, errs)
+	}
+	if got := ranIn("a"); len(got) != 3 || got[2] != a {
+		t.Errorf("the model ran in %q, want a 3 times", got)
+	}
+	if got := ranIn("elsewhere"); len(got) != 0 {
+		t.Errorf("a resumed or forked run worked in the current directory: %q", got)
+	}
+	if workdir("p1") != a || workdir("p1f") != a {
+		t.Errorf("workdirs %q %q, want %q", workdir("p1"), workdir("p1f"), a)
+	}
+
+	// -C given again wins: the session moves there, and says so.
+	code, errs := run("elsewhere", "--resume", "p1", "-C", "../c", "--task", "four")
+	if code != 0 || !strings.Contains(errs, "pg-loop: session p1, now working in "+c+" (was "+a+")") {
+		t.Fatalf("--resume -C: exit %d: %s", code, errs)
+	}
+	if got := ranIn("c"); len(got) != 1 || workdir("p1") != c {
+		t.Errorf("-C: the model ran in %q, session workdir %q; want %q", got, workdir("p1"), c)
+	}
+	// --continue in c now finds it.
+	if code, errs := run("c", "--continue", "--task", "five"); code != 0 || !strings.Contains(errs, "session p1") {
+		t.Fatalf("--continue: exit %d: %s", code, errs)
+	}
+
+	// A workdir that is gone: exit 2, nothing run, unless -C.
+	if code, errs := run("start", "--session-id", "g", "-C", "../gone", "--llm", "bin/model.sh", "--tools", "bin/tools.sh", "--task", "one"); code != 0 {
+		t.Fatalf("start g: exit %d: %s", code, errs)
+	}
+	os.RemoveAll(filepath.Join(root, "gone"))
+	for _, flag := range []string{"--resume", "--fork"} {
+		code, errs = run("elsewhere", flag, "g", "--task", "two")
+		if want := flag + " g: the session's workdir " + filepath.Join(root, "gone") + " is gone: give -C DIR to work elsewhere"; code != cli.ExitUsage || !strings.Contains(errs, want) {
+			t.Errorf("%s of a gone workdir: exit %d, stderr %q; want 2 and %q", flag, code, errs, want)
+		}
+	}
+	if code, errs := run("elsewhere", "--resume", "g", "-C", ".", "--task", "two"); code != 0 || len(ranIn("elsewhere")) != 1 {
+		t.Errorf("--resume -C . of a gone workdir: exit %d: %s", code, errs)
+	}
+}

@@ -62,10 +62,10 @@ Commands ({"type":..., "id":...}):
   approve    {"call"}: run a call waiting for approval
   deny       {"call", "reason"}: refuse it; the model reads the reason
   state      reply with the state: loop state, task, step, queued follow-ups, pending approvals, usage
-  shutdown   abort the current task, end the session (summary, <POWERGLIDE_DONE>, exit 0)
+  shutdown   abort the current task and cancel the queued ones (a task event each: status cancelled), end the session (summary, <POWERGLIDE_DONE>, exit 0)
 
-With --ask PATTERN, a matching tool call emits an approval event (status pending, the call and its id) and waits for approve or deny. At the end of stdin queued tasks still run, and calls that need approval are denied. A malformed line gets an error record naming it; the session goes on. The schema of a command: pg-loop schema serve-command.
+At the end of stdin the current and queued tasks still run, then the session ends: to run prompts and stop, close stdin rather than send shutdown. With --ask PATTERN, a matching tool call emits an approval event (status pending, the call and its id) and waits for approve or deny; after the end of stdin, calls that need approval are denied. A malformed line gets an error record naming it; the session goes on. The schema of a command: pg-loop schema serve-command.
 
-  $ printf '%s\n' '{"type":"prompt","id":"1","message":"add a test for the parser"}' '{"type":"shutdown","id":"2"}' | pg-loop serve
+  $ printf '%s\n' '{"type":"prompt","id":"1","message":"add a test for the parser"}' '{"type":"follow_up","id":"2","message":"now run go vet"}' | pg-loop serve
   $ pg-loop serve --ask 'bash:git push*' --ask 'write:*.env'`
 }

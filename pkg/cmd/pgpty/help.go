@@ -107,7 +107,7 @@ Examples:
 func (c *ListCmd) Help() string {
 	return `Examples:
   $ pg-pty list
-  $ pg-pty list --json | jq -r 'select(.status=="running") | .name'`
+  $ pg-pty list --jq 'select(.status == "running") | .name' -r`
 }
 
 // Help details resize.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/jq"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/pty"
@@ -472,13 +473,19 @@ func (c *ResizeCmd) Run(rt *cli.Runtime) error {
 // Examples:
 //
 //	$ pg-pty list
-//	$ pg-pty list --json | jq -r 'select(.status=="running") | .name'
+//	$ pg-pty list --jq 'select(.status == "running") | .name' -r
 type ListCmd struct {
-	JSON bool `help:"Print one session record per line."`
+	JSON bool   `help:"Print one session record per line."`
+	Jq   string `help:"Apply a jq filter to each session record (in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`
+	Raw  bool   `short:"r" help:"With --jq, print string results as plain text, like jq -r."`
 }
 
 // Run lists.
 func (c *ListCmd) Run(rt *cli.Runtime) error {
+	filter, err := jq.New(c.Jq, c.Raw, rt.IO.Out, jsonl.NewEncoder(rt.IO.Out))
+	if err != nil {
+		return err
+	}
 	s, err := store(rt)
 	if err != nil {
 		return err
@@ -488,10 +495,10 @@ func (c *ListCmd) Run(rt *cli.Runtime) error {
 		return err
 	}
 	probe(rt.Ctx, s, list...)
-	if rt.IO.JSON(c.JSON) {
+	if filter.Active() || rt.IO.JSON(c.JSON) {
 		rt.JSON = true
 		for _, st := range list {
-			if err := encode(rt, st); err != nil {
+			if err := filter.Emit(rt.Ctx, st); err != nil {
 				return err
 			}
 		}

@@ -29,7 +29,9 @@ func (MCPCmd) Help() string {
 
   $ claude mcp add powerglide -- pg-tool --root ~/src/app mcp
   $ claude mcp add pg-readonly -- pg-tool --preset readonly mcp
-  $ npx @modelcontextprotocol/inspector --cli pg-tool --verify 'go build ./...' mcp --method tools/list
+  $ npx @modelcontextprotocol/inspector --cli --method tools/list -- pg-tool --verify 'go build ./...' mcp
+
+pg-tool's flags go after --: the MCP Inspector has a --verify of its own.
 
 In codex, ~/.codex/config.toml:
 

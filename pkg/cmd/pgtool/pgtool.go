@@ -17,6 +17,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/jq"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -61,25 +62,26 @@ Secrets: results (output, error, saved full output) never hold the value of a se
 type CLI struct {
 	cli.Common `embed:""`
 
-	Root          string        `help:"Workspace root: file tools cannot reach outside it (default: the working directory)." placeholder:"DIR" env:"POWERGLIDE_TOOL_ROOT"`
-	Preset        string        `help:"Tool set: full, or readonly (read, glob, grep, ls, term_read, term_screen and read-only external/MCP tools)." enum:"full,readonly" default:"full"`
-	Allow         []string      `help:"Only offer tools whose name matches one of these globs, e.g. 'read,grep,mcp__fs__*'." placeholder:"GLOB"`
-	Deny          []string      `help:"Never offer tools whose name matches one of these globs, e.g. 'bash,term_*'." placeholder:"GLOB"`
-	ToolsDir      string        `help:"Directory of external tools: every executable there that prints its definition for --schema (default ~/.config/powerglide/tools)." config:"tools_dir" env:"POWERGLIDE_TOOLS_DIR" placeholder:"DIR"`
-	MCP           []string      `name:"mcp" help:"MCP server as 'name=command args', or 'name=https://host/path' for one reached over HTTP (streamable HTTP, else legacy SSE; http:// on loopback only) (repeatable); its tools are named mcp__name__tool. Default: the config key mcp." sep:"none" placeholder:"NAME=CMD|URL"`
-	MCPHeader     []string      `name:"mcp-header" help:"HTTP header for the MCP server NAME, as 'NAME:Key=Value' (repeatable); $${VAR} in the value is read from the environment, which keeps the secret off the command line. Values never appear in results, logs or records. Adds to (and per key overrides) the config key mcp_headers." sep:"none" placeholder:"NAME:KEY=VALUE"`
-	MCPTimeout    time.Duration `name:"mcp-timeout" help:"Time limit of one MCP tool call; a server that does not answer in time is stopped (with its process group) and restarted on the next call (default 10m)." config:"mcp_timeout" env:"POWERGLIDE_MCP_TIMEOUT" placeholder:"DURATION"`
-	Verify        string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output. When CMD already failed, only a change that adds failure lines (compared without line numbers and timings) is rolled back." placeholder:"CMD"`
-	VerifyTimeout time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
-	MaxOutput     int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
-	OutputDir     string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output). read opens only the files pg-tool saved there." placeholder:"DIR"`
-	MaxSaved      int           `name:"max-saved-output" help:"Cap in bytes on one saved full output; a longer one keeps its first and last halves (default 16777216, 16 MiB; 0: no cap)." config:"tool_max_saved_output" env:"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT" placeholder:"BYTES"`
-	Sandbox       string        `help:"Sandbox of every command pg-tool starts (bash, external tools, MCP servers, terminal programs): workspace-write (writes only in --root, a private TMPDIR and build caches; no network), read-only (writes only in the private TMPDIR) or off (default workspace-write)." config:"sandbox" env:"POWERGLIDE_SANDBOX" placeholder:"MODE"`
-	AllowWrite    []string      `name:"allow-write" help:"Let sandboxed commands write in PATH too (repeatable)." placeholder:"PATH"`
-	AllowNet      bool          `name:"allow-net" help:"Let sandboxed commands use the network and unix sockets."`
-	DenyRead      []string      `name:"deny-read" help:"Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable)." placeholder:"PATH"`
-	NoSkills      bool          `name:"no-skills" help:"Offer no Agent Skills: no skill tool, and read opens no skill folder outside --root." env:"POWERGLIDE_NO_SKILLS"`
-	PassEnv       []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable). POWERGLIDE_PASS_ENV=NAME,... sets it, and pg-loop keeps those variables for its tools component too." env:"POWERGLIDE_PASS_ENV" placeholder:"NAME"`
+	Root            string        `help:"Workspace root: file tools cannot reach outside it (default: the working directory)." placeholder:"DIR" env:"POWERGLIDE_TOOL_ROOT"`
+	Preset          string        `help:"Tool set: full, or readonly (read, glob, grep, ls, term_read, term_screen and read-only external/MCP tools)." enum:"full,readonly" default:"full"`
+	Allow           []string      `help:"Only offer tools whose name matches one of these globs, e.g. 'read,grep,mcp__fs__*'." placeholder:"GLOB"`
+	Deny            []string      `help:"Never offer tools whose name matches one of these globs, e.g. 'bash,term_*'." placeholder:"GLOB"`
+	ToolsDir        string        `help:"Directory of external tools: every executable there that prints its definition for --schema (default ~/.config/powerglide/tools)." config:"tools_dir" env:"POWERGLIDE_TOOLS_DIR" placeholder:"DIR"`
+	MCP             []string      `name:"mcp" help:"MCP server as 'name=command args', or 'name=https://host/path' for one reached over HTTP (streamable HTTP, else legacy SSE; http:// on loopback only) (repeatable); its tools are named mcp__name__tool. Default: the config key mcp." sep:"none" placeholder:"NAME=CMD|URL"`
+	MCPHeader       []string      `name:"mcp-header" help:"HTTP header for the MCP server NAME, as 'NAME:Key=Value' (repeatable); $${VAR} in the value is read from the environment, which keeps the secret off the command line. Values never appear in results, logs or records. Adds to (and per key overrides) the config key mcp_headers." sep:"none" placeholder:"NAME:KEY=VALUE"`
+	MCPStartTimeout time.Duration `name:"mcp-start-timeout" help:"Time an MCP server command has to start and answer, a package that npx -y or uvx downloads first included (default 30s)." config:"mcp_start_timeout" env:"POWERGLIDE_MCP_START_TIMEOUT" placeholder:"DURATION"`
+	MCPTimeout      time.Duration `name:"mcp-timeout" help:"Time limit of one MCP tool call; a server that does not answer in time is stopped (with its process group) and restarted on the next call (default 10m)." config:"mcp_timeout" env:"POWERGLIDE_MCP_TIMEOUT" placeholder:"DURATION"`
+	Verify          string        `help:"Edit veto: run CMD with bash -c in the root before and after every edit or write; a change that makes it newly fail is rolled back and the call fails with CMD's output. When CMD already failed, only a change that adds failure lines (compared without line numbers and timings) is rolled back." placeholder:"CMD"`
+	VerifyTimeout   time.Duration `help:"Time limit of one run of the --verify command." default:"5m"`
+	MaxOutput       int           `help:"Cap on a result's output in characters; longer outputs keep head and tail (negative: no cap)." default:"30000"`
+	OutputDir       string        `help:"Where full outputs of capped results are saved (default $POWERGLIDE_HOME/tool-output). read opens only the files pg-tool saved there." placeholder:"DIR"`
+	MaxSaved        int           `name:"max-saved-output" help:"Cap in bytes on one saved full output; a longer one keeps its first and last halves (default 16777216, 16 MiB; 0: no cap)." config:"tool_max_saved_output" env:"POWERGLIDE_TOOL_MAX_SAVED_OUTPUT" placeholder:"BYTES"`
+	Sandbox         string        `help:"Sandbox of every command pg-tool starts (bash, external tools, MCP servers, terminal programs): workspace-write (writes only in --root, a private TMPDIR and build caches; no network), read-only (writes only in the private TMPDIR) or off (default workspace-write)." config:"sandbox" env:"POWERGLIDE_SANDBOX" placeholder:"MODE"`
+	AllowWrite      []string      `name:"allow-write" help:"Let sandboxed commands write in PATH too (repeatable)." placeholder:"PATH"`
+	AllowNet        bool          `name:"allow-net" help:"Let sandboxed commands use the network and unix sockets."`
+	DenyRead        []string      `name:"deny-read" help:"Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable)." placeholder:"PATH"`
+	NoSkills        bool          `name:"no-skills" help:"Offer no Agent Skills: no skill tool, and read opens no skill folder outside --root." env:"POWERGLIDE_NO_SKILLS"`
+	PassEnv         []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable). POWERGLIDE_PASS_ENV=NAME,... sets it, and pg-loop keeps those variables for its tools component too." env:"POWERGLIDE_PASS_ENV" placeholder:"NAME"`
 
 	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
 	Call        CallCmd        `cmd:"" help:"Run one tool call and print its result."`
@@ -124,6 +126,7 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		MCP:           mcp,
 		MCPHeaders:    headers,
 		MCPTimeout:    cfg.Duration("mcp_timeout"),
+		MCPStart:      cfg.Duration("mcp_start_timeout"),
 		Verify:        c.Verify,
 		VerifyTimeout: c.VerifyTimeout,
 		MaxOutput:     c.MaxOutput,
@@ -182,13 +185,21 @@ func (c *CLI) mcpHeaders(cfg *config.Config, specs []string) ([]tool.MCPHeader, 
 
 // ListCmd prints the tool definitions.
 //
-//	$ pg-tool list | jq -r '.[].name'
-//	$ pg-tool --preset readonly --mcp 'fs=npx @modelcontextprotocol/server-filesystem .' list
-type ListCmd struct{}
+//	$ pg-tool list --jq '.[].name' -r
+//	$ npm i -g @modelcontextprotocol/server-filesystem
+//	$ pg-tool --preset readonly --mcp 'fs=mcp-server-filesystem .' list
+type ListCmd struct {
+	Jq  string `help:"Apply a jq filter to the array of definitions (in-process, gojq); each result is printed as a JSON line." placeholder:"EXPR"`
+	Raw bool   `short:"r" help:"With --jq, print string results as plain text, like jq -r."`
+}
 
 // Run prints the definitions; a failing MCP server or external tool is
 // reported after the others are printed (exit 1).
 func (l *ListCmd) Run(rt *cli.Runtime, c *CLI) error {
+	filter, err := jq.New(l.Jq, l.Raw, rt.IO.Out, jsonl.NewEncoder(rt.IO.Out))
+	if err != nil {
+		return err
+	}
 	s, err := c.session(rt, false)
 	if err != nil {
 		return err
@@ -200,22 +211,31 @@ func (l *ListCmd) Run(rt *cli.Runtime, c *CLI) error {
 	for _, t := range tools {
 		defs = append(defs, t.Def())
 	}
-	var b []byte
-	if rt.IO.OutTTY {
-		b, err = json.MarshalIndent(defs, "", "  ")
-	} else {
-		b, err = jsonl.Marshal(defs)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := rt.IO.Out.Write(append(b, '\n')); err != nil {
+	if err := printDefs(rt, filter, defs); err != nil {
 		return err
 	}
 	if terr != nil {
 		return cli.Failf("tools", "%v", terr)
 	}
 	return nil
+}
+
+// printDefs prints the definitions as one JSON array, or what the filter
+// makes of it.
+func printDefs(rt *cli.Runtime, filter *jq.Filter, defs []protocol.ToolDef) error {
+	if filter.Active() {
+		return filter.Emit(rt.Ctx, defs)
+	}
+	return printValue(rt, defs)
+}
+
+// printValue prints v as one JSON line, indented on a terminal.
+func printValue(rt *cli.Runtime, v any) error {
+	enc := jsonl.NewEncoder(rt.IO.Out)
+	if rt.IO.OutTTY {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(v)
 }
 
 // CallCmd runs one call.
@@ -320,10 +340,11 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 
 // Help is the detailed help of the command (--help and the man page).
 func (ListCmd) Help() string {
-	return `Prints a JSON array of {name, description, input_schema}, ready for the tools of a pg-llm request. MCP servers are started to list their tools.
+	return `Prints a JSON array of {name, description, input_schema}, ready for the tools of a pg-llm request. MCP servers are started to list their tools. A server command runs in the sandbox, without network unless --allow-net: install the server first (npx -y cannot download it there, and hangs until --mcp-start-timeout).
 
-  $ pg-tool list | jq -r '.[].name'
-  $ pg-tool --preset readonly --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem .' list
+  $ pg-tool list --jq '.[].name' -r
+  $ npm i -g @modelcontextprotocol/server-filesystem
+  $ pg-tool --preset readonly --mcp 'fs=mcp-server-filesystem .' list
   $ pg-tool --mcp 'gh=https://mcp.example.com/mcp' --mcp-header 'gh:Authorization=Bearer ${GITHUB_TOKEN}' list`
 }
 

@@ -1,7 +1,6 @@
 package pgtool
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
-	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/sandbox"
 )
 
@@ -104,16 +102,7 @@ func (sc *SandboxCmd) Run(rt *cli.Runtime, c *CLI) error {
 	}
 	defer s.Close()
 	r := s.SandboxReport()
-	var b []byte
-	if rt.IO.OutTTY {
-		b, err = json.MarshalIndent(r, "", "  ")
-	} else {
-		b, err = jsonl.Marshal(r)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := rt.IO.Out.Write(append(b, '\n')); err != nil {
+	if err := printValue(rt, r); err != nil {
 		return err
 	}
 	if !r.Available {

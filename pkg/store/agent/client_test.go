@@ -243,6 +243,30 @@ func TestAgentKeepsNoInheritedDescriptors(t *testing.T) {
 	}
 }
 
+// TestAgentHoldsNoKeys: a host's agent outlives the command that started
+// it; it gets that command's environment without the model keys and
+// tokens (pg-loop holds them for pg-llm), but with libpq's PGPASSWORD,
+// which it connects with.
+func TestAgentHoldsNoKeys(t *testing.T) {
+	withHome(t, time.Minute)
+	o := options("file:" + t.TempDir())
+	o.Env = append(o.Env, "ANTHROPIC_API_KEY=sk-ant-agent-test", "GITHUB_TOKEN=ghp_agent_test", "PGPASSWORD=db-pass-agent-test")
+	c := mustOpen(t, o)
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c.Hello().PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := "\x00" + string(raw)
+	for _, gone := range []string{"ANTHROPIC_API_KEY=", "GITHUB_TOKEN="} {
+		if strings.Contains(env, "\x00"+gone) {
+			t.Errorf("agent %d holds %s", c.Hello().PID, strings.TrimSuffix(gone, "="))
+		}
+	}
+	if !strings.Contains(env, "\x00PGPASSWORD=db-pass-agent-test\x00") {
+		t.Errorf("agent %d lost PGPASSWORD, which it connects with", c.Hello().PID)
+	}
+}
+
 // TestUpgradedBinaryStartsItsOwnAgent: after pg-queue is replaced (an
 // upgrade moves a new binary into place), its commands start and use an
 // agent of the new binary instead of the old binary's agent, which kept

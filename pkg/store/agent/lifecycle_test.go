@@ -528,3 +528,26 @@ func TestStartFails(t *testing.T) {
 		t.Fatalf("%d agents tried to start, want 1; log:\n%s", n, log)
 	}
 }
+
+// TestFutureFailedMarkIgnored: a .failed mark dated in the future (a clock
+// set back, a touch -d) does not keep the host's agent off for that long:
+// the next command starts one.
+func TestFutureFailedMarkIgnored(t *testing.T) {
+	home := withHome(t, time.Minute)
+	url := "file:" + t.TempDir()
+	base := strings.TrimSuffix(socketPath(home, url), ".sock")
+	if err := os.MkdirAll(filepath.Dir(base), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(base+".failed", []byte("an old failure\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(365 * 24 * time.Hour)
+	if err := os.Chtimes(base+".failed", future, future); err != nil {
+		t.Fatal(err)
+	}
+	c := mustOpen(t, options(url))
+	if c.Hello().PID <= 0 {
+		t.Fatalf("no agent started: hello %+v", c.Hello())
+	}
+}

@@ -116,7 +116,13 @@ const retryStart = 10 * time.Second
 // retryStart.
 func failedRecently(base string) bool {
 	fi, err := os.Stat(base + ".failed")
-	return err == nil && time.Since(fi.ModTime()) < retryStart
+	if err != nil {
+		return false
+	}
+	// A time in the future (a clock set back, a touch -d) is no recent
+	// failure: it would keep the agent off for as long.
+	age := time.Since(fi.ModTime())
+	return age >= 0 && age < retryStart
 }
 
 // connect reaches the agent at path, after checking that the run
@@ -185,7 +191,7 @@ func start(ctx context.Context, path string, o OpenOptions) error {
 	cmd := &exec.Cmd{
 		Path:        o.Path,
 		Args:        o.Args,
-		Env:         append(append([]string(nil), o.Env...), "POWERGLIDE_HOME="+o.Home, "POWERGLIDE_STORE="+o.URL),
+		Env:         childEnv(o.Env, o.Home, o.URL),
 		Dir:         "/",
 		Stderr:      logf,
 		ExtraFiles:  []*os.File{pw},

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/remote"
 )
@@ -162,7 +163,7 @@ type RemoteOptions struct {
 // everything the host's agent cannot answer (none reachable, the
 // connection lost); with Off, through a private coprocess only.
 func OpenRemote(ctx context.Context, o RemoteOptions) (store.Store, error) {
-	env := append(append([]string(nil), o.Env...), "POWERGLIDE_HOME="+o.Home, "POWERGLIDE_STORE="+o.URL)
+	env := childEnv(o.Env, o.Home, o.URL)
 	private := func() (store.Store, error) {
 		return OpenPipe(ctx, o.Path, []string{o.Name, "agent", StdioArg}, env, o.Stderr)
 	}
@@ -187,3 +188,21 @@ func OpenRemote(ctx context.Context, o RemoteOptions) (store.Store, error) {
 // reach the store, in Unix nanoseconds: its connect timeout counts from
 // then (dial.Options.Began).
 const BeganEnv = "POWERGLIDE_STORE_BEGAN"
+
+// childEnv is an agent's environment: the starting command's, without the
+// variables named like secrets (the model keys pg-loop holds for pg-llm, a
+// GITHUB_TOKEN) except libpq's own (PGPASSWORD and the like), which the
+// agent connects with; then the data root and the store. A host's agent
+// outlives the command that started it and serves every later command of
+// the user: it must hold no key it does not use (DESIGN.md: only pg-llm
+// holds model keys). Clients redact their secrets before they send
+// (docs/store-agent.md), so the agent needs none of theirs.
+func childEnv(env []string, home, url string) []string {
+	var keep []string
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "PG") {
+			keep = append(keep, name)
+		}
+	}
+	return append(secrets.ScrubEnv(env, keep...), "POWERGLIDE_HOME="+home, "POWERGLIDE_STORE="+url)
+}

@@ -128,6 +128,11 @@ func Parse(rawURL string) (kind, home string, err error) {
 		return "file", filepath.Clean(p), nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		if _, err := url.Parse(s); err != nil {
+			if config.URLPassword(rawURL) != "" {
+				// The parser's words quote a piece of the URL, which here
+				// is a piece of the password ("invalid port \":Hash\"").
+				return "", "", &InputError{fmt.Sprintf("invalid store %q: the URL does not parse; a '#', '/', '?' or '@' in the password must be percent-encoded (%%23, %%2F, %%3F, %%40), or give it in PGPASSWORD or ~/.pgpass", Redact(rawURL))}
+			}
 			return "", "", &InputError{fmt.Sprintf("invalid store %q: %v", Redact(rawURL), redactErr(rawURL, unwrapURLError(err)))}
 		}
 		return "postgres", "", nil

@@ -56,6 +56,14 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// A password with a '#' makes the URL unparsable, and the parser's
+	// message quotes a piece of it: the error shows none of it.
+	for _, u := range []string{"postgres://alice:Hash#Secret1@127.0.0.1:55432/ateam", "postgres://alice:Sl/ash@db/pg"} {
+		_, _, err := Parse(u)
+		if err == nil || strings.Contains(err.Error(), "Hash") || strings.Contains(err.Error(), "Sl") || !strings.Contains(err.Error(), "percent-encoded") {
+			t.Errorf("Parse(%q): %v", u, err)
+		}
+	}
 	err := redactErr("postgres://u:s3cret@db/pg", errors.New("dial postgres://u:s3cret@db/pg: password s3cret refused"))
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("redactErr: %v", err)

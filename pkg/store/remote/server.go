@@ -17,8 +17,21 @@ import (
 	"github.com/powerglide/powerglide/pkg/store"
 )
 
-// maxLine caps one request line: an add of many tasks is one line.
-const maxLine = 256 << 20
+// Bounds on what one connection makes the agent hold, which every
+// command of the host shares (a stuck or buggy client must not pin it):
+//   - maxLine caps one request line. An add of many tasks is one line:
+//     32 MiB holds some 30,000 tasks of a kilobyte; the agent hangs up
+//     on a longer line.
+//   - maxInflight calls run at once; past it the agent reads no more of
+//     the connection until one answers (the client's writes then wait).
+//   - writeTimeout: a client that reads no answer for that long is gone;
+//     its connection is closed and its calls end.
+const (
+	maxLine     = 32 << 20
+	maxInflight = 64
+)
+
+var writeTimeout = 30 * time.Second
 
 // Serve answers the requests of one connection with st until the client
 // closes it. Each request runs in a goroutine of its own, so a wait_claim
@@ -36,8 +49,8 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 	// sctx ends with the connection: the calls of a client gone stop.
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()
-	s := &session{st: st, enc: jsonl.NewEncoder(conn), teams: map[string]store.Team{},
-		calls: map[int64]*call{}, followers: map[int64]store.Follower{}}
+	s := &session{st: st, conn: conn, enc: jsonl.NewEncoder(conn), teams: map[string]store.Team{},
+		calls: map[int64]*call{}, followers: map[int64]store.Follower{}, slots: make(chan struct{}, maxInflight)}
 	defer s.closeFollowers()
 	if err := s.write(protocol.StoreAgentHello{Type: "hello", Protocol: protocol.StoreAgentProtocol, Store: st.Kind(), PID: os.Getpid()}); err != nil {
 		return err
@@ -99,14 +112,33 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 			s.cancel(req.ID)
 			continue
 		}
+		// A slot first: with maxInflight calls running, nothing more is
+		// read until one answers.
+		select {
+		case s.slots <- struct{}{}:
+		case <-sctx.Done():
+			return nil // the client is gone
+		}
 		cl := &call{waits: req.Op == "wait_claim" || req.Op == "follow_next"}
 		var cctx context.Context
 		cctx, cl.cancel = context.WithCancel(sctx)
 		s.mu.Lock()
 		if s.stopping {
 			s.mu.Unlock()
+			<-s.slots
 			cl.cancel()
 			if err := s.write(protocol.StoreAgentResponse{ID: req.ID, Error: stoppingError()}); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.calls[req.ID] != nil {
+			// A second call under the id of one in flight could no
+			// longer be cancelled, nor the first: refused, not run.
+			s.mu.Unlock()
+			<-s.slots
+			cl.cancel()
+			if err := s.write(protocol.StoreAgentResponse{ID: req.ID, Error: encodeError(&Error{Msg: fmt.Sprintf("request id %d is already in flight", req.ID), Bad: true})}); err != nil {
 				return err
 			}
 			continue
@@ -116,6 +148,7 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 		s.mu.Unlock()
 		go func() {
 			defer s.inflight.Done()
+			defer func() { <-s.slots }()
 			res, err := s.handle(cctx, &req)
 			s.mu.Lock()
 			delete(s.calls, req.ID)
@@ -134,6 +167,7 @@ func Serve(ctx context.Context, conn io.ReadWriter, st store.Store) error {
 			}
 			if s.write(resp) != nil {
 				scancel() // the client is gone
+				s.hangUp()
 			}
 		}()
 	}
@@ -162,9 +196,11 @@ func stoppingError() *protocol.StoreAgentError {
 
 // session is one connection's state.
 type session struct {
-	st  store.Store
-	wmu sync.Mutex
-	enc interface{ Encode(any) error }
+	st    store.Store
+	conn  io.ReadWriter
+	wmu   sync.Mutex
+	enc   interface{ Encode(any) error }
+	slots chan struct{} // one per call running: at most maxInflight
 
 	mu        sync.Mutex
 	teams     map[string]store.Team
@@ -175,10 +211,23 @@ type session struct {
 	inflight  sync.WaitGroup // calls running (Add under mu, before stopping)
 }
 
+// write sends one line, within writeTimeout when the connection has
+// deadlines (a socket).
 func (s *session) write(v any) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if d, ok := s.conn.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		d.SetWriteDeadline(time.Now().Add(writeTimeout))
+	}
 	return s.enc.Encode(v)
+}
+
+// hangUp closes a connection whose client reads no answers, which ends
+// the read loop: nothing more of it is read or run.
+func (s *session) hangUp() {
+	if c, ok := s.conn.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 func (s *session) cancel(id int64) {
