@@ -205,7 +205,7 @@ func (l Loader) Load(jpos jsonl.Pos, now time.Time) LoadResult {
 		case v != 1: // 1: none set, or the default set
 			wi.VelocityFile = &v
 		}
-		if l.Host.Owns(w.Host, w.HostID) && w.PID > 0 && w.PIDStart != "" {
+		if l.Host.Owns(w.Host, w.HostID) && w.PID > 0 && proc.ValidStart(w.PIDStart) {
 			alive := l.Alive
 			if alive == nil {
 				alive = proc.Matches

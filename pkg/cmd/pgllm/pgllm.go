@@ -50,7 +50,7 @@ type CLI struct {
 
 // Spec describes pg-llm.
 func Spec() *cli.Spec {
-	return &cli.Spec{Name: "pg-llm", Description: description, CLI: &CLI{}, Schemas: []string{"request", "model-list-request", "model-event", "model"}, Waits: true}
+	return &cli.Spec{Name: "pg-llm", Description: description, CLI: &CLI{}, Schemas: []string{"request", "message", "model-list-request", "model-event", "model"}, Waits: true}
 }
 
 // CallCmd makes one call.

@@ -54,7 +54,7 @@ Safety: every command pg-tool starts (bash, --verify, external tools, MCP server
 
 Secrets: results (output, error, saved full output) never hold the value of a secret set in pg-tool's environment or config (variables named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables) or a string shaped like an Anthropic, OpenAI, GitHub, AWS or bearer key: each is replaced by [redacted:NAME]. Output brought in from outside (every MCP and external tool, a bash command with a URL, curl, wget, nc or git clone/fetch/pull) is marked "untrusted":true; pg-loop shows it to the model as <untrusted source="TOOL">...</untrusted> and guards against what it carries.`,
 		CLI:     &CLI{hooks: h},
-		Schemas: []string{"tool-list", "tool-call", "tool-list-request", "tool-result", "tool-output", "tool-sandbox", "tool-skill"},
+		Schemas: []string{"tool-list", "tool-def", "tool-call", "tool-list-request", "tool-result", "tool-output", "tool-sandbox", "tool-skill"},
 	}
 }
 

@@ -70,7 +70,7 @@ var intro = map[string]string{
 		"```\n\n" +
 		"The provider gets the whole conversation either way; only the pipe between the client and `pg-llm serve` carries less. " +
 		"`pg-llm` (one call) refuses `after` as bad input (exit 2).",
-	"message":     "One turn of a conversation; `end` events carry the assistant's message ready to append.",
+	"message":     "One turn of a conversation: an item of a request's `messages`, and the `message` of an `end` model event, the assistant's, ready to append (`pg-llm schema message`).",
 	"model-event": "What `pg-llm` writes: `start`, then deltas, tool calls, usage, retries and fallbacks, and last `end` (or `error`); `pg-llm serve` answers a model-list-request with `models`.",
 	"model":       "`pg-llm models --json`: one model of the table, with its context window and its prices in USD per million tokens (`source`: builtin, or config when the configuration's `models` added or changed it).",
 	"model-list-request": "A line `pg-llm serve` reads among the requests to list its model table: it answers with a `models` record carrying the same `id` and every model `pg-llm models --json` would print. " +
@@ -79,7 +79,7 @@ var intro = map[string]string{
 		`{"type":"models","id":"m1"}` + "\n" +
 		`{"type":"models","id":"m1","models":[{"type":"model","id":"anthropic/claude-sonnet-4-5","context_window":200000,"input_per_mtok":3,"output_per_mtok":15,...},...]}` + "\n" +
 		"```",
-	"tool-def":  "A tool as a model sees it.",
+	"tool-def":  "A tool as a model sees it: an item of `pg-tool list`'s array, of a request's `tools` and of a `tools` record of `pg-tool serve` (`pg-tool schema tool-def`).",
 	"tool-list": "`pg-tool list`: the definitions, ready for a request's `tools`.",
 	"tool-call": "A call of a tool: each line `pg-tool serve` reads (or a tool-list-request).",
 	"tool-list-request": "A line `pg-tool serve` reads among the calls to list its tools: it answers with a `tools` record carrying the same `id` and the definitions `pg-tool list` would print (and `error`, when some could not be listed). " +
@@ -106,7 +106,8 @@ var intro = map[string]string{
 		"A client that reads another `protocol` does not use the agent.",
 	"store-agent-request": "A line a client writes to the store agent: one call of the team store's interface (`op`, its arguments, and an `id` the response carries). " +
 		"Calls may overlap on one connection. `{\"op\":\"cancel\",\"id\":N}` cancels call N (`wait_claim`, `follow_next`), which then answers with what it had done. " +
-		"`worker_cas` and `budget_cas` write `record` only if the stored document is still `expect`, exactly as `worker_read` or `budget_read` returned it (`null`: none), else fail with kind `conflict`: a client updates by reading, changing and writing until no conflict.\n\n" +
+		"`worker_cas` and `budget_cas` write `record` only if the stored document is still `expect`, exactly as `worker_read` or `budget_read` returned it (`null`: none), else fail with kind `conflict`: a client updates by reading, changing and writing until no conflict. " +
+		"`worker_cas` and `worker_write` store `record` under the request's `worker`, and refuse as bad input (`bad_input`) a record whose own `worker` field names another: a record under another key than its own name is unreadable.\n\n" +
 		"```\n" +
 		`{"type":"hello","protocol":1,"store":"postgres","pid":4242}` + "\n" +
 		`{"id":1,"op":"team","team":"t"}` + "\n" +
@@ -123,10 +124,15 @@ func render(w io.Writer) error {
 	fmt.Fprintln(w, "# powerglide protocol reference")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Generated from the JSON Schemas in `pkg/protocol/schemas` (protocol version %d) by `make docs`; do not edit.\n", protocol.Version)
-	fmt.Fprintln(w, "Every record has a `type`; records may gain fields within a version, so readers must ignore fields they do not know.")
-	fmt.Fprintln(w, "`pg-<tool> schema NAME` prints a schema.")
 	names := protocol.SchemaNames()
 	sort.Strings(names)
+	untyped, err := untypedSchemas(names)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Every record has a `type` except %s, which are told apart by where they are read: a file of their own, a command's output, an input line, or a field of another record. ", untyped)
+	fmt.Fprintln(w, "Records may gain fields within a version, so readers must ignore fields they do not know.")
+	fmt.Fprintln(w, "`pg-<tool> schema NAME` prints a schema.")
 	fmt.Fprintln(w)
 	for _, n := range names {
 		fmt.Fprintf(w, "- [%s](#%s)\n", n, n)
@@ -160,6 +166,43 @@ func render(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// untypedSchemas lists, as Markdown links, the schemas whose records have
+// no type field (an array has none either).
+func untypedSchemas(names []string) (string, error) {
+	var out []string
+	for _, n := range names {
+		raw, err := protocol.Schema(n)
+		if err != nil {
+			return "", err
+		}
+		var s schema
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("%s: %w", n, err)
+		}
+		if !typed(&s) {
+			out = append(out, fmt.Sprintf("[%s](#%s)", n, n))
+		}
+	}
+	if len(out) < 2 {
+		return strings.Join(out, ""), nil
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1], nil
+}
+
+// typed reports whether every record of s has a type field.
+func typed(s *schema) bool {
+	if len(s.OneOf) > 0 {
+		for _, v := range s.OneOf {
+			if !typed(v) {
+				return false
+			}
+		}
+		return true
+	}
+	_, ok := s.Properties["type"]
+	return ok
 }
 
 func typeConst(s *schema) string {
