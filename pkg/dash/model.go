@@ -875,6 +875,10 @@ func (m *Model) workerKeys(msg tea.KeyPressMsg) tea.Cmd {
 		switch {
 		case w.PID <= 0 || w.PIDStart == "":
 			m.setStatus(fmt.Sprintf("worker %s has no pid recorded: nothing to stop", id), "warn")
+		case !proc.ValidStart(w.PIDStart):
+			m.setStatus(fmt.Sprintf("worker %s: its pid_start %q is not a start time: nothing to stop", id, w.PIDStart), "warn")
+		case !m.opt.Host.Owns(w.Host, w.HostID) && w.HostID == "" && m.opt.Host.Shared:
+			m.setStatus(fmt.Sprintf("worker %s's record has no host_id: on a shared store its pid is no host's to stop", id), "warn")
 		case !m.opt.Host.Owns(w.Host, w.HostID):
 			m.setStatus(fmt.Sprintf("worker %s runs on host %q: stop it there", id, w.Host), "warn")
 		case proc.Guard(w.PID) != nil:

@@ -14,7 +14,9 @@
 // A reservation of a worker that died does not hold the budget forever: it
 // is dropped by the next ledger change once its process is gone (same
 // host: pid and start time no longer match), and in any case at its until
-// time, TTL after it was made (another host's process cannot be checked).
+// time, TTL after it was made (another host's process cannot be checked,
+// nor, on a store several hosts share, one of a reservation without a
+// host_id, nor one whose pid_start is malformed).
 package ledger
 
 import (
@@ -89,10 +91,11 @@ type Ledger struct {
 	Now      func() time.Time // nil: time.Now
 }
 
-// New returns the ledger handle of this process as worker w.
-func New(t store.Team, worker string) *Ledger {
+// New returns the ledger handle of this process as worker w, on host
+// (proc.ThisHost, Shared as the store is: see store.Shared).
+func New(t store.Team, worker string, host proc.Host) *Ledger {
 	pid, start, _ := proc.Self()
-	return &Ledger{Team: t, Worker: worker, PID: pid, PIDStart: start, Host: proc.ThisHost()}
+	return &Ledger{Team: t, Worker: worker, PID: pid, PIDStart: start, Host: host}
 }
 
 // ExhaustedError is a call refused: the team's settled cost plus the
@@ -190,12 +193,12 @@ func (l *Ledger) Settle(ctx context.Context, id string, usd float64) error {
 	return err
 }
 
-// Expire drops the reservations of processes of this host that are gone
-// and those past their until time (another host's dead process is only
-// known by that), and reports how many it dropped. Reserve and Settle do
-// it on their own; pg-monitor does it before it reports.
-func Expire(ctx context.Context, t store.Team, now time.Time) (int, error) {
-	l := &Ledger{Team: t, Host: proc.ThisHost()}
+// Expire drops the reservations of processes of host (this one) that are
+// gone and those past their until time (another host's dead process is
+// only known by that), and reports how many it dropped. Reserve and Settle
+// do it on their own; pg-monitor does it before it reports.
+func Expire(ctx context.Context, t store.Team, host proc.Host, now time.Time) (int, error) {
+	l := &Ledger{Team: t, Host: host}
 	n := 0
 	_, err := t.Budget().Update(ctx, func(tb *protocol.TeamBudget) (*protocol.TeamBudget, error) {
 		n = 0
@@ -216,7 +219,7 @@ func (l *Ledger) expire(tb *protocol.TeamBudget, now time.Time) int {
 	kept := tb.Reservations[:0]
 	n := 0
 	for _, r := range tb.Reservations {
-		gone := l.Host.Owns(r.Host, r.HostID) && !proc.Matches(r.PID, r.PIDStart)
+		gone := l.Host.Owns(r.Host, r.HostID) && proc.ValidStart(r.PIDStart) && !proc.Matches(r.PID, r.PIDStart)
 		if gone || !now.Before(r.Until) {
 			n++
 			continue

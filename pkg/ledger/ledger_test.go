@@ -42,7 +42,7 @@ func worker() int {
 	d := fileTeam(os.Getenv("LEDGER_HOME"))
 	est, _ := strconv.ParseFloat(os.Getenv("LEDGER_EST"), 64)
 	cost, _ := strconv.ParseFloat(os.Getenv("LEDGER_COST"), 64)
-	l := New(d, os.Getenv("LEDGER_WORKER"))
+	l := New(d, os.Getenv("LEDGER_WORKER"), proc.ThisHost())
 	calls := 0
 	for {
 		id, err := l.Reserve(ctx, est)
@@ -146,7 +146,7 @@ func TestReserveBusyAndExhausted(t *testing.T) {
 	if _, err := SetBudget(ctx, d, 0.1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	a, b := New(d, "1"), New(d, "2")
+	a, b := New(d, "1", proc.ThisHost()), New(d, "2", proc.ThisHost())
 	ida, err := a.Reserve(ctx, 0.06)
 	if err != nil || ida == "" {
 		t.Fatalf("first reservation: %q %v", ida, err)
@@ -190,7 +190,7 @@ func TestReserveBusyAndExhausted(t *testing.T) {
 func TestNoLedgerAndSeed(t *testing.T) {
 	home := t.TempDir()
 	d := fileTeam(home)
-	if id, err := New(d, "1").Reserve(ctx, 5); id != "" || err != nil {
+	if id, err := New(d, "1", proc.ThisHost()).Reserve(ctx, 5); id != "" || err != nil {
 		t.Fatalf("without a ledger: %q %v", id, err)
 	}
 	if _, err := d.Budget().Read(ctx); !errors.Is(err, os.ErrNotExist) {
@@ -222,18 +222,18 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	dead := New(d, "1")
+	dead := New(d, "1", proc.ThisHost())
 	dead.PID, dead.PIDStart = cmd.Process.Pid, "1"
 	if _, err := dead.Reserve(ctx, 0.9); err != nil {
 		t.Fatal(err)
 	}
-	other := New(d, "2")
+	other := New(d, "2", proc.ThisHost())
 	other.Host, other.TTL = proc.Host{Name: "elsewhere"}, time.Minute
 	other.Now = func() time.Time { return now }
 	if _, err := other.Reserve(ctx, 0.05); err != nil {
 		t.Fatal(err)
 	}
-	live := New(d, "3")
+	live := New(d, "3", proc.ThisHost())
 	live.Now = func() time.Time { return now }
 	if _, err := live.Reserve(ctx, 0.9); err != nil {
 		t.Fatalf("the dead worker's reservation still holds the budget: %v", err)
@@ -242,7 +242,7 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 	if len(tb.Reservations) != 2 || math.Abs(tb.ReservedUSD-0.95) > 1e-9 {
 		t.Fatalf("reservations: %+v", tb.Reservations)
 	}
-	if n, err := Expire(ctx, d, now.Add(2*time.Minute)); err != nil || n != 1 {
+	if n, err := Expire(ctx, d, proc.ThisHost(), now.Add(2*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("expire after the TTL: %d %v", n, err)
 	}
 	tb, _ = Read(ctx, d)
@@ -251,9 +251,6 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 	}
 }
 
-// BenchmarkReserveSettle is the ledger's cost per model call: a
-// reservation and a settlement, each a locked read and an fsynced atomic
-// replace of budget.json, with n other calls in flight.
 // A reservation of a host that shares this one's name but not its id
 // (another machine, another pid namespace) is not dropped for a pid that
 // is gone here: only its until time ends it.
@@ -267,20 +264,66 @@ func TestReservationOfAnotherHostOfTheSameName(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	twin := New(d, "1")
+	twin := New(d, "1", proc.ThisHost())
 	twin.PID, twin.PIDStart, twin.TTL = cmd.Process.Pid, "1", time.Minute
 	twin.Host.ID = proc.HostID("another boot", "pid:[4026531836]")
 	if _, err := twin.Reserve(ctx, 0.5); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Expire(ctx, d, time.Now()); err != nil || n != 0 {
+	if n, err := Expire(ctx, d, proc.ThisHost(), time.Now()); err != nil || n != 0 {
 		t.Fatalf("expire dropped %d reservations (%v), want none", n, err)
 	}
-	if n, err := Expire(ctx, d, time.Now().Add(2*time.Minute)); err != nil || n != 1 {
+	if n, err := Expire(ctx, d, proc.ThisHost(), time.Now().Add(2*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("expire after the TTL: %d %v", n, err)
 	}
 }
 
+// On a store several hosts share, a reservation without host_id (an older
+// writer's, a host's that cannot read its id, a hand edit) is no host's:
+// not dropped for a pid that is gone here, even when it names this host
+// or none; a malformed pid_start is not gone either. On the team
+// directory (one host's) the name still decides (hostile review F6).
+func TestReservationWithoutHostID(t *testing.T) {
+	ctx := context.Background()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	this := proc.ThisHost()
+	shared := this
+	shared.Shared = true
+	for _, tc := range []struct {
+		what        string
+		host        proc.Host // the reservation's
+		start       string
+		reader      proc.Host
+		wantDropped int
+	}{
+		{"this host's name, shared store", proc.Host{Name: this.Name}, "1", shared, 0},
+		{"no host, shared store", proc.Host{}, "1", shared, 0},
+		{"this host's id, shared store", this, "1", shared, 1},
+		{"malformed pid_start", this, "01", this, 0},
+		{"this host's name, team directory", proc.Host{Name: this.Name}, "1", this, 1},
+		{"no host, team directory", proc.Host{}, "1", this, 1},
+	} {
+		d := fileTeam(t.TempDir())
+		if _, err := SetBudget(ctx, d, 1, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		l := New(d, "1", tc.host)
+		l.PID, l.PIDStart = cmd.Process.Pid, tc.start
+		if _, err := l.Reserve(ctx, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := Expire(ctx, d, tc.reader, time.Now()); err != nil || n != tc.wantDropped {
+			t.Errorf("%s: expire dropped %d (%v), want %d", tc.what, n, err, tc.wantDropped)
+		}
+	}
+}
+
+// BenchmarkReserveSettle is the ledger's cost per model call: a
+// reservation and a settlement, each a locked read and an fsynced atomic
+// replace of budget.json, with n other calls in flight.
 func BenchmarkReserveSettle(b *testing.B) {
 	for _, n := range []int{0, 16} {
 		b.Run(fmt.Sprintf("inflight=%d", n), func(b *testing.B) {
@@ -289,7 +332,7 @@ func BenchmarkReserveSettle(b *testing.B) {
 			if _, err := SetBudget(ctx, d, 1e9, time.Now()); err != nil {
 				b.Fatal(err)
 			}
-			l := New(d, "1")
+			l := New(d, "1", proc.ThisHost())
 			for range n {
 				if _, err := l.Reserve(ctx, 0.01); err != nil {
 					b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/ledger"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
@@ -32,7 +33,7 @@ func TestTeamBudgetStopsBeforeTheCall(t *testing.T) {
 	if _, err := ledger.SetBudget(context.Background(), fileTeam(d), 0.01, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	h.opts.Ledger = ledger.New(fileTeam(d), "1")
+	h.opts.Ledger = ledger.New(fileTeam(d), "1", proc.ThisHost())
 	h.opts.BreakerSame = 0
 	h.opts.MaxTokens = 100
 	// $1 in, $10 out per million tokens: a call is estimated at about

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -339,11 +340,11 @@ func (s *Supervisor) teamCost(ctx context.Context) float64 {
 func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string) error {
 	d := s.W.Dir
 	err := s.W.Locked(ctx, func() error {
-		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
+		logf, err := atomicfile.OpenAppend(d.Log(sl.name), teamdir.FileMode)
 		if err != nil {
 			return fmt.Errorf("open worker log: %w", err)
 		}
-		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
+		errf, err := atomicfile.OpenAppend(d.Log(sl.name)+".stderr", teamdir.FileMode)
 		if err != nil {
 			logf.Close()
 			return fmt.Errorf("open worker stderr log: %w", err)
@@ -510,7 +511,7 @@ func copyRedacted(f *os.File, r *os.File) <-chan struct{} {
 // lastLine is the last non-empty line of the file at path after offset
 // off, from its last 4 KiB.
 func lastLine(path string, off int64) string {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return ""
 	}

@@ -197,7 +197,9 @@ func (w *Watcher) now() time.Time {
 func (w *Watcher) Probe(r *protocol.Worker) Process { return w.probe(&reader{}, r) }
 
 func (w *Watcher) probe(rd *reader, r *protocol.Worker) Process {
-	if r.PID <= 0 || r.PIDStart == "" || !w.Host.Owns(r.Host, r.HostID) {
+	// A malformed pid_start names no process we can check: unknown, not
+	// gone, so that a bad record never releases a live worker's claim.
+	if r.PID <= 0 || !proc.ValidStart(r.PIDStart) || !w.Host.Owns(r.Host, r.HostID) {
 		return ProcUnknown
 	}
 	if !rd.matches(r.PID, r.PIDStart) {
@@ -560,7 +562,7 @@ func (w *Watcher) statePath() string { return filepath.Join(w.Dir.Path(), StateF
 
 func (w *Watcher) loadState() (*State, error) {
 	st := &State{}
-	b, err := os.ReadFile(w.statePath())
+	b, err := atomicfile.ReadFile(w.statePath(), 0)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", StateFile, err)
 	}

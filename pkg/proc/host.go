@@ -3,6 +3,8 @@ package proc
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -18,27 +20,61 @@ type Host struct {
 	// ID names the running kernel and the pid namespace (see HostID);
 	// "" when /proc does not tell.
 	ID string
+	// Shared says that the records come from a store several hosts share
+	// (PostgreSQL): a record's host name then proves nothing, and only
+	// its host_id can make it this host's.
+	Shared bool
 }
 
 // ThisHost is the host of this process, computed once.
-func ThisHost() Host { return thisHost() }
+func ThisHost() Host { h, _ := thisHost(); return h }
 
-var thisHost = sync.OnceValue(func() Host {
+var thisHost = sync.OnceValues(func() (Host, error) {
 	name, _ := os.Hostname()
-	return Host{Name: name, ID: readHostID()}
+	id, err := readHostID(bootIDFile, pidNSLink)
+	return Host{Name: name, ID: id}, err
 })
 
+// The files the host id is read from.
+const (
+	bootIDFile = "/proc/sys/kernel/random/boot_id"
+	pidNSLink  = "/proc/self/ns/pid"
+)
+
 // readHostID reads this process's kernel boot and pid namespace.
-func readHostID() string {
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+func readHostID(bootFile, nsLink string) (string, error) {
+	boot, err := os.ReadFile(bootFile)
 	if err != nil {
-		return ""
+		return "", err
 	}
-	ns, err := os.Readlink("/proc/self/ns/pid")
+	ns, err := os.Readlink(nsLink)
 	if err != nil {
-		return ""
+		return "", err
 	}
-	return HostID(string(boot), ns)
+	return HostID(string(boot), ns), nil
+}
+
+// WarnNoHostID writes one warning line to w, once per process, when this
+// host cannot read its id: the records it writes then carry no host_id,
+// and on a store several hosts share no monitor (not even this host's)
+// checks or stops their processes; they are left to their leases.
+func WarnNoHostID(w io.Writer, tool string) {
+	_, err := thisHost()
+	noHostID.warn(w, tool, err)
+}
+
+var noHostID onceWarning
+
+// onceWarning writes its warning the first time it is given an error.
+type onceWarning struct{ sync.Once }
+
+func (o *onceWarning) warn(w io.Writer, tool string, err error) {
+	if err == nil {
+		return
+	}
+	o.Do(func() {
+		fmt.Fprintf(w, "%s: warning: cannot read this host's id (%v): worker records written here carry no host_id, and on a shared store no monitor checks or stops their processes (they are left to their leases)\n", tool, err)
+	})
 }
 
 // HostID is the id of pid namespace ns ("pid:[4026531836]", the link
@@ -58,12 +94,20 @@ func HostID(boot, ns string) string {
 // Owns reports whether a record written on the host named name with id id
 // names pids of h: only those may be checked in /proc or signalled. With
 // an id, it must be h's (a host that cannot read its own id owns none).
-// Without one (records of older versions, and of workers that write their
-// record themselves), the names must match, and a record that names no
-// host is taken as this host's, as the team directory is one host's.
+// Without one (records of older versions, of workers that write their
+// record themselves, of a host that cannot read its id, or edited by
+// hand), it depends on the store. One several hosts share (h.Shared)
+// holds records of hosts with the same name (cloned machines, containers
+// on the host's network) and of hosts that named none: such a record is
+// no host's, and is left to its lease. The team directory is one host's:
+// there the names must match, and a record that names no host is this
+// host's.
 func (h Host) Owns(name, id string) bool {
 	if id != "" {
 		return h.ID != "" && id == h.ID
+	}
+	if h.Shared {
+		return false
 	}
 	return name == "" || name == h.Name
 }

@@ -34,6 +34,72 @@ func TestHostOwns(t *testing.T) {
 	if (Host{}).Owns("box", "") {
 		t.Error("a host without a name owns a record of a named host")
 	}
+	// On a store several hosts share, a record without an id is no
+	// host's: another host of the same name, or one that named none,
+	// must not probe the pid in its own /proc (hostile review F6).
+	shared := h
+	shared.Shared = true
+	for _, tc := range []struct {
+		name, id string
+		want     bool
+	}{
+		{"box", h.ID, true},
+		{"box", HostID("b2", "pid:[4026531836]"), false},
+		{"box", "", false},
+		{"", "", false},
+		{"other", "", false},
+	} {
+		if got := shared.Owns(tc.name, tc.id); got != tc.want {
+			t.Errorf("shared store: Owns(%q, %q) = %v, want %v", tc.name, tc.id, got, tc.want)
+		}
+	}
+}
+
+// A host that cannot read its id says so, once, in one line.
+func TestWarnNoHostID(t *testing.T) {
+	if _, err := readHostID("/nonexistent/boot_id", pidNSLink); err == nil {
+		t.Fatal("readHostID of a missing boot id file: no error")
+	}
+	_, err := readHostID("/nonexistent/boot_id", pidNSLink)
+	var o onceWarning
+	var b strings.Builder
+	o.warn(&b, "pg-x", nil)
+	if b.Len() != 0 {
+		t.Fatalf("warned without an error: %q", b.String())
+	}
+	o.warn(&b, "pg-x", err)
+	o.warn(&b, "pg-x", err)
+	if !strings.HasPrefix(b.String(), "pg-x: warning: cannot read this host's id (open /nonexistent/boot_id: ") || strings.Count(b.String(), "\n") != 1 || !strings.HasSuffix(b.String(), "\n") {
+		t.Fatalf("want one warning line, got %q", b.String())
+	}
+	// This host has an id: no warning.
+	var none strings.Builder
+	WarnNoHostID(&none, "pg-x")
+	if none.Len() != 0 {
+		t.Fatalf("warned on a host with an id: %q", none.String())
+	}
+}
+
+// A pid_start that is not as the kernel writes it matches no process, and
+// ValidStart tells it apart, so that callers treat it as unknown.
+func TestValidStart(t *testing.T) {
+	for _, s := range []string{"0", "1", "6942482", "18446744073709551615"} {
+		if !ValidStart(s) {
+			t.Errorf("ValidStart(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"", "06942482", " 6942482", "6942482 ", "+1", "-1", "1e5", "x", "123456789012345678901"} {
+		if ValidStart(s) {
+			t.Errorf("ValidStart(%q) = true", s)
+		}
+	}
+	pid, start, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Matches(pid, start) || Matches(pid, "0"+start) || Matches(pid, " "+start) {
+		t.Errorf("Matches(%d, ...) of start %q and its variants", pid, start)
+	}
 }
 
 // ThisHost's id changes with the pid namespace, and is the same for every

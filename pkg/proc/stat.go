@@ -117,13 +117,33 @@ func State(pid int) (string, error) {
 }
 
 // Matches reports whether pid is alive (not a zombie) and still the process
-// that started at start.
+// that started at start. A start that is not as the kernel writes it (see
+// ValidStart) matches nothing: callers that act on a process being gone
+// check ValidStart first.
 func Matches(pid int, start string) bool {
-	if pid <= 0 || start == "" {
+	if pid <= 0 || !ValidStart(start) {
 		return false
 	}
 	s, err := ReadStat(pid)
 	return err == nil && s.Start == start && s.Alive()
+}
+
+// ValidStart reports whether start is a start time as /proc writes it and
+// pid_start keeps it: a decimal number, without sign, spaces or leading
+// zeros. A record with another one ("06942482", " 6942482", "x", "") names
+// no process that can be checked: its worker's liveness is unknown, never
+// "gone", since a malformed or hand-edited record must not release a live
+// worker's claim.
+func ValidStart(start string) bool {
+	if start == "" || len(start) > 20 || (start[0] == '0' && len(start) > 1) {
+		return false
+	}
+	for i := 0; i < len(start); i++ {
+		if start[i] < '0' || start[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Self returns the pid and start time of the calling process.

@@ -34,12 +34,17 @@ type Store interface {
 	// that does not exist see it empty, and the first change creates it.
 	// An invalid team name is bad input.
 	Team(name string) (Team, error)
-	// Kind is "file" or "postgres": for messages and for records' host
-	// fields, never for branching on semantics.
+	// Kind is "file" or "postgres": for messages, for records' host
+	// fields and for Shared, never for branching on semantics.
 	Kind() string
 	// Close releases connections and cached files.
 	Close() error
 }
+
+// Shared reports whether several hosts may share s (PostgreSQL): a worker
+// record's host name then does not make it this host's, only its host_id
+// does (proc.Host.Shared). The team directory is one host's.
+func Shared(s Store) bool { return s.Kind() != "file" }
 
 // Team is one team's state.
 type Team interface {

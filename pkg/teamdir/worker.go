@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -27,25 +27,51 @@ func (d Dir) WriteWorker(rec *protocol.Worker) error {
 	return atomicfile.WriteFile(d.Worker(rec.Worker), append(b, '\n'), FileMode)
 }
 
-// ReadWorker reads worker-<n>.json.
+// ReadWorker reads worker-<n>.json. A record that names another worker
+// than n is unreadable (see CheckWorkerKey).
 func (d Dir) ReadWorker(n string) (*protocol.Worker, error) {
-	return readWorker(d.Worker(n))
-}
-
-func readWorker(path string) (*protocol.Worker, error) {
-	b, err := os.ReadFile(path)
+	path := d.Worker(n)
+	b, err := atomicfile.ReadFile(path, atomicfile.RecordLimit)
 	if err != nil {
 		return nil, err
 	}
-	var w protocol.Worker
-	if err := json.Unmarshal(b, &w); err != nil {
+	return decodeWorker(path, n, b)
+}
+
+// decodeWorker decodes the record stored under the worker name key, at
+// path (for messages).
+func decodeWorker(path, key string, b []byte) (*protocol.Worker, error) {
+	w := new(protocol.Worker)
+	if err := json.Unmarshal(b, w); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &w, nil
+	if err := CheckWorkerKey(key, w); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return w, nil
+}
+
+// CheckWorkerKey checks that a worker record stored under key (the n of
+// worker-<n>.json, a row's key in PostgreSQL) names that worker, and that
+// key is a valid worker name. A record that fails is unreadable: listed as
+// an error, never acted on. Every tool acts on a record by the name inside
+// it (pg-monitor releases the tasks that name claims), so a stale copy
+// under another key (worker-1-old.json holding "worker":"1") would make
+// the monitor release the tasks of the live worker 1.
+func CheckWorkerKey(key string, rec *protocol.Worker) error {
+	if err := ValidName("worker", key); err != nil {
+		return err
+	}
+	if rec.Worker != key {
+		return fmt.Errorf("the record names worker %q, not %q, under which it is stored: not read (a copy or a hand edit?)", rec.Worker, key)
+	}
+	return nil
 }
 
 // Workers reads every worker-<n>.json of the team, sorted by worker name
-// (numerically when the names are numbers). Unreadable records are
+// (numerically when the names are numbers). Unreadable records (not JSON,
+// not naming worker n, n not a valid name: CheckWorkerKey; not a regular
+// file, larger than atomicfile.RecordLimit) are
 // returned as errors alongside the good ones; a record replaced between
 // the listing and its read is skipped. A watch pass reads hundreds of
 // records, so they are read into one reused buffer.
@@ -65,62 +91,29 @@ func (d Dir) Workers() ([]*protocol.Worker, []error) {
 		if !strings.HasPrefix(name, "worker-") || !strings.HasSuffix(name, ".json") || strings.Contains(name, ".tmp-") || e.IsDir() {
 			continue
 		}
+		key := strings.TrimSuffix(strings.TrimPrefix(name, "worker-"), ".json")
 		path := filepath.Join(d.Path(), name)
-		b, err := readInto(&buf, path)
+		if err := ValidName("worker", key); err != nil {
+			// Not a name any tool writes; quoted, as it may hold anything.
+			errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(d.Path(), strconv.Quote(name)), err))
+			continue
+		}
+		b, err := atomicfile.ReadInto(&buf, path, atomicfile.RecordLimit)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) { // replaced between the listing and the read
 				errs = append(errs, err)
 			}
 			continue
 		}
-		w := new(protocol.Worker)
-		if err := json.Unmarshal(b, w); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+		w, err := decodeWorker(path, key, b)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		out = append(out, w)
 	}
 	sort.Slice(out, func(i, j int) bool { return WorkerLess(out[i].Worker, out[j].Worker) })
 	return out, errs
-}
-
-// readInto reads a small file into *buf, growing it as needed, in as few
-// system calls as it takes (open, read, close): a watch pass reads every
-// record of a large team.
-func readInto(buf *[]byte, path string) ([]byte, error) {
-	if *buf == nil {
-		*buf = make([]byte, 16*1024)
-	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer syscall.Close(fd)
-	n := 0
-	for {
-		if n == len(*buf) {
-			*buf = append(*buf, make([]byte, len(*buf))...)
-		}
-		m, err := syscall.Read(fd, (*buf)[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m <= 0 {
-			return (*buf)[:n], nil
-		}
-		n += m
-		// A short read of a regular file is its end: records are
-		// replaced atomically, never written in place.
-		if n < len(*buf) {
-			return (*buf)[:n], nil
-		}
-	}
 }
 
 // WorkerLess orders worker names numerically when both are numbers.

@@ -15,6 +15,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/dash"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/dial"
 	_ "github.com/powerglide/powerglide/pkg/store/dial/pgdial" // opens PostgreSQL stores itself
 	"github.com/powerglide/powerglide/pkg/teamdir"
@@ -123,6 +124,7 @@ func (c *ShowCmd) Run(rt *cli.Runtime) error {
 		}
 		defer st.Close()
 		opt.Team = tm
+		opt.Host.Shared = store.Shared(st)
 	} else {
 		if rt.IO.InTTY && !c.Once {
 			return cli.Usagef("stdin is a terminal: pipe a loop's events into pg-dash - (pg-loop ... | pg-dash -)")

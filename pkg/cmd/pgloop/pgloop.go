@@ -19,9 +19,11 @@ import (
 	"github.com/powerglide/powerglide/pkg/guard"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/loop"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/shell"
+	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/dial"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -800,7 +802,10 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 			}
 			fmt.Fprintf(rt.IO.Err, "pg-loop: team %s budget $%.4f, $%.4f spent\n", c.Team, tb.BudgetUSD, tb.SpentUSD)
 		}
-		o.Ledger = ledger.New(tm, c.Worker)
+		proc.WarnNoHostID(rt.IO.Err, "pg-loop")
+		host := proc.ThisHost()
+		host.Shared = store.Shared(st)
+		o.Ledger = ledger.New(tm, c.Worker, host)
 		if o.VelocityFile == "" {
 			o.VelocityFile = d.Velocity(c.Worker)
 		}

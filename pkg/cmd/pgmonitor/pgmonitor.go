@@ -64,8 +64,12 @@ With --store postgres://... the worker records and the journal live in PostgreSQ
 hosts: each pg-monitor signals only processes of its own host, and reports another host's
 workers (stale once their heartbeat is old) without acting on them; their leases expire. A record
 is this host's when its host_id (the kernel's boot id and the pid namespace, hashed) is this
-process's, so hosts that share a hostname are told apart; a record without one, when its host is
-this hostname. The records' times reach each reader in its own clock (measured by the server).
+process's, so hosts that share a hostname are told apart; a record without one is no host's there
+(on the file store: this host's when its host is this hostname or empty). The records' times reach
+each reader in its own clock (measured by the server).
+A record is acted on only when it names the worker it is stored under (worker-<n>.json holds
+"worker":"<n>", a valid name) and its pid_start is a start time as /proc writes it (digits):
+others are listed as errors, or their liveness is unknown, and their tasks wait for their leases.
 
 Several watchers may run at once (a run supervisor, cron, a person): a pass holds an flock on
 monitor.lock in the team directory and records the kills in flight in monitor.json, so each
@@ -126,7 +130,7 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 	if interval <= 0 {
 		return nil, 0, cli.Usagef("--interval must be positive, got %s", interval)
 	}
-	tm, err := openTeam(rt, c.Team)
+	tm, host, err := openTeam(rt, c.Team)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -134,7 +138,7 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 		Dir:  d,
 		Team: tm,
 		Opts: o,
-		Host: proc.ThisHost(),
+		Host: host,
 		Queue: &monitor.CLIQueue{
 			Argv: monitor.FindQueueCmd(cfg.String("queue_cmd")),
 			Team: c.Team,
@@ -144,19 +148,23 @@ func setup(rt *cli.Runtime, c *CLI) (*monitor.Watcher, time.Duration, error) {
 	return w, interval, nil
 }
 
-// openTeam opens the configured store and the team in it. The store is
+// openTeam opens the configured store and the team in it, and returns
+// this host as the store's records see it (store.Shared). The store is
 // closed when the command ends (rt.Defer).
-func openTeam(rt *cli.Runtime, team string) (store.Team, error) {
+func openTeam(rt *cli.Runtime, team string) (store.Team, proc.Host, error) {
 	cfg, err := rt.Config()
 	if err != nil {
-		return nil, err
+		return nil, proc.Host{}, err
 	}
 	st, tm, err := dial.Team(rt.Ctx, cfg, dial.Options{}, team)
 	if err != nil {
-		return nil, err
+		return nil, proc.Host{}, err
 	}
 	rt.Defer(func() { st.Close() })
-	return tm, nil
+	proc.WarnNoHostID(rt.IO.Err, "pg-monitor")
+	host := proc.ThisHost()
+	host.Shared = store.Shared(st)
+	return tm, host, nil
 }
 
 // teamExists is a not_found failure (exit 1) for a team the store does
@@ -410,7 +418,7 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err := teamdir.ValidName("worker", b.Worker); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	tm, err := openTeam(rt, root.Team)
+	tm, host, err := openTeam(rt, root.Team)
 	if err != nil {
 		return err
 	}
@@ -422,7 +430,7 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if pid == 0 {
 		pid = os.Getppid()
 	}
-	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Home: home, Host: proc.ThisHost(), State: b.State, Task: b.Task,
+	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Home: home, Host: host, State: b.State, Task: b.Task,
 		Step: b.Step, CostUSD: b.CostUSD, Every: b.Every, Progress: b.Progress})
 	if err != nil {
 		if errors.Is(err, monitor.ErrInvalid) {
@@ -471,7 +479,7 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 	for _, e := range errs {
 		fmt.Fprintf(rt.IO.Err, "pg-monitor: warning: %v\n", e)
 	}
-	tb, err := teamBudget(rt.Ctx, w.Team)
+	tb, err := teamBudget(rt.Ctx, w.Team, w.Host)
 	if err != nil {
 		fmt.Fprintf(rt.IO.Err, "pg-monitor: warning: %v\n", err)
 	}
@@ -527,11 +535,11 @@ func (s *StatusCmd) Run(rt *cli.Runtime, root *CLI) error {
 
 // teamBudget reads the team's ledger, its dead and expired reservations
 // dropped first; nil when the team has none.
-func teamBudget(ctx context.Context, t store.Team) (*protocol.TeamBudget, error) {
+func teamBudget(ctx context.Context, t store.Team, host proc.Host) (*protocol.TeamBudget, error) {
 	if _, err := ledger.Read(ctx, t); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if _, err := ledger.Expire(ctx, t, time.Now()); err != nil {
+	if _, err := ledger.Expire(ctx, t, host, time.Now()); err != nil {
 		return nil, err
 	}
 	return ledger.Read(ctx, t)

@@ -25,10 +25,16 @@ var _ store.Workers = (*workers)(nil)
 
 func badName(err error) error { return &queue.InputError{Index: -1, Msg: err.Error()} }
 
+// decodeWorker decodes the record of the row whose key is worker: one
+// that names another worker, or whose key is not a valid name, is
+// unreadable (teamdir.CheckWorkerKey).
 func decodeWorker(worker string, b []byte) (*protocol.Worker, error) {
 	var w protocol.Worker
 	if err := json.Unmarshal(b, &w); err != nil {
-		return nil, fmt.Errorf("worker %s: stored record: %w", worker, err)
+		return nil, fmt.Errorf("worker %q: stored record: %w", worker, err)
+	}
+	if err := teamdir.CheckWorkerKey(worker, &w); err != nil {
+		return nil, fmt.Errorf("worker %q: stored record: %w", worker, err)
 	}
 	return &w, nil
 }

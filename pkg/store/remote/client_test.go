@@ -1,9 +1,12 @@
 package remote
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -252,5 +255,54 @@ func TestWaitGoesOnDirectlyForWhatIsLeft(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] >= wait {
 		t.Errorf("the direct store was asked to wait %v, want less than %v", got, wait)
+	}
+}
+
+// worker_write and worker_cas store a record only under its own name: a
+// client that sends worker 1's record for key 2 gets bad input, and
+// nothing is written (hostile review F2). The client sends its record's
+// name with worker_write.
+func TestWorkerRecordUnderAnotherKey(t *testing.T) {
+	dir := t.TempDir()
+	st := filestore.Open(dir, filestore.Options{NoSync: true})
+	defer st.Close()
+	srv, conn := net.Pipe()
+	serve(t, context.Background(), srv, st)
+	r := bufio.NewReader(conn)
+	if _, err := r.ReadBytes('\n'); err != nil { // hello
+		t.Fatal(err)
+	}
+	call := func(req string) protocol.StoreAgentResponse {
+		t.Helper()
+		if _, err := conn.Write([]byte(req + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res protocol.StoreAgentResponse
+		if err := json.Unmarshal(line, &res); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return res
+	}
+	for _, req := range []string{
+		`{"id":1,"op":"worker_write","team":"t","worker":"2","record":{"worker":"1","pid":999999,"pid_start":"1"}}`,
+		`{"id":2,"op":"worker_cas","team":"t","worker":"2","record":{"worker":"1","pid":999999,"pid_start":"1"},"expect":null}`,
+	} {
+		res := call(req)
+		if res.Error == nil || !res.Error.BadInput {
+			t.Errorf("%s: %+v, want bad input", req, res.Error)
+		}
+	}
+	for _, n := range []string{"1", "2"} {
+		if _, err := os.Stat(filepath.Join(dir, "teams", "t", "worker-"+n+".json")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("worker-%s.json: %v, want none written", n, err)
+		}
+	}
+	res := call(`{"id":3,"op":"worker_write","team":"t","worker":"1","record":{"worker":"1","state":"idle"}}`)
+	if res.Error != nil {
+		t.Fatalf("a record under its own name: %+v", res.Error)
 	}
 }

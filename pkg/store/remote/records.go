@@ -173,7 +173,7 @@ func (w *workers) Write(ctx context.Context, rec *protocol.Worker) error {
 		return err
 	}
 	req := w.t.req("worker_write")
-	req.Record = b
+	req.Worker, req.Record = rec.Worker, b
 	return w.t.c.do(ctx, req, nil, true, directTeam(w.t.name, func(tm store.Team) error { return tm.Workers().Write(ctx, rec) }))
 }
 

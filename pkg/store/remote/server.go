@@ -441,6 +441,11 @@ func (s *session) handleRecords(ctx context.Context, tm store.Team, r *protocol.
 		if err := json.Unmarshal(r.Record, &rec); err != nil {
 			return nil, fmt.Errorf("store agent: worker record: %w", err)
 		}
+		if r.Worker != "" && r.Worker != rec.Worker {
+			// The record goes under its own name: one the client meant
+			// for another key would be a second record of that worker.
+			return nil, &queue.InputError{Index: -1, Msg: fmt.Sprintf("worker record of %q written as %q", r.Worker, rec.Worker)}
+		}
 		return nil, w.Write(ctx, &rec)
 	case "worker_list":
 		recs, errs := w.List(ctx)

@@ -79,6 +79,7 @@ func Run(t *testing.T, target Target) {
 		{"FollowConcurrentAppends", testFollowConcurrentAppends},
 		{"WatchAcrossRestart", testWatchAcrossRestart},
 		{"Workers", testWorkers},
+		{"WorkerKeys", testWorkerKeys},
 		{"Approvals", testApprovals},
 		{"Budget", testBudget},
 		{"ExactlyOnceGoroutines", testExactlyOnceGoroutines},

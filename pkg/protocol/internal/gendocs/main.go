@@ -106,7 +106,8 @@ var intro = map[string]string{
 		"A client that reads another `protocol` does not use the agent.",
 	"store-agent-request": "A line a client writes to the store agent: one call of the team store's interface (`op`, its arguments, and an `id` the response carries). " +
 		"Calls may overlap on one connection. `{\"op\":\"cancel\",\"id\":N}` cancels call N (`wait_claim`, `follow_next`), which then answers with what it had done. " +
-		"`worker_cas` and `budget_cas` write `record` only if the stored document is still `expect`, exactly as `worker_read` or `budget_read` returned it (`null`: none), else fail with kind `conflict`: a client updates by reading, changing and writing until no conflict.\n\n" +
+		"`worker_cas` and `budget_cas` write `record` only if the stored document is still `expect`, exactly as `worker_read` or `budget_read` returned it (`null`: none), else fail with kind `conflict`: a client updates by reading, changing and writing until no conflict. " +
+		"`worker_cas` and `worker_write` store `record` under the request's `worker`, and refuse as bad input (`bad_input`) a record whose own `worker` field names another: a record under another key than its own name is unreadable.\n\n" +
 		"```\n" +
 		`{"type":"hello","protocol":1,"store":"postgres","pid":4242}` + "\n" +
 		`{"id":1,"op":"team","team":"t"}` + "\n" +
