@@ -227,3 +227,39 @@ func TestMakePrunes(t *testing.T) {
 		t.Fatalf("the link's target: %v", err)
 	}
 }
+
+// BenchmarkCheck is the cost a monitor pays before each signal.
+func BenchmarkCheck(b *testing.B) {
+	home := b.TempDir()
+	pid, start, err := proc.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := workermark.Make(home, pid, start, workermark.Mark{Team: "web", Worker: "1"}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := workermark.Check(home, pid, start, "web", "1", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMakeAgain is what every pg-monitor beat after the first adds:
+// the mark is there already and is only read.
+func BenchmarkMakeAgain(b *testing.B) {
+	home := b.TempDir()
+	pid, start, err := proc.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := workermark.Mark{Team: "web", Worker: "1"}
+	if err := workermark.Make(home, pid, start, m); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := workermark.Make(home, pid, start, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
