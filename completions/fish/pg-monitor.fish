@@ -54,7 +54,7 @@ complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l step -r -F -d 'C
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l cost-usd -r -F -d 'The worker'\''s spending so far in USD (usage.cost_usd, counted in a team budget).'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l every -r -F -d 'How often this worker beats (heartbeat_interval_ms): a watcher then refuses a stale limit under twice it.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l progress -d 'Record progress (progress_at) even without a change.'
-complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l pid -r -F -d 'The worker'\''s pid: a live process, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script'\''s shell).'
+complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l pid -r -F -d 'The worker'\''s pid: a live process of this user, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script'\''s shell). It is marked as the worker in $POWERGLIDE_HOME/run/workers, which watchers of this data root require before they signal it.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l version -d 'Print the version and exit.'
 complete -c pg-monitor -n '__fish_seen_subcommand_from beat' -l team -r -F -d 'Team name: the team directory is $POWERGLIDE_HOME/teams/<team> (default: the team key of the configuration, "default").'

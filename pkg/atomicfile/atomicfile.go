@@ -1,7 +1,9 @@
 // Package atomicfile replaces files so that a reader sees either the old
 // content or the new, never a mix, even when the writer is killed mid-way:
 // write a temporary file in the same directory, fsync it, rename it over the
-// target and fsync the directory.
+// target and fsync the directory. It also opens them again (Open, ReadFile,
+// OpenAppend) only when they are regular files, not through links and
+// without blocking: see read.go.
 package atomicfile
 
 import (

@@ -227,7 +227,7 @@ func TestFrames(t *testing.T) {
 		{name: "tasks-filter", steps: [][]string{{"tab", "tab", "/", "f", "a", "i", "l", "e", "d", "enter"}}, markers: []string{"tasks · 1 of 12 · filter failed"}},
 		{name: "task-detail", steps: [][]string{{"tab", "tab", "/", "d", "o", "n", "e", "enter"}, {"tasks · 2 of 12"}, {"down", "enter"}}, markers: []string{"task t-02", "README: exit code table"}},
 		{name: "task-failed", steps: [][]string{{"tab", "tab", "/", "f", "a", "i", "l", "enter"}, {"filter fail"}, {"enter"}}, markers: []string{"task t-07", "want 2"}},
-		{name: "confirm-stop", steps: [][]string{{"x"}}, markers: []string{"Stop worker 1 (SIGTERM"}},
+		{name: "stop-ended", steps: [][]string{{"x"}}, markers: []string{"process 40001 has ended"}},
 		{name: "help", steps: [][]string{{"?"}}, markers: []string{"page up"}},
 		{name: "stream", opt: func(o *Options) {
 			f, err := os.Open(filepath.Join("..", "..", "testdata", "dash", "loop-stream.jsonl"))

@@ -10,6 +10,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc/proctest"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // FuzzDashKill presses the kill key (x, then y) on random worker records
@@ -36,6 +37,10 @@ func FuzzDashKill(f *testing.F) {
 			allowed = append(allowed, c)
 			if pid == -6 {
 				pid = c
+			}
+			// The child is the team's worker, as pg-loop or beat marks it.
+			if err := workermark.Make(d.Home, c, startOf(c), workermark.Mark{Team: "t", Worker: "1"}); err != nil {
+				t.Fatal(err)
 			}
 		}
 		pid = rel.Seed(pid)
@@ -78,4 +83,58 @@ func TestFutureHeartbeatIsStale(t *testing.T) {
 func startOf(pid int) string {
 	s, _ := proc.StartTime(pid)
 	return s
+}
+
+// A record whose pid_start is not a start time as /proc writes it (here
+// the test's own child's with a leading zero) is not offered for a stop:
+// its process cannot be checked (hostile review F6).
+func TestStopKeyMalformedStart(t *testing.T) {
+	d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
+	if err := d.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := proctest.Child(t)
+	host, _ := os.Hostname()
+	rec := &proctest.Recorder{}
+	m := New(Options{Dir: d, Host: proc.Host{Name: host}, Signals: &proc.Signaler{Sender: rec}})
+	m.snap = Snapshot{Workers: []WorkerInfo{{Worker: protocol.Worker{Worker: "1", PID: c, PIDStart: "0" + startOf(c), Host: host,
+		State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}}}}
+	m.sel = 0
+	m.key(keyMsg("x"))
+	if m.confirm != nil || m.status != `worker 1: its pid_start "0`+startOf(c)+`" is not a start time: nothing to stop` {
+		t.Fatalf("stop key on a malformed pid_start: confirm %+v, status %q", m.confirm, m.status)
+	}
+	if cmd := m.key(keyMsg("y")); cmd != nil {
+		cmd()
+	}
+	if sent := rec.Sent(); len(sent) != 0 {
+		t.Fatalf("signals sent: %+v", sent)
+	}
+}
+
+// On a store several hosts share, a record without host_id is no host's:
+// the stop key refuses it even when it names this host (hostile review F6).
+func TestStopKeyNoHostIDOnSharedStore(t *testing.T) {
+	d := teamdir.Dir{Home: t.TempDir(), Team: "t"}
+	if err := d.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := proctest.Child(t)
+	this := proc.ThisHost()
+	this.Shared = true
+	rec := &proctest.Recorder{}
+	m := New(Options{Dir: d, Host: this, Signals: &proc.Signaler{Sender: rec}})
+	m.snap = Snapshot{Workers: []WorkerInfo{{Worker: protocol.Worker{Worker: "1", PID: c, PIDStart: startOf(c), Host: this.Name,
+		State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}}}}
+	m.sel = 0
+	m.key(keyMsg("x"))
+	if m.confirm != nil || m.status != "worker 1's record has no host_id: on a shared store its pid is no host's to stop" {
+		t.Fatalf("stop key: confirm %+v, status %q", m.confirm, m.status)
+	}
+	if cmd := m.key(keyMsg("y")); cmd != nil {
+		cmd()
+	}
+	if sent := rec.Sent(); len(sent) != 0 {
+		t.Fatalf("signals sent: %+v", sent)
+	}
 }

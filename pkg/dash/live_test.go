@@ -19,6 +19,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // TestLiveChanges changes a team's files under a running dashboard, with
@@ -180,27 +181,28 @@ func TestVelocityKeys(t *testing.T) {
 // refuses a pid whose start time does not match.
 func TestStopWorker(t *testing.T) {
 	d := fixtureDir(t)
-	cmd := exec.Command("sleep", "60")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	start, err := proc.StartTime(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := d.ReadWorker("1")
-	w.PID, w.PIDStart, w.Host = cmd.Process.Pid, start, "this-host"
-	if err := d.WriteWorker(w); err != nil {
-		t.Fatal(err)
-	}
+	cmd, start, done := liveWorker(t, d, "1")
 	// Worker 2 names the same pid with another start time: a reused pid.
 	w2, _ := d.ReadWorker("2")
 	w2.PID, w2.PIDStart, w2.Host = cmd.Process.Pid, start+"1", "this-host"
 	if err := d.WriteWorker(w2); err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command("sleep", "60")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	otherDone := make(chan error, 1)
+	go func() { otherDone <- other.Wait() }()
+	t.Cleanup(func() { other.Process.Kill() })
+	otherStart, err := proc.StartTime(other.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w4, _ := d.ReadWorker("4")
+	w4.PID, w4.PIDStart, w4.Host = other.Process.Pid, otherStart, "this-host"
+	if err := d.WriteWorker(w4); err != nil {
 		t.Fatal(err)
 	}
 	h := startHarness(t, Options{Dir: d, Host: proc.Host{Name: "this-host"}, Alive: proc.Matches}, 100, 30)
@@ -220,9 +222,7 @@ func TestStopWorker(t *testing.T) {
 
 	// The reused pid is never signalled.
 	h.keys("down", "x")
-	h.waitFor("Stop worker 2")
-	h.keys("y")
-	h.waitFor("nothing signalled")
+	h.waitFor("worker 2: process " + strconv.Itoa(cmd.Process.Pid) + " has ended or its pid was reused: nothing to stop")
 	select {
 	case err := <-done:
 		t.Fatalf("a pid with another start time was signalled: %v", err)
@@ -233,7 +233,18 @@ func TestStopWorker(t *testing.T) {
 	h.keys("down", "x")
 	h.waitFor(`worker 3 runs on host "fixture-host": stop it there`)
 
-	h.keys("up", "up", "x")
+	// Worker 4's record names a live process of this user that carries
+	// no worker mark (hostile3 F1: anyone who can write a record can name
+	// any pid): refused without asking, and it runs on.
+	h.keys("down", "x")
+	h.waitFor("not signalled: pid " + strconv.Itoa(other.Process.Pid) + " carries no worker mark of team demo worker 4")
+	select {
+	case err := <-otherDone:
+		t.Fatalf("the unmarked process ended: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	h.keys("up", "up", "up", "x")
 	h.waitFor("Stop worker 1")
 	h.keys("y")
 	h.waitFor("sent SIGTERM to worker 1")
@@ -257,11 +268,41 @@ func TestStopWorker(t *testing.T) {
 	h.waitFor("worker 1 stop: pg-dash: SIGTERM")
 }
 
+// liveWorker makes worker name of team d a real process (sleep, in a
+// process group of its own) that carries its worker mark, as one started
+// by pg-loop or pg-monitor beat does. done says how it ended.
+func liveWorker(t *testing.T, d teamdir.Dir, name string) (*exec.Cmd, string, <-chan error) {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	start, err := proc.StartTime(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := workermark.Make(d.Home, cmd.Process.Pid, start, workermark.Mark{Team: d.Team, Worker: name}); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := d.ReadWorker(name)
+	w.PID, w.PIDStart, w.Host = cmd.Process.Pid, start, "this-host"
+	if err := d.WriteWorker(w); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, start, done
+}
+
 // TestCtrlCInFilter: Ctrl-C quits while the filter (which takes q as
 // text) or a confirmation is open.
 func TestCtrlCInFilter(t *testing.T) {
 	for _, keys := range [][]string{{"tab", "tab", "/", "q"}, {"x"}} {
-		h := startHarness(t, Options{Dir: fixtureDir(t)}, 80, 24)
+		d := fixtureDir(t)
+		liveWorker(t, d, "1") // x asks to confirm only for a worker it may stop
+		h := startHarness(t, Options{Dir: d, Host: proc.Host{Name: "this-host"}}, 80, 24)
 		h.waitFor("retry-after")
 		h.keys(keys...)
 		if keys[0] == "x" {

@@ -26,6 +26,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 	"github.com/powerglide/powerglide/pkg/termtext"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // View names.
@@ -147,6 +148,7 @@ const warnTTL = time.Minute
 type confirmStop struct {
 	worker string
 	target proc.Target
+	marked func() error // checks the worker mark again right before the signal
 }
 
 // New builds the dashboard.
@@ -875,17 +877,36 @@ func (m *Model) workerKeys(msg tea.KeyPressMsg) tea.Cmd {
 			m.setStatus(fmt.Sprintf("worker %s has no pid recorded: nothing to stop", id), "warn")
 		case !proc.ValidStart(w.PIDStart):
 			m.setStatus(fmt.Sprintf("worker %s: its pid_start %q is not a start time: nothing to stop", id, w.PIDStart), "warn")
+		case !m.opt.Host.Owns(w.Host, w.HostID) && w.HostID == "" && m.opt.Host.Shared:
+			m.setStatus(fmt.Sprintf("worker %s's record has no host_id: on a shared store its pid is no host's to stop", id), "warn")
 		case !m.opt.Host.Owns(w.Host, w.HostID):
 			m.setStatus(fmt.Sprintf("worker %s runs on host %q: stop it there", id, w.Host), "warn")
 		case proc.Guard(w.PID) != nil:
 			// pid 1, pg-dash itself or an ancestor (a record written by
 			// hand or by mistake): never signalled.
 			m.setStatus(fmt.Sprintf("worker %s: %v", id, proc.Guard(w.PID)), "bad")
+		case !proc.Matches(w.PID, w.PIDStart):
+			m.setStatus(fmt.Sprintf("worker %s: process %d has ended or its pid was reused: nothing to stop", id, w.PID), "warn")
+		case m.marked(id, w.PID, w.PIDStart) != nil:
+			// The record alone does not prove the pid is the team's
+			// worker: another user of a shared store may have written it.
+			m.setStatus(fmt.Sprintf("not signalled: %v", m.marked(id, w.PID, w.PIDStart)), "bad")
 		default:
-			m.confirm = &confirmStop{worker: id, target: proc.Target{PID: w.PID, Start: w.PIDStart, PGID: w.PGID, SID: w.SID}}
+			// Checked again when the stop is confirmed, from the
+			// command's goroutine: it holds copies, not the model.
+			pid, start, home, team, hostID := w.PID, w.PIDStart, m.opt.Dir.Home, m.opt.Dir.Team, m.opt.Host.ID
+			m.confirm = &confirmStop{worker: id, target: proc.Target{PID: w.PID, Start: w.PIDStart, PGID: w.PGID, SID: w.SID},
+				marked: func() error { return workermark.Check(home, pid, start, team, id, hostID) }}
 		}
 	}
 	return nil
+}
+
+// marked says why the process pid (started at start) of worker id must
+// not be signalled, or nil: it must carry that worker's mark in this
+// dashboard's data root (package workermark).
+func (m *Model) marked(id string, pid int, start string) error {
+	return workermark.Check(m.opt.Dir.Home, pid, start, m.opt.Dir.Team, id, m.opt.Host.ID)
 }
 
 // velocities are the steps of + and -; p pauses (0).
@@ -939,6 +960,9 @@ func stopWorker(t store.Team, c *confirmStop, sig *proc.Signaler) tea.Cmd {
 		sig = proc.Default
 	}
 	return func() tea.Msg {
+		if err := c.marked(); err != nil {
+			return actionMsg{text: fmt.Sprintf("not signalled: %v", err), tone: "bad"}
+		}
 		sent, err := sig.SignalGroup(c.target, syscall.SIGTERM)
 		switch {
 		case err != nil:

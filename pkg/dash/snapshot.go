@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -229,7 +230,7 @@ func (l Loader) Load(jpos jsonl.Pos, now time.Time) LoadResult {
 	}
 	jr, err := jsonl.ReadFrom(jpos, 64<<10, 0)
 	if err != nil {
-		s.Problems = append(s.Problems, Problem{teamdir.EventsFile, err.Error()})
+		s.Problems = append(s.Problems, Problem{teamdir.EventsFile, trimPath(err.Error())})
 	}
 	r.Journal = jr
 	for _, line := range jr.Lines {
@@ -272,11 +273,11 @@ func (l Loader) loadFiles(s *Snapshot) {
 	if st, err := os.Stat(l.Dir.Path()); err == nil && st.IsDir() {
 		s.DirExists = true
 	}
-	b, err := os.ReadFile(l.Dir.Queue())
+	b, err := atomicfile.ReadFile(l.Dir.Queue(), 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		s.Problems = append(s.Problems, Problem{teamdir.QueueFile, err.Error()})
+		s.Problems = append(s.Problems, Problem{teamdir.QueueFile, trimPath(err.Error())})
 	default:
 		s.QueueExists = true
 		doc, err := DecodeQueue(b)
@@ -342,7 +343,7 @@ func trimPath(msg string) string {
 func FormatVelocity(v float64) string { return teamdir.FormatVelocity(v) }
 
 func firstJournalTS(path string) time.Time {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return time.Time{}
 	}
@@ -416,10 +417,10 @@ func sortTasks(tasks []protocol.Task) []protocol.Task {
 
 // loadBudget reads the team budget's ledger, budget.json.
 func (l Loader) loadBudget(s *Snapshot) *protocol.TeamBudget {
-	b, err := os.ReadFile(l.Dir.Budget())
+	b, err := atomicfile.ReadFile(l.Dir.Budget(), atomicfile.RecordLimit)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.Problems = append(s.Problems, Problem{teamdir.BudgetFile, err.Error()})
+			s.Problems = append(s.Problems, Problem{teamdir.BudgetFile, trimPath(err.Error())})
 		}
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/dash"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // The test binary doubles as pg-dash: tmux runs it with this variable set.
@@ -117,6 +118,9 @@ func liveTeam(t *testing.T) (teamdir.Dir, *exec.Cmd, chan error) {
 		}
 		if i == 1 {
 			w["pid"], w["pid_start"] = sleeper.Process.Pid, start
+			if err := workermark.Make(d.Home, sleeper.Process.Pid, start, workermark.Mark{Team: d.Team, Worker: "1"}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		b, _ := json.Marshal(w)
 		if err := atomicfile.WriteFile(d.Worker(fmt.Sprint(i)), b, 0o644); err != nil {

@@ -89,6 +89,7 @@ func Params(dir string) testscript.Params {
 			"gone":        cmdGone,
 			"private":     cmdPrivate,
 			"listen":      cmdListen,
+			"exits":       cmdExits,
 		},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/secrets"
 )
 
@@ -82,7 +83,11 @@ func AppendRedacted(path string, data []byte) error {
 	// is the one other writers take through gofrs/flock on the same path.
 	// 0600: the logs appended here (journals, memory, recordings) hold
 	// conversation content.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := atomicfile.OpenAppend(path, 0o600)
+	var refused *atomicfile.IrregularError
+	if errors.As(err, &refused) {
+		return err // it names the file
+	}
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}

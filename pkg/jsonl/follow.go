@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 )
 
 // FollowOptions tune a Follower.
@@ -79,7 +81,7 @@ func (fl *Follower) Next(ctx context.Context) ([]byte, error) {
 // step reads what is there; it reports whether anything changed.
 func (fl *Follower) step() (bool, error) {
 	if fl.f == nil {
-		f, err := os.Open(fl.pos.Path)
+		f, err := atomicfile.Open(fl.pos.Path)
 		if errors.Is(err, fs.ErrNotExist) {
 			// Once we waited for the file, it is read from the start.
 			fl.fromStart = true

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 )
 
 // Pos is how far an append-only JSON-Lines file has been read. It is a
@@ -51,7 +53,7 @@ const DefaultReadLimit = 4 << 20
 // is read from its last backlog bytes (0 = from the start), beginning at a
 // whole line.
 func ReadFrom(pos Pos, backlog, limit int64) (Read, error) {
-	f, err := os.Open(pos.Path)
+	f, err := atomicfile.Open(pos.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		r := Read{Pos: Pos{Path: pos.Path, Gone: pos.Open || pos.Gone}, Missing: true}
 		if pos.Open {
@@ -70,7 +72,7 @@ func ReadFrom(pos Pos, backlog, limit int64) (Read, error) {
 // there gets only what is appended later. A missing file gives the empty
 // position, from which the file is read from its start once it appears.
 func AtEnd(path string) (Pos, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Pos{Path: path}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -392,6 +393,37 @@ func TestSessionsAndLatest(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+
+	// A session.json that is a named pipe (no writer) blocked both in
+	// open(2) for ever: now it is refused at once.
+	fifo := filepath.Join(c.Dir, SessionFile)
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		if id, err := LatestSession(home, "/w/one"); err != nil || id != b.Info.ID {
+			done <- fmt.Errorf("latest %s %v, want %s", id, err, b.Info.ID)
+			return
+		}
+		_, err := OpenSession(home, c.Info.ID)
+		if err == nil || !strings.Contains(err.Error(), "a named pipe (FIFO), not a regular file: refused") {
+			done <- fmt.Errorf("open: %v, want a named pipe refused", err)
+			return
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("still blocked on session.json, a named pipe, after a minute")
+	}
 }
 
 // The example pipeline shipped in testdata reads and runs its stages in order.

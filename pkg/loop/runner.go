@@ -22,6 +22,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/termtext"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // DefaultSystem is the system prompt of a run without --system.
@@ -103,8 +104,13 @@ type Options struct {
 
 	// Team is the team's store in team mode: the worker record is kept
 	// there, and answers to --ask approvals arrive there.
-	Team      store.Team
-	Worker    string
+	Team   store.Team
+	Worker string
+	// Home is the data root where the worker marks its process as the
+	// team's worker (package workermark) for as long as it runs: the
+	// watchers of that data root stop a stale worker only with it. ""
+	// makes no mark (no watcher will signal the worker).
+	Home      string
 	Heartbeat time.Duration
 	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat
 	// IdleWait bounds the wait for a claimable task while the queue is not
@@ -305,6 +311,9 @@ func (r *Runner) Run(ctx context.Context) Result {
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	var hbDone chan struct{}
 	if r.o.Team != nil {
+		if unmark := r.markWorker(); unmark != nil {
+			defer unmark()
+		}
 		r.initWorker()
 		hbDone = make(chan struct{})
 		go r.heartbeat(hbCtx, hbDone)
@@ -1455,6 +1464,29 @@ func (r *Runner) initWorker() {
 	}
 	r.worker = w
 	r.writeWorker()
+}
+
+// markWorker marks this process as the team's worker before its first
+// record names it, and returns what removes the mark as the run ends (a
+// signal ends the run through its context, so it runs then too; after a
+// SIGKILL the next mark made prunes it).
+func (r *Runner) markWorker() func() {
+	if r.o.Home == "" {
+		return nil
+	}
+	pid, start, err := proc.Self()
+	if err == nil {
+		err = workermark.Make(r.o.Home, pid, start, workermark.Mark{Team: r.o.Team.Name(), Worker: r.o.Worker, HostID: proc.ThisHost().ID})
+	}
+	if err != nil {
+		fmt.Fprintf(r.o.Stderr, "pg-loop: warning: %v: no watcher will stop this worker\n", err)
+		return nil
+	}
+	return func() {
+		if err := workermark.Remove(r.o.Home, pid, start); err != nil {
+			fmt.Fprintf(r.o.Stderr, "pg-loop: warning: %v\n", err)
+		}
+	}
 }
 
 // updateWorker changes the worker record and writes it when something a

@@ -189,7 +189,7 @@ func OpenSession(home, id string) (*Session, error) {
 		return nil, err
 	}
 	dir := filepath.Join(teamdir.Sessions(home), id)
-	b, err := os.ReadFile(filepath.Join(dir, SessionFile))
+	b, err := atomicfile.ReadFile(filepath.Join(dir, SessionFile), 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, &NotFoundError{What: "session " + id}
 	}
@@ -220,7 +220,7 @@ func LatestSession(home, workdir string) (string, error) {
 	}
 	var cands []cand
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(teamdir.Sessions(home), e.Name(), SessionFile))
+		b, err := atomicfile.ReadFile(filepath.Join(teamdir.Sessions(home), e.Name(), SessionFile), 0)
 		if err != nil {
 			continue
 		}

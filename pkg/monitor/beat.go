@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -14,13 +15,18 @@ import (
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // BeatOptions are the fields a heartbeat sets; nil pointers keep the
 // record's value.
 type BeatOptions struct {
-	Worker   string
-	PID      int       // the worker's process: its pid and start time go in the record
+	Worker string
+	PID    int // the worker's process: its pid and start time go in the record
+	// Home is the data root where the worker mark of PID is made
+	// (package workermark): a watcher of this data root signals PID only
+	// with it.
+	Home     string
 	Host     proc.Host // where PID lives: the record's host and host_id
 	State    *string
 	Task     *string
@@ -52,6 +58,16 @@ func (o *BeatOptions) validate() (proc.Stat, error) {
 			return proc.Stat{}, invalid("--pid %d: no such process", o.PID)
 		}
 		return proc.Stat{}, invalid("--pid: %v", err)
+	}
+	// A mark makes the watchers of this data root signal the process: it
+	// must be one this user could signal itself, never another user's
+	// (a root beat naming a process of someone else included).
+	uid, err := proc.UID(o.PID)
+	if err != nil {
+		return proc.Stat{}, invalid("--pid %d: %v", o.PID, err)
+	}
+	if uid != os.Getuid() {
+		return proc.Stat{}, invalid("--pid %d runs as uid %d, not as this user (uid %d): a worker must be a process of the user who beats for it", o.PID, uid, os.Getuid())
 	}
 	st, err := proc.ReadStat(o.PID)
 	if err != nil {
@@ -96,6 +112,12 @@ func Beat(ctx context.Context, t store.Team, o BeatOptions) (*protocol.Worker, e
 		return nil, err
 	}
 	start := st.Start
+	if o.Home == "" {
+		return nil, errors.New("beat: no data root for the worker mark")
+	}
+	if err := workermark.Make(o.Home, o.PID, start, workermark.Mark{Team: t.Name(), Worker: o.Worker, HostID: o.Host.ID}); err != nil {
+		return nil, err
+	}
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()

@@ -142,7 +142,7 @@ func TestHelperBeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	state, task := "executing", "a"
-	if _, err := Beat(context.Background(), tm, BeatOptions{Worker: "1", PID: pid, Host: proc.ThisHost(), State: &state, Task: &task}); err != nil {
+	if _, err := Beat(context.Background(), tm, BeatOptions{Worker: "1", PID: pid, Home: home, Host: proc.ThisHost(), State: &state, Task: &task}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/internal/testenv"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/proc/proctest"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // writeRecord writes a worker record with a stale heartbeat.
@@ -126,6 +128,7 @@ func TestWatchChecksRecordedGroupAndSession(t *testing.T) {
 		w.Signals = &proc.Signaler{Sender: rec}
 		r := &protocol.Worker{Worker: "1", PID: st.PID, PIDStart: st.Start, PGID: tc.pgid, SID: tc.sid, Host: w.Host.Name, HostID: w.Host.ID, Epoch: 1,
 			State: "executing", HeartbeatAt: time.Now().Add(-time.Hour)}
+		markWorker(t, w, "1", st.PID, st.Start)
 		if err := w.Dir.WriteWorker(r); err != nil {
 			t.Fatal(err)
 		}
@@ -156,11 +159,119 @@ func TestBeatValidatesFirst(t *testing.T) {
 	} {
 		home := t.TempDir()
 		d := teamdir.Dir{Home: home, Team: "t"}
+		o.Home = home
 		if _, err := Beat(context.Background(), fileTeam(d), o); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Beat(%+v): %v, want ErrInvalid", o, err)
 		}
 		if ents, _ := os.ReadDir(home); len(ents) != 0 {
 			t.Errorf("Beat(%+v) left %v", o, ents)
 		}
+	}
+}
+
+// hostile3 F1: a record alone (written by another user of a shared
+// store, or by hand) named an unrelated live process of the monitor's
+// user, and the watch SIGTERMed it and its group. A process that carries
+// no worker mark of that team and worker is never signalled: the pass
+// says why once, leaves it running, and leaves its tasks to their lease.
+func TestWatchNeverSignalsUnmarkedProcess(t *testing.T) {
+	w, q := newWatcher(t)
+	pid, start, done := sleeper(t, "echo ready; exec sleep 1000")
+	writeRecord(t, w, "9", pid, start, w.Host.Name, time.Now().Add(-time.Hour))
+	q.claim("a", "9")
+	// A mark of another worker, or of another team, is no better.
+	if err := workermark.Make(w.Dir.Home, pid, start, workermark.Mark{Team: "t", Worker: "8", HostID: w.Host.ID}); err != nil {
+		t.Fatal(err)
+	}
+	res := pass(t, w)
+	if got := actions(res); got != "not_signalled:9: " {
+		t.Fatalf("first pass: %q, want one not_signalled for worker 9", got)
+	}
+	want := fmt.Sprintf("not signalled: pid %d carries no worker mark of team t worker 9 in $POWERGLIDE_HOME/run/workers (its mark names team t worker 8); stale: ", pid)
+	if r := res.Events[0].Reason; !strings.HasPrefix(r, want) || !strings.HasSuffix(r, "its tasks are left to their lease") {
+		t.Fatalf("reason %q, want it to start with %q", r, want)
+	}
+	if err := workermark.Remove(w.Dir.Home, pid, start); err != nil {
+		t.Fatal(err)
+	}
+	// Said once per process, not at every pass.
+	if got := actions(pass(t, w)); got != "" {
+		t.Fatalf("second pass: %q", got)
+	}
+	select {
+	case <-done:
+		t.Fatal("the unmarked process was signalled")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if len(q.releases) != 0 {
+		t.Fatalf("released %v of a worker it could not stop", q.releases)
+	}
+	b, _ := os.ReadFile(w.Dir.Events())
+	if !strings.Contains(string(b), `"action":"not_signalled","worker":"9"`) {
+		t.Fatalf("not in the journal:\n%s", b)
+	}
+
+	// The same process, marked as worker 9 the way beat marks it, is
+	// stopped as before.
+	markWorker(t, w, "9", pid, start)
+	if got := actions(pass(t, w)); got != "sigterm:9: " {
+		t.Fatalf("marked: %q, want a sigterm", got)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the marked worker was not stopped")
+	}
+}
+
+// A kill in flight gets its SIGKILL only while the worker still carries
+// its mark: one that went away since the SIGTERM (a pg-loop removes its
+// own as it ends) stops the escalation.
+func TestWatchSigkillNeedsMark(t *testing.T) {
+	w, _ := newWatcher(t)
+	pid, start, done := sleeper(t, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
+	markWorker(t, w, "1", pid, start)
+	writeRecord(t, w, "1", pid, start, w.Host.Name, time.Now().Add(-time.Hour))
+	if got := actions(pass(t, w)); got != "sigterm:1: " {
+		t.Fatalf("first pass: %q", got)
+	}
+	if err := workermark.Remove(w.Dir.Home, pid, start); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(w.Opts.Grace)
+	res := pass(t, w)
+	if got := actions(res); got != "not_signalled:1: " || !strings.HasPrefix(res.Events[0].Reason, "no SIGKILL: pid ") {
+		t.Fatalf("after the grace, mark gone: %q %+v", got, res.Events)
+	}
+	select {
+	case <-done:
+		t.Fatal("SIGKILLed without a mark")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if res.InFlight != 0 {
+		t.Fatalf("%d kills still in flight", res.InFlight)
+	}
+}
+
+// beat marks the pid it names, so it must refuse a process of another
+// user: otherwise any user could have a monitor of this one signal it.
+func TestBeatRefusesAnotherUsersProcess(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Unavailable(t, "running a process as uid 65534", errors.New("not root"))
+	}
+	c := exec.Command("sleep", "60")
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	home := t.TempDir()
+	d := teamdir.Dir{Home: home, Team: "t"}
+	_, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "1", PID: c.Process.Pid, Home: home})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("--pid %d runs as uid 65534, not as this user (uid 0)", c.Process.Pid)) {
+		t.Fatalf("beat for a process of uid 65534: %v", err)
+	}
+	if ents, _ := os.ReadDir(home); len(ents) != 0 {
+		t.Fatalf("left %v", ents)
 	}
 }

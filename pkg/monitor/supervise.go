@@ -15,11 +15,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // The lines a worker prints last (DESIGN.md §4, pg-loop).
@@ -338,11 +340,11 @@ func (s *Supervisor) teamCost(ctx context.Context) float64 {
 func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string) error {
 	d := s.W.Dir
 	err := s.W.Locked(ctx, func() error {
-		logf, err := os.OpenFile(d.Log(sl.name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
+		logf, err := atomicfile.OpenAppend(d.Log(sl.name), teamdir.FileMode)
 		if err != nil {
 			return fmt.Errorf("open worker log: %w", err)
 		}
-		errf, err := os.OpenFile(d.Log(sl.name)+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
+		errf, err := atomicfile.OpenAppend(d.Log(sl.name)+".stderr", teamdir.FileMode)
 		if err != nil {
 			logf.Close()
 			return fmt.Errorf("open worker stderr log: %w", err)
@@ -392,6 +394,12 @@ func (s *Supervisor) spawn(ctx context.Context, sl *slot, action, reason string)
 		st, _ := proc.ReadStat(pid)
 		start := st.Start
 		sl.pid, sl.start, sl.child, sl.running = pid, start, cmd, true
+		// This process started it: it is the team's worker, and the
+		// watchers may stop it (a worker that hangs before its first
+		// beat included). The mark goes when it is reaped (follow).
+		if err := workermark.Make(d.Home, pid, start, workermark.Mark{Team: d.Team, Worker: sl.name, HostID: s.W.Host.ID}); err != nil {
+			s.logf("worker %s: %v", sl.name, err)
+		}
 		now := time.Now().UTC()
 		// The new process may beat before its seed is written: both
 		// read-modify-writes are serialized per worker by the store, and a
@@ -463,6 +471,10 @@ func (s *Supervisor) follow(sl *slot, cmd *proc.Child, pr *os.File, logf *os.Fil
 		}
 	}()
 	err := cmd.Wait()
+	// Reaped: its pid may name another process from now on.
+	if rerr := workermark.Remove(s.W.Dir.Home, pid, start); rerr != nil {
+		s.logf("worker %s: %v", sl.name, rerr)
+	}
 	select {
 	case <-eof:
 	case <-time.After(2 * time.Second):
@@ -499,7 +511,7 @@ func copyRedacted(f *os.File, r *os.File) <-chan struct{} {
 // lastLine is the last non-empty line of the file at path after offset
 // off, from its last 4 KiB.
 func lastLine(path string, off int64) string {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return ""
 	}

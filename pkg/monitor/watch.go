@@ -22,6 +22,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // Files of the monitor inside the team directory. monitor.lock is its own
@@ -42,6 +43,10 @@ const (
 	ActBudgetStop = "budget_stop"
 	ActDone       = "done"
 	ActGiveUp     = "give_up"
+	// ActNotSignalled is a stale or stuck worker left running because
+	// its process carries no worker mark (package workermark): the
+	// record alone does not prove that the pid is the team's worker.
+	ActNotSignalled = "not_signalled"
 )
 
 // State is what the watchers share in monitor.json: the kills in flight
@@ -50,6 +55,9 @@ const (
 type State struct {
 	Kills map[string]*Kill  `json:"kills"` // by worker name
 	Dead  map[string]string `json:"dead"`  // worker name -> "pid/start" whose tasks were released
+	// Unmarked: worker name -> "pid/start" left running for want of a
+	// worker mark, already reported (once per process, not every pass).
+	Unmarked map[string]string `json:"unmarked,omitempty"`
 }
 
 // Kill is a stop in progress: SIGTERM sent at TermAt, SIGKILL meant at
@@ -67,6 +75,10 @@ type Kill struct {
 	KillSent bool          `json:"kill_sent,omitempty"`
 	Reason   string        `json:"reason"`
 	Members  []proc.Member `json:"members,omitempty"`
+	// Marked: the worker's mark was checked before the SIGTERM. What is
+	// left of its group after it ended (its mark gone with it) is
+	// signalled only then.
+	Marked bool `json:"marked,omitempty"`
 }
 
 // target is the process of a worker record as the signals check it: its
@@ -317,6 +329,14 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				changed = true
 				continue
 			}
+			if !k.Marked {
+				// A kill of an older version, its mark never checked: the
+				// rest of the group is not signalled.
+				ended[name] = k
+				delete(st.Kills, name)
+				changed = true
+				continue
+			}
 			if due, again := w.killDue(k, now); due {
 				why := fmt.Sprintf("%d process(es) of its group (pid %s) still running %s after SIGTERM, after the worker ended (grace %s); %s",
 					len(left), pids(left), round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)
@@ -334,6 +354,17 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 			changed = true
 		}
 		if due, again := w.killDue(k, now); due {
+			if err := w.marked(name, k.PID, k.PIDStart); err != nil {
+				// Its mark went away since the SIGTERM (a pg-loop
+				// removes its own as it exits): no SIGKILL, and, as
+				// for a process never marked, said once.
+				delete(st.Kills, name)
+				st.Unmarked[name] = incarnation(&protocol.Worker{PID: k.PID, PIDStart: k.PIDStart})
+				changed = true
+				w.emit(res, protocol.MonitorEvent{Action: ActNotSignalled, Worker: name, PID: k.PID,
+					Reason: fmt.Sprintf("no SIGKILL: %v; %s", err, k.Reason)})
+				continue
+			}
 			why := fmt.Sprintf("still running %s after SIGTERM (grace %s); %s", round(now.Sub(k.TermAt)), w.Opts.Grace, k.Reason)
 			sent, err := w.sigkill(res, st, name, k, now, again, why, fmt.Sprintf("kill worker %s (pid %d)", name, k.PID),
 				func() (bool, error) { return w.signals().SignalGroup(k.target(), syscall.SIGKILL) })
@@ -361,11 +392,20 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 				break // already being stopped
 			}
 			reason := string(v.Liveness) + ": " + v.Reason
+			if err := w.marked(r.Worker, r.PID, r.PIDStart); err != nil {
+				if st.Unmarked[r.Worker] != incarnation(r) {
+					st.Unmarked[r.Worker] = incarnation(r)
+					changed = true
+					w.emit(res, protocol.MonitorEvent{Action: ActNotSignalled, Worker: r.Worker, PID: r.PID, Task: r.Task,
+						Reason: fmt.Sprintf("not signalled: %v; %s; its tasks are left to their lease", err, reason)})
+				}
+				break
+			}
 			// Write ahead, as for SIGKILL: a watcher that dies after this
 			// leaves a kill in flight, which the next one escalates after
 			// the grace period, instead of a second SIGTERM.
 			members := proc.GroupOf(target(r))
-			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, PGID: r.PGID, SID: r.SID, TermAt: now, Reason: reason, Members: members}
+			st.Kills[r.Worker] = &Kill{PID: r.PID, PIDStart: r.PIDStart, PGID: r.PGID, SID: r.SID, TermAt: now, Reason: reason, Members: members, Marked: true}
 			if err := w.saveState(st); err != nil {
 				return res, err
 			}
@@ -423,6 +463,14 @@ func (w *Watcher) pass(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// marked says why the process pid (started at start) of worker name must
+// not be signalled, or nil: it must carry that worker's mark in this
+// monitor's data root (package workermark). A record alone, which anyone
+// who can write the store may have written, never is a reason to signal.
+func (w *Watcher) marked(name string, pid int, start string) error {
+	return workermark.Check(w.Dir.Home, pid, start, w.Dir.Team, name, w.Host.ID)
 }
 
 // ReleaseWorker releases the claimed tasks of worker name (whose process
@@ -514,7 +562,7 @@ func (w *Watcher) statePath() string { return filepath.Join(w.Dir.Path(), StateF
 
 func (w *Watcher) loadState() (*State, error) {
 	st := &State{}
-	b, err := os.ReadFile(w.statePath())
+	b, err := atomicfile.ReadFile(w.statePath(), 0)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", StateFile, err)
 	}
@@ -528,6 +576,9 @@ func (w *Watcher) loadState() (*State, error) {
 	}
 	if st.Dead == nil {
 		st.Dead = map[string]string{}
+	}
+	if st.Unmarked == nil {
+		st.Unmarked = map[string]string{}
 	}
 	return st, nil
 }

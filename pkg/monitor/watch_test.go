@@ -18,6 +18,7 @@ import (
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // memQueue is an in-memory Queue with pg-queue's fencing rules.
@@ -98,6 +99,15 @@ func sleeper(t *testing.T, script string) (int, string, <-chan struct{}) {
 	return c.Process.Pid, start, done
 }
 
+// markWorker marks pid as worker name of w's team, as pg-loop, pg-monitor
+// run and beat do for a real worker: without it no signal is sent.
+func markWorker(t testing.TB, w *Watcher, name string, pid int, start string) {
+	t.Helper()
+	if err := workermark.Make(w.Dir.Home, pid, start, workermark.Mark{Team: w.Dir.Team, Worker: name, HostID: w.Host.ID}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func actions(res *Result) string {
 	s := ""
 	for _, e := range res.Events {
@@ -126,6 +136,7 @@ func TestPassStuck(t *testing.T) {
 	now := time.Now()
 	rec := &protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: w.Host.Name, HostID: w.Host.ID, State: "executing", Task: "a",
 		HeartbeatAt: now, ProgressAt: now.Add(-time.Hour)}
+	markWorker(t, w, "1", pid, start)
 	if err := w.Dir.WriteWorker(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +167,7 @@ func TestPassStuck(t *testing.T) {
 func TestPassGrace(t *testing.T) {
 	w, _ := newWatcher(t)
 	pid, start, done := sleeper(t, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
+	markWorker(t, w, "1", pid, start)
 	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +200,7 @@ func TestPassGrace(t *testing.T) {
 func TestPassKillIntentLost(t *testing.T) {
 	w, _ := newWatcher(t)
 	pid, start, done := sleeper(t, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
+	markWorker(t, w, "1", pid, start)
 	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, Host: w.Host.Name, HostID: w.Host.ID, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +266,7 @@ func TestPassLeftoverGroupMembers(t *testing.T) {
 	if child.PID == 0 {
 		t.Fatalf("no child in the group: %v", members)
 	}
+	markWorker(t, w, "1", pid, start)
 	if err := w.Dir.WriteWorker(&protocol.Worker{Worker: "1", PID: pid, PIDStart: start, HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -359,14 +373,17 @@ func TestBeat(t *testing.T) {
 	pid := os.Getpid()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	state := "executing"
-	r, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: pid, State: &state, Now: t0})
+	r, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", Home: d.Home, PID: pid, State: &state, Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Epoch != 1 || r.State != "executing" || !r.HeartbeatAt.Equal(t0) || !r.ProgressAt.Equal(t0) {
 		t.Fatalf("first beat: %+v", r)
 	}
-	r, err = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: pid, Now: t0.Add(time.Minute)})
+	if err := workermark.Check(d.Home, pid, r.PIDStart, "t", "3", ""); err != nil {
+		t.Fatalf("beat made no mark: %v", err)
+	}
+	r, err = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", Home: d.Home, PID: pid, Now: t0.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +392,7 @@ func TestBeat(t *testing.T) {
 	}
 	task := "t-1"
 	cost := 0.3
-	r, _ = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: pid, Task: &task, CostUSD: &cost, Now: t0.Add(2 * time.Minute)})
+	r, _ = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", Home: d.Home, PID: pid, Task: &task, CostUSD: &cost, Now: t0.Add(2 * time.Minute)})
 	if !r.ProgressAt.Equal(t0.Add(2*time.Minute)) || r.Task != "t-1" {
 		t.Fatalf("a task change is progress: %+v", r)
 	}
@@ -385,7 +402,7 @@ func TestBeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { c.Process.Kill(); c.Wait() }()
-	r, err = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: c.Process.Pid})
+	r, err = Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", Home: d.Home, PID: c.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,10 +413,10 @@ func TestBeat(t *testing.T) {
 	if r.Spent == nil || r.Spent.CostUSD != 0.3 || r.Usage.CostUSD != 0 {
 		t.Fatalf("new process: spent %+v, usage %+v; want the earlier 0.3 in spent", r.Spent, r.Usage)
 	}
-	if _, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", PID: 1 << 22}); err == nil {
+	if _, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "3", Home: d.Home, PID: 1 << 22}); err == nil {
 		t.Fatal("beat for a missing pid succeeded")
 	}
-	if _, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "../x", PID: pid}); err == nil {
+	if _, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "../x", Home: d.Home, PID: pid}); err == nil {
 		t.Fatal("bad worker name accepted")
 	}
 }

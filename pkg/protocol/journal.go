@@ -38,7 +38,7 @@ type WorkerEvent struct {
 type MonitorEvent struct {
 	Type   string    `json:"type" jsonschema:"enum=monitor"`
 	TS     time.Time `json:"ts"`
-	Action string    `json:"action" jsonschema:"description=spawn\\, restart\\, sigterm\\, sigkill\\, release\\, budget_stop\\, done"`
+	Action string    `json:"action" jsonschema:"description=spawn\\, restart\\, sigterm\\, sigkill\\, release\\, budget_stop\\, done\\, give_up\\, not_signalled (a stale or stuck worker left running: its process carries no worker mark\\, see docs/team-dir.md)"`
 	Worker string    `json:"worker,omitempty"`
 	PID    int       `json:"pid,omitempty"`
 	Task   string    `json:"task,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/secrets"
@@ -164,7 +165,7 @@ func archivedID(line []byte) (string, bool) {
 
 // eachArchiveLine calls fn for every non-blank line of the archive.
 func (q *Queue) eachArchiveLine(fn func(line []byte) error) error {
-	f, err := os.Open(q.archivePath())
+	f, err := atomicfile.Open(q.archivePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

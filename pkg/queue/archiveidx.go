@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
 )
@@ -139,7 +140,7 @@ func (ix *archiveIndex) each(size int64, fn func(id string, off, n int64)) bool 
 // archive, it reads the archive and writes the index again.
 func (q *Queue) scanArchive(want map[string]bool) (map[string]*protocol.Task, error) {
 	out := map[string]*protocol.Task{}
-	f, err := os.Open(q.archivePath())
+	f, err := atomicfile.Open(q.archivePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}

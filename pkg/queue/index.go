@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"github.com/powerglide/powerglide/pkg/teamdir"
 	"hash/crc32"
 	"os"
 	"unsafe"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
+	"github.com/powerglide/powerglide/pkg/teamdir"
 )
 
 // task-queue.idx holds, for each live task in file order, what scheduling
@@ -52,7 +54,7 @@ func readIndex(path string, gen int64, st fileStamp, base int) (*lazyIndex, bool
 // only ever read. Being heap memory, it lives as long as any substring of
 // it does, whatever happens to the file.
 func readCache(path string) ([]byte, string, error) {
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, 0)
 	if err != nil || len(b) == 0 {
 		return nil, "", err
 	}

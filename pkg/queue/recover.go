@@ -89,7 +89,7 @@ func (q *Queue) settle(s *state) error {
 // team lock; other tools may have appended lines around them, and a write
 // cut short by a kill leaves a prefix of them.
 func (q *Queue) missingEvents(offset int64, lines [][]byte) ([][]byte, error) {
-	f, err := os.Open(q.dir.Events())
+	f, err := atomicfile.Open(q.dir.Events())
 	if errors.Is(err, fs.ErrNotExist) {
 		return lines, nil
 	}
@@ -159,7 +159,7 @@ func (q *Queue) writeArchiveNext(gen int64, data []byte) error {
 // eachLine calls fn for every non-blank line of a JSON Lines file; a
 // missing file has none.
 func eachLine(path string, fn func(line []byte) error) error {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

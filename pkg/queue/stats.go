@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
@@ -111,7 +111,7 @@ func (q *Queue) stats(s *state) *Stats {
 // reading at most its last 4 MiB.
 func (q *Queue) throughput(now time.Time) Throughput {
 	var tp Throughput
-	f, err := os.Open(q.dir.Events())
+	f, err := atomicfile.Open(q.dir.Events())
 	if err != nil {
 		return tp
 	}

@@ -399,7 +399,7 @@ func (s *state) depsDone(e *entry) bool {
 // otherwise the file is decoded whole.
 func load(dir string) (*state, error) {
 	qpath := filepath.Join(dir, teamdir.QueueFile)
-	f, err := os.Open(qpath)
+	f, err := atomicfile.Open(qpath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return emptyState(), nil
 	}

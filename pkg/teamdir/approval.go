@@ -56,7 +56,7 @@ func (d Dir) Answer(a protocol.ApprovalAnswer, w *protocol.Worker) error {
 // no answer to it.
 func (d Dir) TakeAnswer(n, call string) (a protocol.ApprovalAnswer, ok bool, err error) {
 	p := d.Approval(n)
-	b, err := os.ReadFile(p)
+	b, err := atomicfile.ReadFile(p, atomicfile.RecordLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return a, false, nil
 	}

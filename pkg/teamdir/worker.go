@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -32,7 +31,7 @@ func (d Dir) WriteWorker(rec *protocol.Worker) error {
 // than n is unreadable (see CheckWorkerKey).
 func (d Dir) ReadWorker(n string) (*protocol.Worker, error) {
 	path := d.Worker(n)
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, atomicfile.RecordLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +70,8 @@ func CheckWorkerKey(key string, rec *protocol.Worker) error {
 
 // Workers reads every worker-<n>.json of the team, sorted by worker name
 // (numerically when the names are numbers). Unreadable records (not JSON,
-// or not naming worker n, or n not a valid name: CheckWorkerKey) are
+// not naming worker n, n not a valid name: CheckWorkerKey; not a regular
+// file, larger than atomicfile.RecordLimit) are
 // returned as errors alongside the good ones; a record replaced between
 // the listing and its read is skipped. A watch pass reads hundreds of
 // records, so they are read into one reused buffer.
@@ -98,7 +98,7 @@ func (d Dir) Workers() ([]*protocol.Worker, []error) {
 			errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(d.Path(), strconv.Quote(name)), err))
 			continue
 		}
-		b, err := readInto(&buf, path)
+		b, err := atomicfile.ReadInto(&buf, path, atomicfile.RecordLimit)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) { // replaced between the listing and the read
 				errs = append(errs, err)
@@ -114,45 +114,6 @@ func (d Dir) Workers() ([]*protocol.Worker, []error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return WorkerLess(out[i].Worker, out[j].Worker) })
 	return out, errs
-}
-
-// readInto reads a small file into *buf, growing it as needed, in as few
-// system calls as it takes (open, read, close): a watch pass reads every
-// record of a large team.
-func readInto(buf *[]byte, path string) ([]byte, error) {
-	if *buf == nil {
-		*buf = make([]byte, 16*1024)
-	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer syscall.Close(fd)
-	n := 0
-	for {
-		if n == len(*buf) {
-			*buf = append(*buf, make([]byte, len(*buf))...)
-		}
-		m, err := syscall.Read(fd, (*buf)[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m <= 0 {
-			return (*buf)[:n], nil
-		}
-		n += m
-		// A short read of a regular file is its end: records are
-		// replaced atomically, never written in place.
-		if n < len(*buf) {
-			return (*buf)[:n], nil
-		}
-	}
 }
 
 // WorkerLess orders worker names numerically when both are numbers.

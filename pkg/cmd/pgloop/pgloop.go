@@ -785,7 +785,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if q == "" {
 			q = loop.SiblingCommand("pg-queue", "")
 		}
-		o.Team, o.Worker, o.Lease, o.IdleWait = tm, c.Worker, lease, c.IdleWait
+		o.Team, o.Worker, o.Lease, o.IdleWait, o.Home = tm, c.Worker, lease, c.IdleWait, home
 		if c.TeamBudgetUSD != nil {
 			tb, err := ledger.SetBudget(rt.Ctx, tm, *c.TeamBudgetUSD, time.Now())
 			if err != nil {

@@ -3,6 +3,7 @@ package pgmonitor_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/cmd/pgmonitor"
+	"github.com/powerglide/powerglide/pkg/internal/testenv"
 )
 
 // Issue 20: beat records what the watch later signals and counts, so
@@ -71,5 +73,32 @@ func TestBeatRejectsNonsense(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("worker-1.json lacks %s:\n%s", want, b)
 		}
+	}
+}
+
+// hostile3 F1: beat marks the pid it names as the team's worker, which a
+// watcher of this data root then signals; a pid of another user is bad
+// input (exit 2, one line), and nothing is written, mark included.
+func TestBeatRefusesAnotherUsersPid(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Unavailable(t, "running a process as uid 65534", errors.New("not root"))
+	}
+	other := exec.Command("sleep", "60")
+	other.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	home := t.TempDir()
+	var out, errb bytes.Buffer
+	pid := strconv.Itoa(other.Process.Pid)
+	code := cli.Run(context.Background(), pgmonitor.Spec(), []string{"beat", "--team", "t", "--worker", "1", "--pid", pid},
+		cli.Test(nil, &out, &errb, "POWERGLIDE_HOME="+home, "HOME="+home))
+	want := "pg-monitor: error: invalid heartbeat: --pid " + pid + " runs as uid 65534, not as this user (uid 0): a worker must be a process of the user who beats for it\n"
+	if code != 2 || errb.String() != want {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, errb.String(), want)
+	}
+	if ents, _ := os.ReadDir(home); len(ents) != 0 {
+		t.Fatalf("left %v in POWERGLIDE_HOME", ents)
 	}
 }

@@ -18,8 +18,10 @@ import (
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/cmd/pgmonitor"
 	"github.com/powerglide/powerglide/pkg/internal/testenv"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/teamdir"
+	"github.com/powerglide/powerglide/pkg/workermark"
 )
 
 // Script workers run `pg-monitor beat` many times a second and tests start
@@ -183,6 +185,15 @@ func (tm *team) spawn(worker string, argv ...string) *exec.Cmd {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	})
+	// The process this test started is the team's worker, and carries
+	// the mark pg-monitor run gives the workers it spawns.
+	start, err := proc.StartTime(cmd.Process.Pid)
+	if err == nil {
+		err = workermark.Make(tm.home, cmd.Process.Pid, start, workermark.Mark{Team: tm.name, Worker: worker, HostID: proc.ThisHost().ID})
+	}
+	if err != nil {
+		tm.t.Fatal(err)
+	}
 	return cmd
 }
 

@@ -49,7 +49,13 @@ heartbeat (heartbeat_at), the time of its last progress (progress_at), its pid a
 time. A worker is alive, stale (heartbeat older than --stale), stuck (heartbeat fresh but no
 progress for --stall), dead (its process is gone, or its pid was reused) or done (it ended).
 Stale and stuck workers get SIGTERM, then SIGKILL of their process group after --grace; a pid is
-signalled only while its start time still matches the record, so a reused pid is never killed.
+signalled only while its start time still matches the record, so a reused pid is never killed,
+and only when the process carries that worker's mark in this data root,
+$POWERGLIDE_HOME/run/workers/<pid>-<pid_start>: pg-loop marks itself, run marks the workers it
+spawns and beat the pid it names. A record alone (anyone who can write the store can write one)
+never makes pg-monitor signal a process: without the mark it journals a not_signalled action
+with the reason, once, and leaves the worker's tasks to their lease. So run the monitor with the
+workers' POWERGLIDE_HOME; workers started by an older pg-loop are not signalled.
 When the worker ends on SIGTERM but members of its group remain, they get SIGKILL after --grace,
 only while a member seen before is still alive in the group (so the group id was not reused).
 The claimed tasks of a dead worker are released through pg-queue (with their fencing token) at
@@ -359,7 +365,7 @@ type BeatCmd struct {
 	CostUSD  *float64       `name:"cost-usd" help:"The worker's spending so far in USD (usage.cost_usd, counted in a team budget)." placeholder:"X"`
 	Every    *time.Duration `help:"How often this worker beats (heartbeat_interval_ms): a watcher then refuses a stale limit under twice it." placeholder:"D"`
 	Progress bool           `help:"Record progress (progress_at) even without a change."`
-	PID      int            `name:"pid" help:"The worker's pid: a live process, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script's shell)." placeholder:"PID"`
+	PID      int            `name:"pid" help:"The worker's pid: a live process of this user, > 1, not a login shell (default: the parent of pg-monitor, i.e. the calling script's shell). It is marked as the worker in $POWERGLIDE_HOME/run/workers, which watchers of this data root require before they signal it." placeholder:"PID"`
 }
 
 // Run writes the heartbeat.
@@ -383,11 +389,15 @@ func (b *BeatCmd) Run(rt *cli.Runtime, root *CLI) error {
 	if err != nil {
 		return err
 	}
+	home, err := rt.Home()
+	if err != nil {
+		return err
+	}
 	pid := b.PID
 	if pid == 0 {
 		pid = os.Getppid()
 	}
-	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Host: host, State: b.State, Task: b.Task,
+	_, err = monitor.Beat(rt.Ctx, tm, monitor.BeatOptions{Worker: b.Worker, PID: pid, Home: home, Host: host, State: b.State, Task: b.Task,
 		Step: b.Step, CostUSD: b.CostUSD, Every: b.Every, Progress: b.Progress})
 	if err != nil {
 		if errors.Is(err, monitor.ErrInvalid) {

@@ -21,7 +21,7 @@ func TestStatusTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := "t-7"
-	if _, err := monitor.Beat(context.Background(), tm, monitor.BeatOptions{Worker: "7", PID: os.Getpid(), Task: &task}); err != nil {
+	if _, err := monitor.Beat(context.Background(), tm, monitor.BeatOptions{Worker: "7", PID: os.Getpid(), Home: home, Task: &task}); err != nil {
 		t.Fatal(err)
 	}
 	run := func(args ...string) string {

@@ -21,7 +21,7 @@ var _ store.Budget = (*Budget)(nil)
 // Read reads budget.json; an error wrapping fs.ErrNotExist when there is
 // none.
 func (b *Budget) Read(context.Context) (*protocol.TeamBudget, error) {
-	data, err := os.ReadFile(b.dir.Budget())
+	data, err := atomicfile.ReadFile(b.dir.Budget(), atomicfile.RecordLimit)
 	if err != nil {
 		return nil, err
 	}

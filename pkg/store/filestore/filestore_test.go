@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -227,5 +228,66 @@ func TestFollowSettles(t *testing.T) {
 	}
 	if strings.Join(ops, ",") != "add a,claim a" {
 		t.Fatalf("journal %v", ops)
+	}
+}
+
+// TestIrregularTeamFiles: a velocity, an approval or budget.json that is a
+// named pipe with no writer, or a link, is an error naming the file at
+// once, for the readers and for the ledger's update, not a read blocked
+// in open(2) or one that follows the link.
+func TestIrregularTeamFiles(t *testing.T) {
+	tm, dir := team(t)
+	ctx := context.Background()
+	if err := os.MkdirAll(dir, teamdir.DirMode); err != nil {
+		t.Fatal(err)
+	}
+	mkfifo := func(name string) {
+		t.Helper()
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkfifo("worker-1.velocity")
+	mkfifo(teamdir.BudgetFile)
+	mkfifo("worker-1.approval")
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "worker-2.velocity")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []error, 1)
+	go func() {
+		var errs []error
+		_, err := tm.Workers().Velocity(ctx, "1")
+		errs = append(errs, err)
+		_, err = tm.Workers().Velocity(ctx, "2")
+		errs = append(errs, err)
+		_, err = tm.Budget().Read(ctx)
+		errs = append(errs, err)
+		_, err = tm.Budget().Update(ctx, func(old *protocol.TeamBudget) (*protocol.TeamBudget, error) {
+			return &protocol.TeamBudget{Type: "team_budget", Version: 1}, nil
+		})
+		errs = append(errs, err)
+		_, _, err = tm.Workers().TakeAnswer(ctx, "1", "c1")
+		errs = append(errs, err)
+		done <- errs
+	}()
+	var errs []error
+	select {
+	case errs = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("still blocked after a minute")
+	}
+	for i, want := range []string{
+		"worker-1.velocity: a named pipe (FIFO), not a regular file: refused",
+		"worker-2.velocity: a symbolic link, not a regular file: refused",
+		"budget.json: a named pipe (FIFO), not a regular file: refused",
+		"budget.json: a named pipe (FIFO), not a regular file: refused",
+		"worker-1.approval: a named pipe (FIFO), not a regular file: refused",
+	} {
+		if errs[i] == nil || !strings.HasSuffix(errs[i].Error(), want) {
+			t.Errorf("read %d: %v, want an error ending %q", i, errs[i], want)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, teamdir.BudgetFile)); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("budget.json replaced after a refused read: %v %v", fi, err)
 	}
 }

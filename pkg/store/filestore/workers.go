@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/gofrs/flock"
 	"github.com/powerglide/powerglide/pkg/atomicfile"
@@ -80,7 +79,7 @@ func (w *Workers) Velocity(_ context.Context, worker string) (float64, error) {
 		return 0, &inputError{err}
 	}
 	path := w.dir.Velocity(worker)
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, atomicfile.RecordLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 1, nil
 	}
