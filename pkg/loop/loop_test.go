@@ -766,19 +766,43 @@ func TestContextOverflowCompacts(t *testing.T) {
 	}
 }
 
-// blockingTools waits for its context.
-type blockingTools struct{ funcTools }
+// blockingTools closes called when a call starts, then waits for its
+// context.
+type blockingTools struct {
+	funcTools
+	called chan struct{}
+	once   sync.Once
+}
 
-func (blockingTools) Call(ctx context.Context, _ []protocol.ToolCall) ([]protocol.ToolResult, error) {
+func (b *blockingTools) Call(ctx context.Context, _ []protocol.ToolCall) ([]protocol.ToolResult, error) {
+	b.once.Do(func() { close(b.called) })
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+// leaseLostOnceCalled renews a lease until the tools are called, then
+// loses it: the loss comes while a tool runs, however long the steps
+// before it take on a loaded machine.
+type leaseLostOnceCalled struct {
+	leaseSource
+	called chan struct{}
+}
+
+func (s *leaseLostOnceCalled) Renew(ctx context.Context, t *protocol.Task) error {
+	select {
+	case <-s.called:
+		return s.leaseSource.Renew(ctx, t)
+	default:
+		return nil
+	}
 }
 
 // A lease lost while a tool runs fails the task, not the run.
 func TestLeaseLostWhileExecuting(t *testing.T) {
 	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){call("echo", `{}`)}}
-	h := newHarness(t, llm, &blockingTools{}, "t")
-	src := &leaseSource{ListSource: ListSource{Tasks: []protocol.Task{NewTask(TaskInput{ID: "q1", Prompt: "p"}, time.Now())}}}
+	tools := &blockingTools{called: make(chan struct{})}
+	h := newHarness(t, llm, tools, "t")
+	src := &leaseLostOnceCalled{leaseSource: leaseSource{ListSource: ListSource{Tasks: []protocol.Task{NewTask(TaskInput{ID: "q1", Prompt: "p"}, time.Now())}}}, called: tools.called}
 	h.opts.Source = src
 	d, _ := teamdir.New(t.TempDir(), "tm")
 	d.Ensure()
