@@ -139,7 +139,7 @@ func openRegular(path string, flags int, perm uint32) (int, int64, error) {
 		// device with no driver. Say which.
 		if err == syscall.ELOOP || err == syscall.ENXIO {
 			if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-				return -1, 0, &IrregularError{Path: path, Kind: kindOf(fi.Mode())}
+				return -1, 0, &IrregularError{Path: path, Kind: Kind(fi.Mode())}
 			}
 		}
 		return -1, 0, &os.PathError{Op: "open", Path: path, Err: err}
@@ -151,7 +151,7 @@ func openRegular(path string, flags int, perm uint32) (int, int64, error) {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		syscall.Close(fd)
-		return -1, 0, &IrregularError{Path: path, Kind: kindOf(modeType(st.Mode))}
+		return -1, 0, &IrregularError{Path: path, Kind: Kind(modeType(st.Mode))}
 	}
 	if err := syscall.SetNonblock(fd, false); err != nil {
 		syscall.Close(fd)
@@ -179,7 +179,9 @@ func modeType(m uint32) fs.FileMode {
 	return fs.ModeIrregular
 }
 
-func kindOf(m fs.FileMode) string {
+// Kind says what kind of file a mode that is not a regular file's names,
+// for a message: "a named pipe (FIFO)", "a directory", ...
+func Kind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
 		return "a symbolic link"

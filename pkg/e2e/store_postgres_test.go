@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/cmd/pgdash"
 	"github.com/powerglide/powerglide/pkg/cmd/pgmonitor"
@@ -19,9 +21,9 @@ import (
 	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/queue"
+	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/dial"
 	"github.com/powerglide/powerglide/pkg/store/pgtest"
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // TestStorePostgres runs testdata/script/store-postgres: the same commands
@@ -78,15 +80,7 @@ func otherHost(t *testing.T, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := dial.Open(url, home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tm, err := s.Team("t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := openTeamT(t, url, home)
 	old := time.Now().Add(-time.Hour).UTC()
 	rec := &protocol.Worker{Worker: "b1", PID: child.Process.Pid, PIDStart: st.Start, PGID: st.PGID, SID: st.SID,
 		Host: "another-host", Epoch: 1, State: "executing", HeartbeatAt: old, ProgressAt: old, StartedAt: old, Velocity: 1}
@@ -154,15 +148,7 @@ func hostlessRecords(t *testing.T, url string) {
 	if err := child.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := dial.Open(url, home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tm, err := s.Team("t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := openTeamT(t, url, home)
 	now := time.Now().UTC()
 	this := proc.ThisHost()
 	recs := []*protocol.Worker{
@@ -218,4 +204,20 @@ func hostlessRecords(t *testing.T, url string) {
 	if code != 0 || strings.Contains(out, `"alive":false`) {
 		t.Fatalf("pg-dash --once: exit %d\n%s, want no worker shown as gone", code, out)
 	}
+}
+
+// openTeamT opens team t of the store at url directly, closed when the
+// test ends.
+func openTeamT(t *testing.T, url, home string) store.Team {
+	t.Helper()
+	s, err := dial.Open(url, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tm, err := s.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
 }

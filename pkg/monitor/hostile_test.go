@@ -256,15 +256,7 @@ func TestWatchSigkillNeedsMark(t *testing.T) {
 // beat marks the pid it names, so it must refuse a process of another
 // user: otherwise any user could have a monitor of this one signal it.
 func TestBeatRefusesAnotherUsersProcess(t *testing.T) {
-	if os.Getuid() != 0 {
-		testenv.Unavailable(t, "running a process as uid 65534", errors.New("not root"))
-	}
-	c := exec.Command("sleep", "60")
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { c.Process.Kill(); c.Wait() }()
+	c := testenv.OtherUsersProcess(t)
 	home := t.TempDir()
 	d := teamdir.Dir{Home: home, Team: "t"}
 	_, err := Beat(context.Background(), fileTeam(d), BeatOptions{Worker: "1", PID: c.Process.Pid, Home: home})

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 )
 
 const (
@@ -241,7 +243,7 @@ func runWrite(ctx context.Context, s *Session, raw json.RawMessage) (string, err
 	if fi, err := s.root.Stat(r); err == nil && fi.IsDir() {
 		return "", fmt.Errorf("%s is a directory", in.Path)
 	} else if err == nil && !fi.Mode().IsRegular() {
-		return "", notRegular(in.Path, modeName(fi.Mode()))
+		return "", notRegular(in.Path, atomicfile.Kind(fi.Mode()))
 	} else if err != nil && errors.Is(err, fs.ErrNotExist) {
 		existed = false
 	} else if err != nil {

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 )
 
 // Opening a FIFO for reading blocks until a writer comes, and reading a
@@ -47,25 +48,8 @@ func checkRegular(f *os.File, shown string) error {
 	case m.IsDir():
 		return fmt.Errorf("%s is a directory; use ls to list it", shown)
 	default:
-		return notRegular(shown, modeName(m))
+		return notRegular(shown, atomicfile.Kind(m))
 	}
-}
-
-// modeName says what kind of file a mode that is not regular names.
-func modeName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m.IsDir():
-		return "a directory"
-	}
-	return "a special file"
 }
 
 func notRegular(shown, what string) error {

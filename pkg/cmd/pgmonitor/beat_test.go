@@ -3,7 +3,6 @@ package pgmonitor_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -80,15 +79,7 @@ func TestBeatRejectsNonsense(t *testing.T) {
 // watcher of this data root then signals; a pid of another user is bad
 // input (exit 2, one line), and nothing is written, mark included.
 func TestBeatRefusesAnotherUsersPid(t *testing.T) {
-	if os.Getuid() != 0 {
-		testenv.Unavailable(t, "running a process as uid 65534", errors.New("not root"))
-	}
-	other := exec.Command("sleep", "60")
-	other.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { other.Process.Kill(); other.Wait() }()
+	other := testenv.OtherUsersProcess(t)
 	home := t.TempDir()
 	var out, errb bytes.Buffer
 	pid := strconv.Itoa(other.Process.Pid)

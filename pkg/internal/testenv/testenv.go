@@ -5,9 +5,11 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 )
 
@@ -47,4 +49,21 @@ func Unavailable(t testing.TB, what string, err error) {
 	} else {
 		t.Skipf("%s: %v", what, err)
 	}
+}
+
+// OtherUsersProcess starts `sleep 60` as uid and gid 65534 (nobody), in a
+// session of its own, and ends it when the test ends: a live process that
+// is not this user's. It needs root; without it the test is Unavailable.
+func OtherUsersProcess(t *testing.T) *exec.Cmd {
+	t.Helper()
+	if os.Getuid() != 0 {
+		Unavailable(t, "running a process as uid 65534", errors.New("not root"))
+	}
+	c := exec.Command("sleep", "60")
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	return c
 }
