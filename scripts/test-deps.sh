@@ -20,6 +20,9 @@ declare -A pkg_of=(
 	[unshare]=util-linux # the multi-host test: a hostname per simulated host
 	[hostname]=hostname # the same
 	[psql]=postgresql-client # the multi-host test runs the README's psql step (initdb may come from POWERGLIDE_PG_BIN)
+	[zsh]=zsh           # completions: a real interactive zsh takes the first Tab (TestZshCompletesOnFirstTab)
+	[git]=git           # pg-loop's commit step
+	[mkfifo]=coreutils  # the irregular team-file scripts (also truncate, and timeout for their exits command)
 )
 
 missing=()
