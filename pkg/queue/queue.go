@@ -238,8 +238,8 @@ func (q *Queue) create(fn func(s *state, now time.Time, c *change) error) (done 
 	if len(c.events) == 0 {
 		return true, nil
 	}
-	if err := os.MkdirAll(q.dir.Path(), teamdir.DirMode); err != nil {
-		return true, fmt.Errorf("create team dir: %w", err)
+	if err := q.dir.Ensure(); err != nil {
+		return true, err
 	}
 	return false, nil
 }

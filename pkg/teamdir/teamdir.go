@@ -112,12 +112,19 @@ func (d Dir) Exists() error {
 	return fmt.Errorf("team %q %w: no directory %s", d.Team, ErrNoTeam, d.Path())
 }
 
-// Ensure creates the team directory and its logs directory.
+// Ensure creates the team directory and its logs directory (DirMode, the
+// data root and teams/ too when missing) where no other user could change
+// them (Check): it creates nothing in a directory that fails the check,
+// and checks again what it made, so a data root or teams/ that another
+// user created first (say in /tmp) is refused.
 func (d Dir) Ensure() error {
+	if err := d.Check(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Join(d.Path(), LogsDir), DirMode); err != nil {
 		return fmt.Errorf("create team dir: %w", err)
 	}
-	return nil
+	return d.Check()
 }
 
 // Teams is the directory holding every team.

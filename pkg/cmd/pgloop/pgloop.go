@@ -94,7 +94,7 @@ func Spec() *cli.Spec {
 type RunCmd struct {
 	Task          []string          `help:"A task prompt (repeatable: one task each). With --resume, --continue or --fork it is added after the session's unfinished tasks, as a follow-up: it starts from the conversation of the session's task that ended last." placeholder:"TEXT" sep:"none" group:"Tasks"`
 	Tasks         string            `help:"JSON Lines of tasks ({\"id\",\"title\",\"prompt\",\"verify\",\"labels\"}), a file or - for stdin." placeholder:"FILE" group:"Tasks"`
-	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM). A worker started by pg-monitor run must name the monitor's team, or none." group:"Tasks"`
+	Team          string            `help:"Team mode: claim tasks from this team's queue (env POWERGLIDE_TEAM). A worker started by pg-monitor run must name the monitor's team, or none. A team directory that another user could change (not yours or root's, or writable by others) is refused with exit 2 (docs/team-dir.md)." group:"Tasks"`
 	Worker        string            `help:"Team mode: this worker's name (env POWERGLIDE_WORKER)." group:"Tasks"`
 	Store         string            `help:"Team mode: where the team's state lives: empty or file: (the team directory), file:/path (the one under /path), postgres://... (PostgreSQL, shared by hosts; reached through the host's store agent, pg-queue agent, see store_agent). The pg-queue it runs inherits it; the tools component never sees it." config:"store" env:"POWERGLIDE_STORE" placeholder:"URL" group:"Tasks"`
 	Queue         string            `help:"The queue command of team mode (default: pg-queue next to pg-loop, else on PATH)." placeholder:"CMD" group:"Tasks"`
@@ -766,6 +766,9 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		// The directory on this host holds the worker's log and velocity
 		// file whatever the store.
 		if err := d.Ensure(); err != nil {
+			if u := cli.UsageError(nil); errors.As(err, &u) && u.BadInput() {
+				return nil, err // another user could change it (teamdir.Check)
+			}
 			return nil, cli.Failf("team", "%v", err)
 		}
 		cfg, err := rt.Config()

@@ -55,7 +55,9 @@ $POWERGLIDE_HOME/run/workers/<pid>-<pid_start>: pg-loop marks itself, run marks 
 spawns and beat the pid it names. A record alone (anyone who can write the store can write one)
 never makes pg-monitor signal a process: without the mark it journals a not_signalled action
 with the reason, once, and leaves the worker's tasks to their lease. So run the monitor with the
-workers' POWERGLIDE_HOME; workers started by an older pg-loop are not signalled.
+workers' POWERGLIDE_HOME; workers started by an older pg-loop are not signalled. A team
+directory that another user could change (the data root, teams/ or the team's directory not yours
+or root's, or writable by others) is refused with exit 2 (docs/team-dir.md).
 When the worker ends on SIGTERM but members of its group remain, they get SIGKILL after --grace,
 only while a member seen before is still alive in the group (so the group id was not reused).
 The claimed tasks of a dead worker are released through pg-queue (with their fencing token) at

@@ -60,10 +60,40 @@ func OtherUsersProcess(t *testing.T) *exec.Cmd {
 		Unavailable(t, "running a process as uid 65534", errors.New("not root"))
 	}
 	c := exec.Command("sleep", "60")
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: OtherUID, Gid: OtherUID}}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	return c
+}
+
+// OtherUID is the user the helpers above and below act as: nobody.
+const OtherUID = 65534
+
+// AsOtherUser runs a program as uid and gid 65534 (nobody) to its end, and
+// fails the test when it fails: a file or directory that another user
+// really made. It needs root; without it the test is Unavailable.
+func AsOtherUser(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		Unavailable(t, "running a program as uid 65534", errors.New("not root"))
+	}
+	c := exec.Command(name, args...)
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: OtherUID, Gid: OtherUID}}
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v as uid %d: %v\n%s", name, args, OtherUID, err, out)
+	}
+}
+
+// GiveToOtherUser makes path owned by uid and gid 65534 (nobody). It needs
+// root; without it the test is Unavailable.
+func GiveToOtherUser(t *testing.T, path string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		Unavailable(t, "giving a file to uid 65534", errors.New("not root"))
+	}
+	if err := os.Lchown(path, OtherUID, OtherUID); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -57,7 +57,8 @@ func (s *Store) Home() string { return s.home }
 // Kind is "file".
 func (s *Store) Kind() string { return "file" }
 
-// Team returns a team's state; an invalid name is bad input.
+// Team returns a team's state; an invalid name is bad input, and so is a
+// team directory that another user could change (teamdir.Dir.Check).
 func (s *Store) Team(name string) (store.Team, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,6 +68,9 @@ func (s *Store) Team(name string) (store.Team, error) {
 	d, err := teamdir.New(s.home, name)
 	if err != nil {
 		return nil, &inputError{err}
+	}
+	if err := d.Check(); err != nil {
+		return nil, err
 	}
 	q, err := queue.Open(d)
 	if err != nil {
