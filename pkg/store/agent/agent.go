@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -149,6 +150,21 @@ func (e *RefusedError) Error() string {
 var ErrRefused = errors.New("store agent: refused")
 
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// WarnRefused writes one line to w, once per process, when err (from Open
+// or OpenRemote) says that the run directory or the socket was refused for
+// its owner or mode: else every command would connect directly, forever,
+// without a word of why the agent never helps.
+func WarnRefused(w io.Writer, tool string, err error) {
+	if !refused(err) {
+		return
+	}
+	warnRefused.Do(func() {
+		fmt.Fprintf(w, "%s: warning: %v; connecting to the store directly, without the agent\n", tool, err)
+	})
+}
+
+var warnRefused sync.Once
 
 // refused tells whether err keeps the agent off: a refusal, other than a
 // non-socket of the user's own at the socket's name.
