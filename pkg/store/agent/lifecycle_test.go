@@ -297,6 +297,29 @@ func TestAgentExits(t *testing.T) {
 			t.Fatal("the new agent exited too")
 		}
 	})
+	// A stop says so in the log, as the other exits do: the log tells
+	// why an agent ended.
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			home := withHome(t, time.Minute)
+			url := "file:" + t.TempDir()
+			c := mustOpen(t, options(url))
+			pid := c.Hello().PID
+			c.Close()
+			if err := syscall.Kill(pid, sig); err != nil {
+				t.Fatal(err)
+			}
+			waitExit(t, pid, 10*time.Second)
+			log, err := os.ReadFile(strings.TrimSuffix(socketPath(home, url), ".sock") + ".log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("store agent %d: told to stop (interrupted by %s), exiting\n", pid, sig)
+			if !strings.Contains(string(log), want) {
+				t.Fatalf("log:\n%s\nwant the line %q", log, want)
+			}
+		})
+	}
 	t.Run("idle", func(t *testing.T) {
 		withHome(t, 200*time.Millisecond)
 		url := "file:" + t.TempDir()
