@@ -3,68 +3,10 @@ package loop
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
-	"time"
-
-	"github.com/powerglide/powerglide/pkg/proc"
 )
-
-// VerifyOutcome is a verify command's result.
-type VerifyOutcome struct {
-	OK       bool
-	ExitCode int
-	Output   string // capped, head and tail kept
-}
-
-// verifyOutputCap bounds the output sent back to the model.
-const verifyOutputCap = 16 << 10
-
-// capOutput keeps the head and the tail of long output.
-func capOutput(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	half := n / 2
-	return s[:half] + fmt.Sprintf("\n[... %d bytes cut ...]\n", len(s)-n) + s[len(s)-half:]
-}
-
-// RunVerify runs a shell command in dir with a timeout.
-func RunVerify(ctx context.Context, command, dir string, timeout time.Duration) (VerifyOutcome, error) {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	cmd := proc.Command(exec.CommandContext(ctx, "sh", "-c", command))
-	cmd.WaitDelay = 2 * time.Second
-	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	res := VerifyOutcome{Output: capOutput(out.String(), verifyOutputCap)}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		res.OK = true
-	case ctx.Err() == context.DeadlineExceeded:
-		res.ExitCode = 124
-		res.Output += fmt.Sprintf("\n[verify timed out after %s]", timeout)
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode()
-		if res.ExitCode < 0 {
-			res.ExitCode = 128 // killed
-		}
-	default:
-		return res, fmt.Errorf("run verify %q: %w", command, err)
-	}
-	if err != nil && ctx.Err() != nil && ctx.Err() != context.DeadlineExceeded {
-		return res, ctx.Err()
-	}
-	return res, nil
-}
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return gitIn(ctx, dir, "", args...)

@@ -156,6 +156,8 @@ type PipelineSource struct {
 	P         *Pipeline
 	StateFile string
 	Workdir   string
+	// Verifier runs the stages' command checks.
+	Verifier Verifier
 
 	mu sync.Mutex
 	st PipelineState
@@ -372,7 +374,7 @@ func (ps *PipelineSource) check(ctx context.Context, e Exit, answer string, stat
 		return false, fmt.Sprintf("the answer did not contain <promise>%s</promise>", e.Promise), nil
 	}
 	if e.Command != "" {
-		out, err := RunVerify(ctx, e.Command, ps.Workdir, 10*time.Minute)
+		out, err := ps.Verifier.Run(ctx, e.Command, ps.Workdir, 10*time.Minute)
 		if err != nil {
 			return false, "", err
 		}

@@ -51,7 +51,10 @@ type Options struct {
 
 	Verify        string
 	VerifyTimeout time.Duration
-	MaxVerify     int
+	// Verifier runs the verify commands (the zero value: unconfined, with
+	// this process's environment).
+	Verifier  Verifier
+	MaxVerify int
 	// MaxVerifySet says MaxVerify was asked for. Without it the verify cap
 	// is a default that yields to an iteration cap: a task with one
 	// (MaxIterations, a stage's max_iterations) runs its iterations.
@@ -1210,7 +1213,7 @@ func (r *Runner) verify() (Input, string) {
 	}
 	if cmd := r.verifyCmd(tr.task); cmd != "" && promiseOK {
 		start := time.Now()
-		out, err := RunVerify(tr.ctx, cmd, r.o.Workdir, r.o.VerifyTimeout)
+		out, err := r.o.Verifier.Run(tr.ctx, cmd, r.o.Workdir, r.o.VerifyTimeout)
 		r.times.verify += time.Since(start)
 		if err != nil && tr.ctx.Err() != nil {
 			return r.taskCtxErr()

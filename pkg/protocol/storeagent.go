@@ -35,7 +35,7 @@ type StoreAgentRequest struct {
 	Task  string `json:"task,omitempty"`
 	Token int64  `json:"token,omitempty" jsonschema:"description=the claim's fencing token; release_worker: release only claims with a smaller one (0: all)"`
 	// Durations are in nanoseconds.
-	LeaseNS     int64           `json:"lease_ns,omitempty"`
+	LeaseNS     int64           `json:"lease_ns,omitempty" jsonschema:"description=claim\\, wait_claim\\, renew: the lease (none: the default; negative: bad input)"`
 	WaitNS      int64           `json:"wait_ns,omitempty"`
 	OlderThanNS int64           `json:"older_than_ns,omitempty"`
 	Result      json.RawMessage `json:"result,omitempty" jsonschema:"description=complete: the task's result"`

@@ -71,6 +71,21 @@ func (s *Session) runGroup(ctx context.Context, r run, name string, args ...stri
 	return runIn(ctx, s.sandbox, r, name, args...)
 }
 
+// ErrTimeout is what Exec returns when its command ran out of time (it
+// has been killed).
+var ErrTimeout = errTimeout
+
+// Exec runs argv in the root under the session's sandbox, with the
+// commands' environment, as a bash call runs it, its output written to
+// stdout and stderr: the way pg-loop runs its verify command. It returns
+// the command's exit code (128+n when signal n ended it).
+func (s *Session) Exec(ctx context.Context, argv []string, timeout time.Duration, stdout, stderr io.Writer) (int, error) {
+	if len(argv) == 0 {
+		return -1, errors.New("no command to run")
+	}
+	return s.runGroup(ctx, run{timeout: timeout, dir: s.rootPath, env: s.env(), stdout: stdout, stderr: stderr}, argv[0], argv[1:]...)
+}
+
 // devNull is the stdin of commands that read nothing: one open file for
 // all of them, where exec.Cmd would open /dev/null for each.
 var devNull = sync.OnceValue(func() *os.File {

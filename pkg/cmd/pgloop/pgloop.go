@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ Agent Skills (SKILL.md folders in .powerglide/skills and .claude/skills from the
 
 pg-loop serve runs one session as a coprocess for editors and scripts: JSON Lines commands on stdin (prompt, follow_up, steer, abort, approve, deny, state, shutdown), each answered by a reply record with its id, and the same events on stdout (pg-loop serve --help). --ask PATTERN (a tool-name glob, optionally ':' and a wildcard over the call's string arguments, e.g. 'bash:git push*') makes matching tool calls wait for approval: serve emits an approval event and waits for approve or deny; a team worker shows the call in its worker record, where pg-dash (y, n) or pg-loop approve --team T WORKER CALL answers it; any other run denies it with a tool result the model reads.
 
-Keys stay with the model: the tools component runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
+Keys stay with the model: the tools component (and the verify commands, which run in its sandbox through pg-tool exec) runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
 Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, in the session's workdir wherever pg-loop is started, with the options it was started with (flags given again win: -C moves the session to another directory, which session.json then names). Its unfinished tasks run first, the one in progress from where it stopped; tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, in ID's workdir or in -C (a second git worktree, say), which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
 
@@ -119,7 +120,7 @@ type RunCmd struct {
 	Veto           string `help:"Edit veto for the run: pg-tool runs CMD before and after every edit or write, and a change that makes CMD newly fail is rolled back and the call fails with CMD's output (pg-tool --verify). Needs the default tools component." placeholder:"CMD" group:"Components"`
 	Workdir        string `short:"C" help:"Work in this directory (default: the current one; with --resume or --fork, the session's)." default:"." type:"existingdir" group:"Components"`
 
-	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model." placeholder:"CMD" group:"Verify"`
+	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model. It runs in the tools' sandbox (pg-tool exec) with the tools' environment; with another tools component, unconfined (without secrets), and pg-loop warns." placeholder:"CMD" group:"Verify"`
 	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
 	MaxVerify     int           `help:"Failed verify runs before the task fails (0: no cap). A task with an iteration cap (--max-iterations, a pipeline stage's max_iterations) runs its iterations: there this cap applies only when given." default:"3" group:"Verify"`
 	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed. In team mode only while the task's lease is still held (renewed with its fencing token just before): a worker that lost it commits nothing." group:"Verify"`
@@ -191,6 +192,7 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 		return err
 	}
 	o.Resume = replay
+	o.Verifier = c.verifier(rt)
 	src, err := c.source(rt, &o, home, workdir, base, replay)
 	if err != nil {
 		return err
@@ -830,6 +832,7 @@ func (c *RunCmd) source(rt *cli.Runtime, o *loop.Options, home, workdir string, 
 		if err != nil {
 			return nil, cli.Failf("pipeline", "%v", err)
 		}
+		ps.Verifier = o.Verifier
 		abs, _ := filepath.Abs(c.Pipeline)
 		c.Pipeline = abs
 		fmt.Fprintf(rt.IO.Err, "pg-loop: pipeline %s state in %s\n", p.Name, state)
@@ -988,6 +991,33 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		tools = st
 	}
 	return llm, tools
+}
+
+// verifier runs the verify commands (--verify, a task's, a pipeline
+// stage's command check), which build and run the model's code, in the
+// tools' sandbox: pg-tool exec, with the sandbox settings pg-tool serve
+// reads (its flags for a --tools-serve 'pg-tool ... serve', the
+// environment, the config). A swapped tools component has a sandbox of its
+// own, or none, that pg-loop cannot use: verify then runs unconfined, still
+// with the tools' environment (no secrets), and pg-loop says so.
+func (c *RunCmd) verifier(rt *cli.Runtime) loop.Verifier {
+	v := loop.Verifier{Env: toolsEnv(rt)}
+	serve := strings.TrimSpace(c.ToolsServe)
+	switch {
+	case c.Tools == "" && serve == "":
+		v.Exec = loop.SiblingCommand("pg-tool", "exec")
+	case c.Tools == "" && strings.HasSuffix(serve, " serve") && isPgTool(serve):
+		v.Exec = callerPath(strings.TrimSuffix(serve, "serve") + "exec")
+	case c.Verify != "" || c.Pipeline != "" || c.Team != "" || c.Tasks != "":
+		fmt.Fprintln(rt.IO.Err, "pg-loop: warning: the tools component is not pg-tool: verify commands run unconfined (outside any sandbox), without secrets in their environment")
+	}
+	return v
+}
+
+// isPgTool reports whether cmdline runs pg-tool.
+func isPgTool(cmdline string) bool {
+	words, ok := shell.Words(cmdline)
+	return ok && len(words) > 0 && path.Base(words[0]) == "pg-tool"
 }
 
 // toolsEnv is the environment of the tools component: pg-loop's own

@@ -32,7 +32,7 @@ func storeOptions(rt *cli.Runtime, cfg *config.Config) dial.Options {
 		}
 		return agent.OpenRemote(ctx, agent.RemoteOptions{
 			Home: home, URL: url, Env: rt.IO.Env, Path: path, Name: "pg-queue",
-			Off: cfg.String("store_agent") == "off", Stderr: rt.IO.Err,
+			Off: cfg.String("store_agent") == "off", Stderr: rt.IO.Err, Tool: "pg-loop",
 		})
 	}}
 }

@@ -34,7 +34,7 @@ type AgentCmd struct {
 func (c *AgentCmd) Help() string {
 	return `On a PostgreSQL store every short pg-queue command (add, claim, renew, complete, fail, release, cancel, list, show, stats, archive, prune) goes through this host's store agent: a pg-queue agent that keeps a small pool of database connections with prepared statements, so a command costs a process start and a local round trip instead of a new server backend and its cold caches. The first command that finds none starts one, detached, and the agent exits after --idle with no client, or when its socket is removed or replaced. Any failure of the agent path makes the command connect to the database itself, so nothing depends on it; store_agent=off (POWERGLIDE_STORE_AGENT=off) turns it off. watch always connects itself. The file store never uses an agent.
 
-The socket is $POWERGLIDE_HOME/run/store-<hash>.sock (the hash over the store URL, the PG* variables, the pg-queue binary's file and the host's name and network namespace: an upgraded pg-queue starts an agent of its own), mode 0600 in a 0700 directory; the agent's log is store-<hash>.log beside it. An agent that starts or exits removes the files there of the agents that no longer run (their logs after a day). A socket or directory owned by another user or open to others, or an agent running as another user, is refused. The wire protocol is JSON Lines, documented in docs/store-agent.md.
+The socket is $POWERGLIDE_HOME/run/store-<hash>.sock (the hash over the store URL, the PG* variables, the pg-queue binary's file and the host's name and network namespace: an upgraded pg-queue starts an agent of its own), mode 0600 in a 0700 directory; the agent's log is store-<hash>.log beside it. An agent that starts or exits removes the files there of the agents that no longer run (their logs after a day). A socket or directory owned by another user or open to others, or an agent running as another user, is refused: the command then connects directly, with a warning saying why. The wire protocol is JSON Lines, documented in docs/store-agent.md.
 
 Run by hand it serves in the foreground until idle; there is no need to, except to watch its log. With --stdio it serves one client on stdin and stdout and exits when stdin ends: pg-loop, which does not link the PostgreSQL driver, reaches a PostgreSQL store through the host's agent, or through such a private agent when store_agent is off or the host's agent cannot be reached.
 
@@ -114,6 +114,7 @@ func agentTeam(rt *cli.Runtime, cfg *config.Config, direct dial.Options, team st
 		Direct: func() (store.Store, error) { return dial.FromConfig(rt.Ctx, cfg, direct) },
 	})
 	if err != nil {
+		agent.WarnRefused(rt.IO.Err, "pg-queue", err)
 		return nil, nil, false
 	}
 	t, err := cl.Team(team)

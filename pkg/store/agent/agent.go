@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,7 +125,7 @@ func checkPrivate(path string, dir bool) error {
 	case dir && !fi.IsDir():
 		return &RefusedError{Path: path, Why: "not a directory"}
 	case !dir && fi.Mode().Type() != os.ModeSocket:
-		return &RefusedError{Path: path, Why: "not a socket"}
+		return &RefusedError{Path: path, Why: "not a socket", Replace: true}
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return &RefusedError{Path: path, Why: fmt.Sprintf("mode %04o lets other users in (want 0700 or 0600)", fi.Mode().Perm())}
@@ -136,6 +137,9 @@ func checkPrivate(path string, dir bool) error {
 type RefusedError struct {
 	Path string
 	Why  string
+	// Replace: the user's own file at the socket's name is no socket (a
+	// stray `: > store-<k>.sock`); Open replaces it with an agent's.
+	Replace bool
 }
 
 func (e *RefusedError) Error() string {
@@ -146,3 +150,32 @@ func (e *RefusedError) Error() string {
 var ErrRefused = errors.New("store agent: refused")
 
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// WarnRefused writes one line to w, once per process, when err (from Open
+// or OpenRemote) says that the run directory or the socket was refused for
+// its owner or mode: else every command would connect directly, forever,
+// without a word of why the agent never helps.
+func WarnRefused(w io.Writer, tool string, err error) {
+	if !refused(err) {
+		return
+	}
+	warnRefused.Do(func() {
+		fmt.Fprintf(w, "%s: warning: %v; connecting to the store directly, without the agent\n", tool, err)
+	})
+}
+
+var warnRefused sync.Once
+
+// refused tells whether err keeps the agent off: a refusal, other than a
+// non-socket of the user's own at the socket's name.
+func refused(err error) bool {
+	var r *RefusedError
+	return errors.As(err, &r) && !r.Replace
+}
+
+// replaceable tells whether err is a non-socket of the user's own at the
+// socket's name, which a new agent's socket replaces.
+func replaceable(err error) bool {
+	var r *RefusedError
+	return errors.As(err, &r) && r.Replace
+}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/store"
 	"github.com/powerglide/powerglide/pkg/store/agent"
 	"github.com/powerglide/powerglide/pkg/store/dial"
@@ -61,7 +62,9 @@ func TestMain(m *testing.M) {
 func serveAgent() int {
 	idle, _ := time.ParseDuration(os.Getenv(idleEnv))
 	url := os.Getenv("POWERGLIDE_STORE")
-	err := agent.Serve(context.Background(), agent.ServeOptions{
+	ctx, stop := cli.SignalContext(context.Background()) // as pg-queue agent's
+	defer stop()
+	err := agent.Serve(ctx, agent.ServeOptions{
 		Home: os.Getenv("POWERGLIDE_HOME"), URL: url, Env: os.Environ(), Idle: idle,
 		Check: 100 * time.Millisecond, Log: os.Stderr,
 		Ready: os.NewFile(agent.ReadyFD, "ready"),

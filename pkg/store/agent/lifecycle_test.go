@@ -297,6 +297,29 @@ func TestAgentExits(t *testing.T) {
 			t.Fatal("the new agent exited too")
 		}
 	})
+	// A stop says so in the log, as the other exits do: the log tells
+	// why an agent ended.
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			home := withHome(t, time.Minute)
+			url := "file:" + t.TempDir()
+			c := mustOpen(t, options(url))
+			pid := c.Hello().PID
+			c.Close()
+			if err := syscall.Kill(pid, sig); err != nil {
+				t.Fatal(err)
+			}
+			waitExit(t, pid, 10*time.Second)
+			log, err := os.ReadFile(strings.TrimSuffix(socketPath(home, url), ".sock") + ".log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("store agent %d: told to stop (interrupted by %s), exiting\n", pid, sig)
+			if !strings.Contains(string(log), want) {
+				t.Fatalf("log:\n%s\nwant the line %q", log, want)
+			}
+		})
+	}
 	t.Run("idle", func(t *testing.T) {
 		withHome(t, 200*time.Millisecond)
 		url := "file:" + t.TempDir()
@@ -330,6 +353,55 @@ func TestStaleSocket(t *testing.T) {
 	c := mustOpen(t, options(url))
 	if c.Hello().PID == os.Getpid() || c.Hello().Store != "file" {
 		t.Fatalf("hello %+v", c.Hello())
+	}
+}
+
+// Anything of the user's own at the socket's name that is not a socket
+// (a stray `: > store-<k>.sock`, a named pipe, a link, an empty
+// directory) is replaced by a new agent's socket, instead of keeping every
+// agent off for good. A link goes, not what it names.
+func TestNonSocketAtSocketPath(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(t *testing.T, path string) error
+	}{
+		{"regular file", func(t *testing.T, path string) error { return os.WriteFile(path, nil, 0o600) }},
+		{"named pipe", func(t *testing.T, path string) error { return syscall.Mkfifo(path, 0o600) }},
+		{"empty directory", func(t *testing.T, path string) error { return os.Mkdir(path, 0o700) }},
+		{"link to a file", func(t *testing.T, path string) error {
+			target := filepath.Join(filepath.Dir(path), "target")
+			if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(target, path)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			home := withHome(t, time.Minute)
+			url := "file:" + t.TempDir()
+			path := socketPath(home, url)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.make(t, path); err != nil {
+				t.Fatal(err)
+			}
+			c := mustOpen(t, options(url))
+			if c.Hello().PID == os.Getpid() || c.Hello().Store != "file" {
+				t.Fatalf("hello %+v", c.Hello())
+			}
+			fi, err := os.Lstat(path)
+			if err != nil || fi.Mode().Type() != os.ModeSocket {
+				t.Fatalf("%s is not the agent's socket: %v %v", path, fi.Mode(), err)
+			}
+			if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "target")); err == nil && string(b) != "keep" {
+				t.Errorf("the link's target was changed: %q", b)
+			}
+			c.Close()
+			os.RemoveAll(home)
+			waitExit(t, c.Hello().PID, 10*time.Second)
+		})
 	}
 }
 

@@ -66,7 +66,7 @@ func Open(ctx context.Context, o OpenOptions) (*remote.Client, error) {
 	}
 	path := SocketPath(o.Home, o.URL, o.Env, exe)
 	c, err := connect(path, o)
-	if err == nil || errors.Is(err, ErrRefused) || o.Path == "" {
+	if err == nil || refused(err) || o.Path == "" {
 		return c, err
 	}
 	if err := ensureRunDir(filepath.Dir(path)); err != nil {
@@ -91,11 +91,20 @@ func Open(ctx context.Context, o OpenOptions) (*remote.Client, error) {
 		return nil, fmt.Errorf("store agent: another command is starting one; connecting directly (%v)", err)
 	}
 	defer lk.Close()
-	if c, err := connect(path, o); err == nil || errors.Is(err, ErrRefused) {
+	c, err = connect(path, o)
+	if err == nil || refused(err) {
 		return c, err
 	}
 	if failedRecently(base) { // while this one waited for the lock
 		return nil, errors.New("store agent: the last one could not start; connecting directly")
+	}
+	// A file of the user's own that is no socket (a stray `: >`) would
+	// keep every agent off for good: it goes, under the lock, and the new
+	// agent's socket takes its name.
+	if replaceable(err) {
+		if err := os.Remove(path); err != nil {
+			return nil, &RefusedError{Path: path, Why: fmt.Sprintf("not a socket, and it cannot be removed: %v", err)}
+		}
 	}
 	if err := start(ctx, path, o); err != nil {
 		// The commands behind this one connect directly for a while

@@ -154,8 +154,10 @@ type RemoteOptions struct {
 	Path, Name string
 	// Off: store_agent=off, a private agent coprocess only.
 	Off bool
-	// Stderr gets a private agent's errors.
+	// Stderr gets a private agent's errors, and Tool's warning when the
+	// host's agent is refused (WarnRefused).
 	Stderr io.Writer
+	Tool   string
 }
 
 // OpenRemote opens the store through the host's agent, starting it when
@@ -177,6 +179,7 @@ func OpenRemote(ctx context.Context, o RemoteOptions) (store.Store, error) {
 		Direct: private,
 	})
 	if err != nil {
+		WarnRefused(o.Stderr, o.Tool, err)
 		// The private agent gets what is left of the connect timeout: a
 		// host agent that found the server silent has spent its part.
 		return OpenPipe(ctx, o.Path, []string{o.Name, "agent", StdioArg}, append(env, BeganEnv+"="+strconv.FormatInt(began.UnixNano(), 10)), o.Stderr)

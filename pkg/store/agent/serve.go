@@ -251,6 +251,9 @@ func (a *agent) watch(ctx context.Context, path string, ino uint64, o ServeOptio
 	for {
 		select {
 		case <-ctx.Done():
+			// A stop (SIGTERM, SIGINT: the cause says which) is worth a
+			// line as much as an idle exit: the log tells why it ended.
+			fmt.Fprintf(o.Log, "store agent %d: told to stop (%v), exiting\n", os.Getpid(), context.Cause(ctx))
 			return nil
 		case empty := <-a.idle:
 			idle.Stop()

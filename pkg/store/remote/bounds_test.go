@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/queue"
 	"github.com/powerglide/powerglide/pkg/store/filestore"
 )
 
@@ -88,5 +90,54 @@ func TestDuplicateIDRefused(t *testing.T) {
 	send(`{"id":7,"op":"cancel"}`)
 	if line, err = r.ReadString('\n'); err != nil || !strings.Contains(line, `"id":7`) {
 		t.Fatalf("the first call, cancelled: %q %v", line, err)
+	}
+}
+
+// TestNegativeLeaseRefused: a claim, wait_claim or renew whose lease_ns is
+// negative is bad input, as pg-queue's --lease refuses it, not a request
+// for the default lease: nothing is claimed or renewed. A Go caller's
+// lease ≤ 0 still means the default through the client, as on the stores.
+func TestNegativeLeaseRefused(t *testing.T) {
+	agentSide, client := socketPair(t)
+	defer client.Close()
+	st := filestore.Open(t.TempDir(), filestore.Options{NoSync: true})
+	tm, err := st.Team("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.Tasks().Add([]protocol.Task{{ID: "a", Title: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, context.Background(), agentSide, st)
+	r := bufio.NewReader(client)
+	if _, err := r.ReadString('\n'); err != nil { // the hello
+		t.Fatal(err)
+	}
+	for i, req := range []string{
+		`{"id":1,"op":"claim","team":"t","worker":"1","lease_ns":-1}`,
+		`{"id":2,"op":"wait_claim","team":"t","worker":"1","lease_ns":-600000000000,"wait_ns":1000000}`,
+		`{"id":3,"op":"renew","team":"t","task":"a","token":1,"lease_ns":-1}`,
+	} {
+		if _, err := fmt.Fprintln(client, req); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(line, fmt.Sprintf(`"id":%d`, i+1)) || !strings.Contains(line, `lease_ns must not be negative`) || !strings.Contains(line, `"bad_input":true`) {
+			t.Errorf("%s\n→ %s", req, line)
+		}
+	}
+	got, err := tm.Tasks().Show("a")
+	if err != nil || got.Status != "pending" || got.Attempts != 0 {
+		t.Fatalf("task after the refused claims: %+v %v", got, err)
+	}
+	// Through the client, a Go caller's negative lease is the default.
+	agentSide2, client2 := socketPair(t)
+	serve(t, context.Background(), agentSide2, st)
+	claimed, err := clientTeam(t, client2, Options{}).Tasks().Claim("1", -time.Second)
+	if err != nil || claimed.Claim == nil || time.Until(claimed.Claim.Until) < queue.DefaultLease-time.Minute {
+		t.Fatalf("client Claim with lease -1s: %+v %v, want the default lease", claimed, err)
 	}
 }

@@ -322,6 +322,16 @@ func taskList(ts []protocol.Task, err error) (any, error) {
 
 func ns(n int64) time.Duration { return time.Duration(n) }
 
+// leaseOf is a request's lease_ns: none (0) is the default lease, and a
+// negative one bad input, as pg-queue's --lease refuses it (store.Tasks
+// takes any lease ≤ 0 as the default; the client sends none for those).
+func leaseOf(r *protocol.StoreAgentRequest) (time.Duration, error) {
+	if r.LeaseNS < 0 {
+		return 0, &queue.InputError{Index: -1, Msg: fmt.Sprintf("lease_ns must not be negative, got %d", r.LeaseNS)}
+	}
+	return ns(r.LeaseNS), nil
+}
+
 // handle runs one request.
 func (s *session) handle(ctx context.Context, r *protocol.StoreAgentRequest) (any, error) {
 	switch r.Op {
@@ -364,11 +374,23 @@ func (s *session) handle(ctx context.Context, r *protocol.StoreAgentRequest) (an
 		}
 		return taskList(q.Add(in))
 	case "claim": // a WaitClaim that does not wait, for the claim id
-		return oneTask(q.WaitClaim(queue.WithClaimID(ctx, r.ClaimID), r.Worker, ns(r.LeaseNS), 0))
+		lease, err := leaseOf(r)
+		if err != nil {
+			return nil, err
+		}
+		return oneTask(q.WaitClaim(queue.WithClaimID(ctx, r.ClaimID), r.Worker, lease, 0))
 	case "wait_claim":
-		return oneTask(q.WaitClaim(queue.WithClaimID(ctx, r.ClaimID), r.Worker, ns(r.LeaseNS), ns(r.WaitNS)))
+		lease, err := leaseOf(r)
+		if err != nil {
+			return nil, err
+		}
+		return oneTask(q.WaitClaim(queue.WithClaimID(ctx, r.ClaimID), r.Worker, lease, ns(r.WaitNS)))
 	case "renew":
-		return oneTask(q.Renew(r.Task, r.Token, ns(r.LeaseNS)))
+		lease, err := leaseOf(r)
+		if err != nil {
+			return nil, err
+		}
+		return oneTask(q.Renew(r.Task, r.Token, lease))
 	case "complete":
 		return oneTask(q.Complete(r.Task, r.Token, r.Result))
 	case "fail":

@@ -96,13 +96,13 @@ func (q *tasks) Add(in []protocol.Task) ([]protocol.Task, error) {
 
 func (q *tasks) Claim(worker string, lease time.Duration) (*protocol.Task, error) {
 	req := q.t.req("claim")
-	req.Worker, req.LeaseNS = worker, int64(lease)
+	req.Worker, req.LeaseNS = worker, leaseNS(lease)
 	return q.claim(context.Background(), req, worker, func(s store.Tasks) (*protocol.Task, error) { return s.Claim(worker, lease) })
 }
 
 func (q *tasks) WaitClaim(ctx context.Context, worker string, lease, wait time.Duration) (*protocol.Task, error) {
 	req := q.t.req("wait_claim")
-	req.Worker, req.LeaseNS, req.WaitNS = worker, int64(lease), int64(wait)
+	req.Worker, req.LeaseNS, req.WaitNS = worker, leaseNS(lease), int64(wait)
 	start := time.Now()
 	return q.claim(ctx, req, worker, func(s store.Tasks) (*protocol.Task, error) {
 		if wait <= 0 {
@@ -178,7 +178,7 @@ func adopt(q store.Tasks, worker, id string) (*protocol.Task, error) {
 
 func (q *tasks) Renew(id string, token int64, lease time.Duration) (*protocol.Task, error) {
 	req := q.t.req("renew")
-	req.Task, req.Token, req.LeaseNS = id, token, int64(lease)
+	req.Task, req.Token, req.LeaseNS = id, token, leaseNS(lease)
 	return q.one(context.Background(), req, true, func(s store.Tasks) (*protocol.Task, error) { return s.Renew(id, token, lease) })
 }
 
@@ -264,3 +264,8 @@ func (q *tasks) Prune(olderThan time.Duration) (int, error) {
 	req.OlderThanNS = int64(olderThan)
 	return q.count(req, func(s store.Tasks) (int, error) { return s.Prune(olderThan) })
 }
+
+// leaseNS is a lease as the wire carries it: store.Tasks takes any lease
+// ≤ 0 as the default one, which the wire says with none (0); a negative
+// lease_ns is refused there.
+func leaseNS(lease time.Duration) int64 { return int64(max(lease, 0)) }
