@@ -30,6 +30,8 @@ complete -c pg-pty -n '__fish_seen_subcommand_from run' -l json -d 'Print one su
 complete -c pg-pty -n '__fish_seen_subcommand_from run' -l max-output -r -F -d 'Most bytes of output kept in the --json summary (head and tail).'
 complete -c pg-pty -n '__fish_seen_subcommand_from run' -l help -s h -d 'Show context-sensitive help.'
 complete -c pg-pty -n '__fish_seen_subcommand_from run' -l version -d 'Print the version and exit.'
+complete -c pg-pty -n '__fish_seen_subcommand_from start' -l started-by -r -F -d 'Who starts the session, shown by list and status (started_by), e.g. '\''pg-tool serve (pid 4242)'\''.'
+complete -c pg-pty -n '__fish_seen_subcommand_from start' -l unset-env -r -F -d 'Leave the variable NAME out of the program'\''s environment, as env -u does (repeatable): e.g. POWERGLIDE_HOME, which pg-pty needs to find its sessions and the program does not.'
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l cols -r -F -d 'Terminal width (default 80).'
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l rows -r -F -d 'Terminal height (default 24).'
 complete -c pg-pty -n '__fish_seen_subcommand_from start' -l term -r -F -d 'TERM for the program (default xterm-256color).'

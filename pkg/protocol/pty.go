@@ -63,6 +63,7 @@ type PtySession struct {
 	Status      string   `json:"status" jsonschema:"enum=running,enum=exited,enum=dead,enum=unresponsive"`
 	Command     []string `json:"command"`
 	Dir         string   `json:"dir" jsonschema:"description=the program's working directory"`
+	StartedBy   string   `json:"started_by,omitempty" jsonschema:"description=who started the session when a program did (pg-pty start --started-by)\\, e.g. pg-tool serve (pid 4242): pg-tool's term_* tools name their sessions SCOPE.NAME and reach only those of their own scope"`
 	PID         int      `json:"pid"`
 	PIDStart    string   `json:"pid_start"`
 	HolderPID   int      `json:"holder_pid"`

@@ -38,8 +38,11 @@ type StartOptions struct {
 	Command []string
 	Dir     string   // the program's working directory
 	Env     []string // the program's environment
-	Cols    int
-	Rows    int
+	// StartedBy says who started the session, when a program did (e.g.
+	// "pg-tool serve (pid 4242)"); pg-pty list shows it.
+	StartedBy string
+	Cols      int
+	Rows      int
 	// MaxOutput caps output.log in bytes: older output is discarded
 	// (0: DefaultMaxOutput; negative: no cap).
 	MaxOutput int64
@@ -92,7 +95,7 @@ func (s Store) spawn(dir string, o StartOptions) (*protocol.PtySession, error) {
 	case maxOut < 0:
 		maxOut = 0
 	}
-	spec, err := json.Marshal(holderSpec{Name: o.Name, Command: o.Command, Dir: o.Dir, Env: o.Env, Cols: o.Cols, Rows: o.Rows, MaxOutput: maxOut})
+	spec, err := json.Marshal(holderSpec{Name: o.Name, Command: o.Command, Dir: o.Dir, Env: o.Env, StartedBy: o.StartedBy, Cols: o.Cols, Rows: o.Rows, MaxOutput: maxOut})
 	if err != nil {
 		return nil, err
 	}

@@ -29,8 +29,10 @@ type holderSpec struct {
 	Command []string `json:"command"`
 	Dir     string   `json:"dir"`
 	Env     []string `json:"env"`
-	Cols    int      `json:"cols"`
-	Rows    int      `json:"rows"`
+	// StartedBy says who started the session (a program such as pg-tool).
+	StartedBy string `json:"started_by,omitempty"`
+	Cols      int    `json:"cols"`
+	Rows      int    `json:"rows"`
 	// MaxOutput caps output.log in bytes (0: no cap).
 	MaxOutput int64 `json:"max_output"`
 }
@@ -130,7 +132,7 @@ func Hold(ctx context.Context, dir string, spec io.Reader, ready io.WriteCloser,
 	cstart, _ := proc.StartTime(cmd.Process.Pid)
 	h.state = protocol.PtySession{
 		Type: "session", Name: sp.Name, Status: protocol.PtyRunning, Command: sp.Command, Dir: sp.Dir,
-		PID: cmd.Process.Pid, PIDStart: cstart, HolderPID: hpid, HolderStart: hstart,
+		StartedBy: sp.StartedBy, PID: cmd.Process.Pid, PIDStart: cstart, HolderPID: hpid, HolderStart: hstart,
 		Cols: sp.Cols, Rows: sp.Rows, CreatedAt: nowRFC3339(), OutputMax: sp.MaxOutput,
 	}
 	if err := writeState(dir, &h.state, false); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,9 +31,10 @@ func (s *Session) env() []string {
 }
 
 // ptyEnv is pg-pty's environment: the commands' one plus what pg-pty needs
-// to find its sessions and settings. The programs it runs inherit it.
-func (s *Session) ptyEnv() []string {
-	env := s.env()
+// to find its sessions and settings (own names those). The programs it
+// starts get the commands' one: term_start has pg-pty leave own out.
+func (s *Session) ptyEnv() (env, own []string) {
+	env = s.env()
 	src := s.opts.Env
 	if src == nil {
 		src = os.Environ()
@@ -40,10 +42,14 @@ func (s *Session) ptyEnv() []string {
 	for _, kv := range src {
 		name, _, _ := strings.Cut(kv, "=")
 		if name == "POWERGLIDE_HOME" || name == "POWERGLIDE_CONFIG" || strings.HasPrefix(name, "POWERGLIDE_PTY_") {
+			if slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+				continue // given to the commands too (--pass-env)
+			}
 			env = append(env, kv)
+			own = append(own, name)
 		}
 	}
-	return env
+	return env, own
 }
 
 // run is one command a session runs to its end.

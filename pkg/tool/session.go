@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,9 @@ type Session struct {
 
 	mcp     *mcpManager
 	sandbox *sandbox.Sandbox
+
+	termScope string // the term_* tools' name space in pg-pty (term.go)
+	startedBy string // who starts their sessions, for pg-pty list
 
 	locksMu sync.Mutex
 	locks   map[string]*pathLock
@@ -110,6 +114,11 @@ func NewSession(opts Options) (*Session, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	if opts.TermScope == "" {
+		opts.TermScope = newTermScope()
+	} else if !termScopePattern.MatchString(opts.TermScope) {
+		return nil, fmt.Errorf("invalid term scope %q: use up to 63 letters, digits, '_' and '-', starting with a letter or digit", opts.TermScope)
+	}
 	given, err := filepath.Abs(opts.Root)
 	if err != nil {
 		return nil, fmt.Errorf("workspace root %s: %w", opts.Root, err)
@@ -127,7 +136,8 @@ func NewSession(opts Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
-	s := &Session{opts: opts, root: root, rootPath: abs, cwd: ".", builtins: map[string]*Tool{}, sandbox: opts.Sandbox}
+	s := &Session{opts: opts, root: root, rootPath: abs, cwd: ".", builtins: map[string]*Tool{}, sandbox: opts.Sandbox,
+		termScope: opts.TermScope, startedBy: fmt.Sprintf("%s (pid %d, term scope %s)", cmp.Or(opts.Caller, "pg-tool"), os.Getpid(), opts.TermScope)}
 	if s.sandbox == nil {
 		s.sandbox, _ = sandbox.New(sandbox.Policy{Mode: sandbox.Off})
 	}

@@ -3,6 +3,8 @@ package tool
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -37,11 +40,33 @@ func ptyBinary() (string, error) {
 	return p, nil
 }
 
-// runPty runs one pg-pty command with --json and returns its last record:
-// the answer, or the {"type":"error"} record a failed command prints,
-// whose message becomes the error. What pg-pty writes on stderr is for
+// Each Session has a name space of its own: the session a model names
+// "repl" is SCOPE.repl in pg-pty, SCOPE being the session's term scope
+// (Options.TermScope, else a fresh random one). So the term_* tools reach
+// only the sessions this pg-tool started (or those of the scope it was
+// given), never the user's own terminal sessions or another agent's, and
+// their answers say nothing about the names in use outside it.
+
+// termScopePattern is what Options.TermScope must match: a pg-pty name
+// short enough to leave room for the model's.
+var termScopePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$`)
+
+// newTermScope is a scope for a session that was given none.
+func newTermScope() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return "pgtool-" + hex.EncodeToString(b)
+}
+
+// ptySession is the pg-pty name of the model's session name.
+func (s *Session) ptySession(name string) string { return s.termScope + "." + name }
+
+// runPty runs pg-pty's command op on the model's session name (then args)
+// with --json and returns its last record: the answer, or the
+// {"type":"error"} record a failed command prints, whose message becomes
+// the error, in the model's names. What pg-pty writes on stderr is for
 // people and is never parsed; it is only quoted when no record came.
-func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...string) ([]byte, error) {
+func (s *Session) runPty(ctx context.Context, timeout time.Duration, op, name string, args ...string) ([]byte, error) {
 	bin, err := ptyBinary()
 	if err != nil {
 		return nil, err
@@ -50,11 +75,23 @@ func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...str
 	s.mu.Lock()
 	dir := filepath.Join(s.rootPath, s.cwd)
 	s.mu.Unlock()
-	args = append([]string{args[0], "--json"}, args[1:]...)
-	code, err := runIn(ctx, unconfined, run{timeout: timeout, dir: dir, env: s.ptyEnv(), stdout: &stdout, stderr: &stderr}, bin, args...)
+	env, own := s.ptyEnv()
+	full := s.ptySession(name)
+	argv := []string{op, "--json"}
+	if op == "start" {
+		// The program gets the commands' environment, not pg-pty's.
+		argv = append(argv, "--started-by="+s.startedBy)
+		for _, v := range own {
+			argv = append(argv, "--unset-env="+v)
+		}
+	}
+	argv = append(append(argv, full), args...)
+	code, err := runIn(ctx, unconfined, run{timeout: timeout, dir: dir, env: env, stdout: &stdout, stderr: &stderr}, bin, argv...)
 	rec := lastLine(stdout.Bytes())
+	// The model knows its sessions by their short names.
+	short := func(msg string) string { return strings.ReplaceAll(msg, full, name) }
 	if errors.Is(err, errTimeout) {
-		return rec, fmt.Errorf("pg-pty %s timed out after %s", args[0], timeout)
+		return rec, fmt.Errorf("pg-pty %s timed out after %s", op, timeout)
 	}
 	if err != nil {
 		return rec, err
@@ -64,12 +101,12 @@ func (s *Session) runPty(ctx context.Context, timeout time.Duration, args ...str
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(rec, &head) == nil && head.Type == protocol.EventError {
-		return nil, fmt.Errorf("pg-pty %s: %s", args[0], head.Message)
+		return nil, fmt.Errorf("pg-pty %s: %s", op, short(head.Message))
 	}
 	if code != 0 {
-		err := fmt.Errorf("pg-pty %s: exit code %d", args[0], code)
+		err := fmt.Errorf("pg-pty %s: exit code %d", op, code)
 		if msg := lastLine(stderr.Bytes()); len(msg) > 0 {
-			err = fmt.Errorf("pg-pty %s: exit code %d: %s", args[0], code, msg)
+			err = fmt.Errorf("pg-pty %s: exit code %d: %s", op, code, short(string(msg)))
 		}
 		return rec, err
 	}
@@ -103,7 +140,7 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 		if err := json.Unmarshal(raw, &in); err != nil {
 			return "", err
 		}
-		args := []string{"start", in.Name}
+		var args []string
 		if in.Cols > 0 {
 			args = append(args, "--cols="+strconv.Itoa(in.Cols))
 		}
@@ -115,7 +152,7 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 			return "", err
 		}
 		args = append(append(args, "--"), argv...)
-		if _, err := s.runPty(ctx, ptyCallSlack, args...); err != nil {
+		if _, err := s.runPty(ctx, ptyCallSlack, "start", in.Name, args...); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("started session %s: %s\n", in.Name, strings.Join(in.Command, " ")), nil
@@ -148,14 +185,14 @@ var termSendTool = &Tool{
 			return "", errors.New("nothing to send: give text, keys or both")
 		}
 		// Text after "--": text starting with "-" is still text, not a flag.
-		args := []string{"send", in.Name}
+		var args []string
 		if len(in.Keys) > 0 {
 			args = append(args, "--keys="+strings.Join(in.Keys, ","))
 		}
 		if in.Text != "" {
 			args = append(args, "--", in.Text)
 		}
-		if _, err := s.runPty(ctx, ptyCallSlack, args...); err != nil {
+		if _, err := s.runPty(ctx, ptyCallSlack, "send", in.Name, args...); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("sent to %s\n", in.Name), nil
@@ -190,7 +227,7 @@ The result ends with the offset to pass as "since" next time, so each read retur
 		if err := json.Unmarshal(raw, &in); err != nil {
 			return "", err
 		}
-		args := []string{"read", in.Name}
+		var args []string
 		if !in.Raw {
 			// The text the model sees, and the text "wait" is matched against.
 			args = append(args, "--plain")
@@ -206,7 +243,7 @@ The result ends with the offset to pass as "since" next time, so each read retur
 			}
 			args = append(args, "--wait="+in.Wait, "--timeout="+wait.String())
 		}
-		rec, err := s.runPty(ctx, wait+ptyCallSlack, args...)
+		rec, err := s.runPty(ctx, wait+ptyCallSlack, "read", in.Name, args...)
 		if err != nil && len(rec) == 0 {
 			return "", err
 		}

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ start|send) exit 0 ;;
 kill)
   # A failure is its {"type":"error"} record; stderr is for people, and
   # says something else here so that a reader of stderr is caught.
-  case "$3" in gone) echo '{"type":"error","tool":"pg-pty","kind":"no_session","message":"no session gone","exit_code":1}'; echo "pg-pty: error: stderr is not the answer" >&2; exit 1 ;; esac ;;
+  case "$3" in *.gone) echo '{"type":"error","tool":"pg-pty","kind":"no_session","message":"no session '$3'","exit_code":1}'; echo "pg-pty: error: stderr is not the answer" >&2; exit 1 ;; esac ;;
 read)
   case "$*" in
   *--wait*nomatch*) echo '{"type":"output","name":"'$2'","data":"partial","offset":0,"next_offset":7,"matched":false}'; exit 124 ;;
@@ -56,27 +57,30 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	t.Setenv("PTYLOG", log)
 	// Commands and pg-pty get allow-listed variables only: name the log.
-	s, err := NewSession(Options{Root: t.TempDir(), PassEnv: []string{"PTYLOG"}})
+	// pg-pty gets POWERGLIDE_HOME too; the programs it starts do not.
+	env := []string{"PATH=" + os.Getenv("PATH"), "PTYLOG=" + log, "POWERGLIDE_HOME=/nonexistent/pg"}
+	s, err := NewSession(Options{Root: t.TempDir(), Env: env, PassEnv: []string{"PTYLOG"}, TermScope: "t1", Caller: "pg-tool test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	by := fmt.Sprintf("--started-by=pg-tool test (pid %d, term scope t1) --unset-env=POWERGLIDE_HOME", os.Getpid())
 	ctx := context.Background()
 	cases := []struct {
 		tool, input string
 		ok          bool
 		out, args   string
 	}{
-		{"term_start", `{"name":"sh","command":["bash","-i"],"cols":100,"rows":30}`, true, "started session sh: bash -i\n", "start --json sh --cols=100 --rows=30 -- bash -i"},
-		{"term_send", `{"name":"sh","text":"echo hi","keys":["Enter","C-c"]}`, true, "sent to sh\n", "send --json sh --keys=Enter,C-c -- echo hi"},
-		{"term_send", `{"name":"sh","text":"--version"}`, true, "sent to sh\n", "send --json sh -- --version"},
-		{"term_read", `{"name":"sh","since":0}`, true, "hello\n[next_offset: 7]\n", "read --json sh --plain --since=0"},
-		{"term_read", `{"name":"sh","since":100}`, true, "[3996 bytes before offset 4096 were discarded (the session keeps only its latest output); reading from there]\nlate\n[12 bytes of the session's output could not be saved (disk full?); they are missing here]\n[next_offset: 4101]\n", "read --json sh --plain --since=100"},
-		{"term_read", `{"name":"sh","since":0,"raw":true}`, true, "hello\r\n[next_offset: 7]\n", "read --json sh --since=0"},
-		{"term_read", `{"name":"sh","wait":"\\$ $","timeout_ms":2000}`, true, "$ \n[next_offset: 7]\n", "read --json sh --plain --wait=\\$ $ --timeout=2s"},
-		{"term_read", `{"name":"sh","wait":"nomatch","timeout_ms":100}`, false, "partial\n[next_offset: 7]\n", "read --json sh --plain --wait=nomatch --timeout=100ms"},
-		{"term_screen", `{"name":"sh"}`, true, "[screen 20x3, cursor at row 1 col 2]\nhello\n$\n", "screen --json sh"},
-		{"term_kill", `{"name":"sh"}`, true, "killed session sh\n", "kill --json sh"},
+		{"term_start", `{"name":"sh","command":["bash","-i"],"cols":100,"rows":30}`, true, "started session sh: bash -i\n", "start --json " + by + " t1.sh --cols=100 --rows=30 -- bash -i"},
+		{"term_send", `{"name":"sh","text":"echo hi","keys":["Enter","C-c"]}`, true, "sent to sh\n", "send --json t1.sh --keys=Enter,C-c -- echo hi"},
+		{"term_send", `{"name":"sh","text":"--version"}`, true, "sent to sh\n", "send --json t1.sh -- --version"},
+		{"term_read", `{"name":"sh","since":0}`, true, "hello\n[next_offset: 7]\n", "read --json t1.sh --plain --since=0"},
+		{"term_read", `{"name":"sh","since":100}`, true, "[3996 bytes before offset 4096 were discarded (the session keeps only its latest output); reading from there]\nlate\n[12 bytes of the session's output could not be saved (disk full?); they are missing here]\n[next_offset: 4101]\n", "read --json t1.sh --plain --since=100"},
+		{"term_read", `{"name":"sh","since":0,"raw":true}`, true, "hello\r\n[next_offset: 7]\n", "read --json t1.sh --since=0"},
+		{"term_read", `{"name":"sh","wait":"\\$ $","timeout_ms":2000}`, true, "$ \n[next_offset: 7]\n", "read --json t1.sh --plain --wait=\\$ $ --timeout=2s"},
+		{"term_read", `{"name":"sh","wait":"nomatch","timeout_ms":100}`, false, "partial\n[next_offset: 7]\n", "read --json t1.sh --plain --wait=nomatch --timeout=100ms"},
+		{"term_screen", `{"name":"sh"}`, true, "[screen 20x3, cursor at row 1 col 2]\nhello\n$\n", "screen --json t1.sh"},
+		{"term_kill", `{"name":"sh"}`, true, "killed session sh\n", "kill --json t1.sh"},
 	}
 	for _, c := range cases {
 		_ = os.Remove(log)
@@ -94,9 +98,40 @@ func TestTermToolsMapToPgPty(t *testing.T) {
 	if r.OK || *r.Error != "pg-pty kill: no session gone" {
 		t.Errorf("failed pg-pty kill: %+v", r.ToolResult)
 	}
+	// The model's names never leave its scope: ".." or a scope of its
+	// own in the name stay inside it.
+	_ = os.Remove(log)
+	s.Call(ctx, protocol.ToolCall{Name: "term_kill", Input: []byte(`{"name":"pgtool-0.sh"}`)})
+	if got, _ := os.ReadFile(log); strings.TrimSpace(string(got)) != "kill --json t1.pgtool-0.sh" {
+		t.Errorf("pg-pty got %q", got)
+	}
 	// Bad session names are refused by the schema before pg-pty runs.
 	r = s.Call(ctx, protocol.ToolCall{Name: "term_kill", Input: []byte(`{"name":"../x"}`)})
 	if r.OK || !strings.Contains(*r.Error, "field name") {
 		t.Errorf("bad name: %+v", r.ToolResult)
+	}
+}
+
+// TestTermScopes: each session gets its own name space unless given one,
+// and a scope that could step out of it is refused.
+func TestTermScopes(t *testing.T) {
+	a, err := NewSession(Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewSession(Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if a.ptySession("sh") == b.ptySession("sh") || !strings.HasPrefix(a.ptySession("sh"), "pgtool-") {
+		t.Errorf("two sessions share a name space: %s, %s", a.ptySession("sh"), b.ptySession("sh"))
+	}
+	for _, bad := range []string{"a.b", "../x", "-x", "a/b", strings.Repeat("x", 64)} {
+		if s, err := NewSession(Options{Root: t.TempDir(), TermScope: bad}); err == nil {
+			s.Close()
+			t.Errorf("term scope %q accepted", bad)
+		}
 	}
 }

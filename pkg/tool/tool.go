@@ -92,6 +92,14 @@ type Options struct {
 	// Helper is pg-tool's binary, which programs started by others
 	// (pg-pty, the MCP SDK) run through to enter the sandbox.
 	Helper string
+	// TermScope is the name space of the term_* tools' pg-pty sessions
+	// (see term.go): "" gives the session a fresh one, so it reaches only
+	// the sessions it starts. Callers that run one pg-tool per call give
+	// one scope to all of them.
+	TermScope string
+	// Caller names the program for pg-pty list's started_by, e.g.
+	// "pg-tool serve" ("" is "pg-tool"); its pid and scope are added.
+	Caller string
 	Log    io.Writer // diagnostics (MCP server stderr, warnings); nil discards
 	// Skills are the Agent Skills offered through the skill tool (none: no
 	// skill tool); read may open the files of their folders.

@@ -3,6 +3,7 @@
 package pgpty
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -116,11 +118,13 @@ func size(rt *cli.Runtime) (cols, rows int, termName string, err error) {
 	return cols, rows, cfg.String("pty_term"), nil
 }
 
-// childEnv is the caller's environment with TERM set for the emulated terminal.
-func childEnv(rt *cli.Runtime, termName string) []string {
+// childEnv is the caller's environment with TERM set for the emulated
+// terminal, without the variables named in unset.
+func childEnv(rt *cli.Runtime, termName string, unset ...string) []string {
 	env := make([]string, 0, len(rt.IO.Env)+1)
 	for _, kv := range rt.IO.Env {
-		if !strings.HasPrefix(kv, "TERM=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "TERM" && !slices.Contains(unset, name) {
 			env = append(env, kv)
 		}
 	}
@@ -252,12 +256,16 @@ func trimDashes(args []string) []string {
 //
 //	$ pg-pty start sh -- bash -i
 //	$ pg-pty start py --cols 120 -- python3
+//	$ pg-pty start --started-by 'my-agent (pid 4242)' --unset-env POWERGLIDE_HOME repl -- python3
 type StartCmd struct {
 	Name string `arg:"" help:"Session name: letters, digits, '.', '_' and '-'."`
-	Cols int    `config:"pty_cols" env:"POWERGLIDE_PTY_COLS" help:"Terminal width (default 80)."`
-	Rows int    `config:"pty_rows" env:"POWERGLIDE_PTY_ROWS" help:"Terminal height (default 24)."`
-	Term string `config:"pty_term" env:"POWERGLIDE_PTY_TERM" help:"TERM for the program (default xterm-256color)."`
-	Dir  string `short:"C" help:"Working directory of the program (default the current one)." type:"existingdir"`
+	// StartedBy: programs that start sessions for others (pg-tool's term_* tools) say so.
+	StartedBy string   `name:"started-by" help:"Who starts the session, shown by list and status (started_by), e.g. 'pg-tool serve (pid 4242)'." placeholder:"TEXT"`
+	UnsetEnv  []string `name:"unset-env" help:"Leave the variable NAME out of the program's environment, as env -u does (repeatable): e.g. POWERGLIDE_HOME, which pg-pty needs to find its sessions and the program does not." placeholder:"NAME"`
+	Cols      int      `config:"pty_cols" env:"POWERGLIDE_PTY_COLS" help:"Terminal width (default 80)."`
+	Rows      int      `config:"pty_rows" env:"POWERGLIDE_PTY_ROWS" help:"Terminal height (default 24)."`
+	Term      string   `config:"pty_term" env:"POWERGLIDE_PTY_TERM" help:"TERM for the program (default xterm-256color)."`
+	Dir       string   `short:"C" help:"Working directory of the program (default the current one)." type:"existingdir"`
 	// MaxOutput: resolved through the config (pty_max_output).
 	MaxOutput int64    `name:"max-output" config:"pty_max_output" env:"POWERGLIDE_PTY_MAX_OUTPUT" help:"Cap in bytes on the session's output.log (default 67108864, 64 MiB): past it the oldest output is discarded, so about the last this many bytes stay readable; offsets stay valid (0: no cap)." placeholder:"BYTES"`
 	JSON      bool     `help:"Print the session record as JSON, and an error as a {type:error} record."`
@@ -298,7 +306,8 @@ func (c *StartCmd) Run(rt *cli.Runtime) error {
 		maxOut = -1 // 0 in the configuration means no cap
 	}
 	st, err := s.Start(pty.StartOptions{
-		Name: c.Name, Command: cmdline, Dir: dir, Env: childEnv(rt, termName), Cols: cols, Rows: rows, MaxOutput: maxOut,
+		Name: c.Name, Command: cmdline, Dir: dir, Env: childEnv(rt, termName, c.UnsetEnv...), StartedBy: c.StartedBy,
+		Cols: cols, Rows: rows, MaxOutput: maxOut,
 		// argv[0] stays the tool's name: test harnesses dispatch on it.
 		Holder: pty.HolderExec{Path: self, Args: []string{rt.Spec.Name, HolderArg}},
 	})
@@ -511,13 +520,13 @@ func (c *ListCmd) Run(rt *cli.Runtime) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(rt.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tPID\tSIZE\tOUTPUT\tCOMMAND")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tPID\tSIZE\tOUTPUT\tSTARTED BY\tCOMMAND")
 	for _, st := range list {
 		status := st.Status
 		if st.ExitCode != nil {
 			status = fmt.Sprintf("%s(%d)", status, *st.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%dx%d\t%d\t%s\n", st.Name, status, st.PID, st.Cols, st.Rows, st.OutputBytes, strings.Join(st.Command, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%dx%d\t%d\t%s\t%s\n", st.Name, status, st.PID, st.Cols, st.Rows, st.OutputBytes, cmp.Or(st.StartedBy, "-"), strings.Join(st.Command, " "))
 	}
 	return tw.Flush()
 }
@@ -563,6 +572,9 @@ func (c *StatusCmd) Run(rt *cli.Runtime) error {
 	}
 	fmt.Fprintf(tw, "command:\t%s\n", strings.Join(st.Command, " "))
 	fmt.Fprintf(tw, "dir:\t%s\n", st.Dir)
+	if st.StartedBy != "" {
+		fmt.Fprintf(tw, "started by:\t%s\n", st.StartedBy)
+	}
 	fmt.Fprintf(tw, "pid:\t%d (holder %d)\n", st.PID, st.HolderPID)
 	fmt.Fprintf(tw, "size:\t%dx%d\n", st.Cols, st.Rows)
 	fmt.Fprintf(tw, "output:\t%d bytes\n", st.OutputBytes)

@@ -37,7 +37,7 @@ func (ec *ExecCmd) Run(rt *cli.Runtime, c *CLI) error {
 		return cli.Usagef("exec: give the command to run, e.g. pg-tool exec -- go test ./...")
 	}
 	c.NoSkills = true // no tool is called: skills are not looked for
-	s, err := c.session(rt, false)
+	s, err := c.session(rt, "pg-tool exec", false)
 	if err != nil {
 		return err
 	}

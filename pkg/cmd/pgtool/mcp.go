@@ -12,7 +12,7 @@ type MCPCmd struct{}
 
 // Run serves until the client closes stdin.
 func (m *MCPCmd) Run(rt *cli.Runtime, c *CLI) error {
-	s, err := c.session(rt, true)
+	s, err := c.session(rt, "pg-tool mcp", true)
 	if err != nil {
 		return err
 	}

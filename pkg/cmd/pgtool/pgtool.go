@@ -44,7 +44,7 @@ func SpecWith(h Hooks) *cli.Spec {
 		Description: `Run the tools of a coding agent: shell, files, search, terminals, external tools and MCP servers.
 pg-tool list prints tool definitions ready for a model request; pg-tool call runs one call; pg-tool serve runs a stream of calls, one JSON line each, and answers each with a result line tagged with the call's id.
 
-Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_send, term_read, term_screen and term_kill (pseudo-terminal sessions through pg-pty). File tools are confined to --root: a path that leaves it through "..", an absolute path or a symlink is refused; read, write and edit work on regular files only (a FIFO, socket or device is refused, never opened for long). Outputs longer than --max-output characters keep their head and tail; the full text (up to --max-saved-output bytes) is saved, private to the user, in a file the result names, which read may open: read opens nothing else in that directory (no symlinks, no files pg-tool did not name that way). Every call ends when pg-tool is asked to stop (SIGTERM, SIGINT): it exits promptly with 128+n (a call that does not stop is left after 2 seconds).
+Built-in tools: bash, read, write, edit, glob, grep, ls, and term_start, term_send, term_read, term_screen and term_kill (pseudo-terminal sessions through pg-pty, which reach only the sessions this pg-tool started: see --term-scope). File tools are confined to --root: a path that leaves it through "..", an absolute path or a symlink is refused; read, write and edit work on regular files only (a FIFO, socket or device is refused, never opened for long). Outputs longer than --max-output characters keep their head and tail; the full text (up to --max-saved-output bytes) is saved, private to the user, in a file the result names, which read may open: read opens nothing else in that directory (no symlinks, no files pg-tool did not name that way). Every call ends when pg-tool is asked to stop (SIGTERM, SIGINT): it exits promptly with 128+n (a call that does not stop is left after 2 seconds).
 
 External tools are executables in --tools-dir that print {"name","description","input_schema"} (and "read_only":true to stay in the readonly preset) for --schema; a call runs one in the workspace with the input JSON on stdin and POWERGLIDE_TOOL_ROOT set: its stdout is the output, and a non-zero exit fails the call with its stderr as the error. MCP servers given with --mcp (or the config key mcp) add their tools as mcp__NAME__TOOL: a command is run as a child over stdio; an https:// URL (http:// on loopback) is reached over streamable HTTP, or legacy SSE when the server offers only that, with the headers of --mcp-header or the config key mcp_headers. pg-tool mcp serves all these tools to an MCP client.
 
@@ -86,6 +86,7 @@ type CLI struct {
 	AllowNet        bool          `name:"allow-net" help:"Let sandboxed commands use the network: TCP and UDP over IPv4 and IPv6. Unix sockets stay closed (a socket is not checked by path: pg-pty sessions and store agents would answer)."`
 	DenyRead        []string      `name:"deny-read" help:"Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable)." placeholder:"PATH"`
 	NoSkills        bool          `name:"no-skills" help:"Offer no Agent Skills: no skill tool, and read opens no skill folder outside --root." env:"POWERGLIDE_NO_SKILLS"`
+	TermScope       string        `name:"term-scope" help:"Name space of the term_* tools' pg-pty sessions: a session the model calls NAME is SCOPE.NAME in pg-pty list, and the term_* tools reach only the sessions of their scope. Default: a fresh scope for this pg-tool, so no pg-tool reaches the user's sessions or another's; give one scope to several pg-tool call runs that share sessions." env:"POWERGLIDE_TERM_SCOPE" placeholder:"SCOPE"`
 	PassEnv         []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable). POWERGLIDE_PASS_ENV=NAME,... sets it, and pg-loop keeps those variables for its tools component too." env:"POWERGLIDE_PASS_ENV" placeholder:"NAME"`
 
 	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
@@ -102,7 +103,8 @@ type CLI struct {
 }
 
 // session builds the tool session from the flags and the configuration.
-func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
+// caller names the command for the sessions it starts ("pg-tool serve").
+func (c *CLI) session(rt *cli.Runtime, caller string, persistCwd bool) (*tool.Session, error) {
 	cfg, err := rt.Config()
 	if err != nil {
 		return nil, err
@@ -143,6 +145,8 @@ func (c *CLI) session(rt *cli.Runtime, persistCwd bool) (*tool.Session, error) {
 		PassEnv:       c.PassEnv,
 		Sandbox:       sb,
 		Helper:        helperBinary(),
+		TermScope:     c.TermScope,
+		Caller:        caller,
 		Log:           rt.IO.Err,
 		Skills:        c.skills(rt),
 	})
@@ -206,7 +210,7 @@ func (l *ListCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if err != nil {
 		return err
 	}
-	s, err := c.session(rt, false)
+	s, err := c.session(rt, "pg-tool list", false)
 	if err != nil {
 		return err
 	}
@@ -273,7 +277,7 @@ func (cc *CallCmd) Run(rt *cli.Runtime, c *CLI) error {
 	if !json.Valid(input) {
 		return cli.Usagef("input of %s is not valid JSON: %s", cc.Name, clip(string(input), 80))
 	}
-	s, err := c.session(rt, false)
+	s, err := c.session(rt, "pg-tool call", false)
 	if err != nil {
 		return err
 	}
@@ -330,7 +334,7 @@ func (sc *ServeCmd) Run(rt *cli.Runtime, c *CLI) error {
 	// world and hands the other processor's cached memory back, which
 	// costs less the less has been allocated (100 page faults fewer).
 	tool.NarrowProcessors(rt.IO.Getenv)
-	s, err := c.session(rt, true)
+	s, err := c.session(rt, "pg-tool serve", true)
 	if err != nil {
 		return err
 	}

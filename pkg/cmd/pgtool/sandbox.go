@@ -96,7 +96,7 @@ type SandboxCmd struct{}
 
 // Run prints the report; it exits 1 when the mode cannot be enforced.
 func (sc *SandboxCmd) Run(rt *cli.Runtime, c *CLI) error {
-	s, err := c.session(rt, false)
+	s, err := c.session(rt, "pg-tool sandbox", false)
 	if err != nil {
 		return err
 	}
