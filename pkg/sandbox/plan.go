@@ -88,8 +88,10 @@ func newPlan(p Policy) (*plan, error) {
 			pl.hidden = append(pl.hidden, d)
 		}
 	}
+	// The user's terminals are not read either (a reader wins a share of
+	// the keys typed there), only the one the policy names.
 	var dirsOnly []string
-	pl.readable, dirsOnly = readablePaths(denied)
+	pl.readable, dirsOnly = readablePaths(append(slices.Clone(denied), "/dev/pts"))
 
 	add := func(access landlock.AccessFSSet, paths []string) {
 		var dirs, files []string
@@ -114,7 +116,14 @@ func newPlan(p Policy) (*plan, error) {
 	add(accessRead, pl.readable)
 	add(ll.AccessFSReadDir, dirsOnly)
 	add(accessAll, pl.writable)
-	add(accessDev, []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"})
+	// Devices: the null ones, the command's own controlling terminal
+	// (/dev/tty) and new pseudo-terminals of its own (/dev/ptmx, whose
+	// other end programs reach through TIOCGPTPEER, as glibc's openpty
+	// does); never /dev/pts, where every terminal of the user is.
+	add(accessDev, []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"})
+	if p.TTY != "" && within(p.TTY, "/dev/pts") {
+		add(accessDev, []string{p.TTY})
+	}
 	return pl, nil
 }
 

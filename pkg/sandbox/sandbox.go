@@ -90,6 +90,10 @@ type Policy struct {
 	DataRoot string   `json:"data_root"` // $POWERGLIDE_HOME
 	Caches   []string `json:"caches"`    // writable build caches (see Caches)
 	Disable  []string `json:"disable"`   // mechanisms to treat as missing (tests)
+	// TTY is the one terminal (/dev/pts/N) commands may open by path:
+	// Exec sets it to the controlling terminal it was started on (a pg-pty
+	// session's). The user's other terminals stay out of reach.
+	TTY string `json:"tty,omitempty"`
 }
 
 // Sandbox starts commands under a Policy. Its methods are safe for
@@ -188,15 +192,19 @@ func (e *UnavailableError) Error() string {
 
 // Start starts cmd inside the sandbox (plainly when the mode is off). The
 // command runs as PID 1 of a new PID namespace: when it ends, everything it
-// left running is killed. Under off, the command gets its own process group.
+// left running is killed. It leads a session of its own, so it has no
+// controlling terminal: /dev/tty is not the terminal pg-tool runs in,
+// where the user types. Under off, the command gets its own process group.
 func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Setpgid = true
 	if sb.policy.Mode == Off {
+		cmd.SysProcAttr.Setpgid = true
 		return cmd.Start()
 	}
+	cmd.SysProcAttr.Setsid = true // its own process group too
+	cmd.SysProcAttr.Setpgid = false
 	if err := sb.prepare(); err != nil {
 		return err
 	}
