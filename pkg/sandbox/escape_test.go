@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -488,4 +489,53 @@ func shellQuote(argv []string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// TestCommonSecretsHidden (MEDIUM-3): the credential stores the first list
+// missed (git, gh, kubectl, npm, pip, cargo, PostgreSQL, Azure, pass,
+// keyrings, browser profiles, shell histories) are unreadable, under
+// $HOME and under the passwd entry's home when that differs (LOW-6).
+func TestCommonSecretsHidden(t *testing.T) {
+	f := newFixture(t)
+	account := filepath.Join(filepath.Dir(f.home), "account")
+	var secrets []string
+	for _, home := range []string{f.home, account} {
+		for _, rel := range []string{
+			".git-credentials", ".config/git/credentials", ".config/gh/hosts.yml", ".kube/config", ".npmrc", ".pypirc",
+			".pgpass", ".azure/accessTokens.json", ".password-store/mail.gpg", ".local/share/keyrings/login.keyring",
+			".cargo/credentials.toml", ".cargo/credentials", ".bash_history", ".zsh_history", ".python_history",
+			".psql_history", ".mozilla/firefox/p/cookies.sqlite", ".config/google-chrome/Default/Cookies",
+			".config/chromium/Default/Cookies", ".ssh/id_ed25519",
+		} {
+			p := filepath.Join(home, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("SECRET-"+rel+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			secrets = append(secrets, p)
+		}
+	}
+	// Beside them, what tools need stays readable.
+	for _, p := range []string{filepath.Join(f.home, ".config/git/config"), filepath.Join(account, ".gitconfig")} {
+		if err := os.WriteFile(p, []byte("[user]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home, AccountHome: account})
+	for _, p := range secrets {
+		if out, err := run(t, sb, f.root, "cat "+p); err == nil || strings.Contains(out, "SECRET") {
+			t.Errorf("cat %s: %q, %v", p, out, err)
+		}
+	}
+	if out, err := run(t, sb, f.root, "cat "+f.home+"/.config/git/config "+account+"/.gitconfig"); err != nil || out != "[user]\n[user]\n" {
+		t.Errorf("the git configs beside the secrets: %q, %v", out, err)
+	}
+	r := sb.Report(nil)
+	for _, p := range []string{filepath.Join(f.home, ".git-credentials"), filepath.Join(account, ".config/gh"), filepath.Join(account, ".ssh")} {
+		if !slices.Contains(r.Hidden, p) {
+			t.Errorf("report hidden lacks %s: %v", p, r.Hidden)
+		}
+	}
 }

@@ -127,14 +127,30 @@ func newPlan(p Policy) (*plan, error) {
 	return pl, nil
 }
 
-// secretPaths are the paths no command may read: the user's keys,
-// powerglide's config and data (unless inside the workspace) and
-// --deny-read, each also as the target of its symlinks.
+// HomeSecrets are the places in a home where credentials usually are:
+// keys, tokens, password stores, browser profiles (cookies) and shell
+// histories (where an exported key is typed). A best-effort list: a
+// secret kept elsewhere needs --deny-read.
+var HomeSecrets = []string{
+	".ssh", ".gnupg", ".netrc", ".password-store", ".local/share/keyrings",
+	".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
+	".git-credentials", ".config/git/credentials", ".config/gh",
+	".npmrc", ".pypirc", ".cargo/credentials.toml", ".cargo/credentials", ".pgpass",
+	".bash_history", ".zsh_history", ".python_history", ".psql_history",
+	".mozilla", ".config/google-chrome", ".config/chromium",
+}
+
+// secretPaths are the paths no command may read: the user's keys (under
+// both homes), powerglide's config and data (unless inside the
+// workspace) and --deny-read, each also as the target of its symlinks.
 func secretPaths(p Policy) []string {
 	var out []string
-	if p.Home != "" {
-		for _, rel := range []string{".ssh", ".aws", ".gnupg", ".netrc", ".config/gcloud", ".docker/config.json"} {
-			out = append(out, filepath.Join(p.Home, rel))
+	for _, home := range []string{p.Home, p.AccountHome} {
+		if home == "" {
+			continue
+		}
+		for _, rel := range HomeSecrets {
+			out = append(out, filepath.Join(home, rel))
 		}
 	}
 	if p.Config != "" {

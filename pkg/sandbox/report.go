@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -41,7 +42,7 @@ func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
 	} else {
 		add("writes only in the workspace, the private TMPDIR, the build caches and --allow-write paths", lock)
 	}
-	add("reads everywhere but the secret paths", lock+": every path around the secret paths is granted, not the secret paths")
+	add("reads everywhere but the secret paths: a best-effort list under the home ("+strings.Join(HomeSecrets, ", ")+"), powerglide's config file and data root, and --deny-read; the redaction of outputs is for accidents, not a barrier", lock+": every path around the secret paths is granted, not the secret paths")
 	if p.AllowNet {
 		add("TCP and UDP allowed (--allow-net)", "none")
 	} else {

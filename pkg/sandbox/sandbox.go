@@ -85,11 +85,14 @@ type Policy struct {
 	// DenyRead are paths no command may read, besides the built-in secret
 	// paths under Home.
 	DenyRead []string `json:"deny_read"`
-	Home     string   `json:"home"`      // the user's home: ~/.ssh and the like
-	Config   string   `json:"config"`    // powerglide's config file
-	DataRoot string   `json:"data_root"` // $POWERGLIDE_HOME
-	Caches   []string `json:"caches"`    // writable build caches (see Caches)
-	Disable  []string `json:"disable"`   // mechanisms to treat as missing (tests)
+	Home     string   `json:"home"` // the user's home: ~/.ssh and the like
+	// AccountHome is the home of the user's passwd entry when it is not
+	// Home: its secret paths are denied too.
+	AccountHome string   `json:"account_home,omitempty"`
+	Config      string   `json:"config"`    // powerglide's config file
+	DataRoot    string   `json:"data_root"` // $POWERGLIDE_HOME
+	Caches      []string `json:"caches"`    // writable build caches (see Caches)
+	Disable     []string `json:"disable"`   // mechanisms to treat as missing (tests)
 	// TTY is the one terminal (/dev/pts/N) commands may open by path:
 	// Exec sets it to the controlling terminal it was started on (a pg-pty
 	// session's). The user's other terminals stay out of reach.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,6 +36,9 @@ type Hooks struct {
 	// to treat as missing, so a test can show the refusal path on a
 	// machine that has them all.
 	SandboxMissing []string
+	// Account stands for the user's passwd entry (os/user.Current), so a
+	// test can give it a home of its own, or none.
+	Account func() (*user.User, error)
 }
 
 // SpecWith describes pg-tool with test hooks.
@@ -50,7 +54,7 @@ External tools are executables in --tools-dir that print {"name","description","
 
 Agent Skills (folders with a SKILL.md) found in .powerglide/skills and .claude/skills from --root up to the repository root, then in $XDG_CONFIG_HOME/powerglide/skills and ~/.claude/skills, add the skill tool, which returns a skill's instructions and the paths of its files; read opens the files of a skill's folder even outside --root, and nothing else outside it. pg-tool skills lists them; --no-skills turns them off.
 
-Safety: every command pg-tool starts (bash, --verify, external tools, MCP servers, terminal programs) runs in a sandbox, --sandbox workspace-write by default: reads everywhere but the secret paths (~/.ssh, ~/.aws, ~/.gnupg, ~/.netrc, ~/.config/gcloud, ~/.docker/config.json, powerglide's config file, $POWERGLIDE_HOME outside the workspace, --deny-read); writes only in --root, a private TMPDIR and the build caches; no network (no TCP or UDP, loopback included, no unix sockets); no setuid or setgid bit and no change of owner on any file; no terminal but a term_* program's own (not /dev/pts, not the terminal pg-tool runs in; so no pseudo-terminal of a command's own either: script, expect); no signal or ptrace to pg-tool; every process a bash call leaves behind ends with it. Not covered (Landlock has no right for them): other mode bits, timestamps and extended attributes of the user's own files outside the writable paths. read-only allows writes only in the private TMPDIR; off runs commands unconfined. Widen with --allow-write PATH and --allow-net (TCP and UDP; unix sockets stay closed). Commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables, plus --pass-env NAME. Landlock, seccomp, no_new_privs, dropped capabilities and a PID namespace per command (in a user namespace unless pg-tool runs as root) enforce it; a kernel that lacks one gets each sandboxed command refused with an error naming what is missing (--sandbox off runs unconfined), never a weaker sandbox. pg-tool sandbox prints what is in force; every result says "sandbox":"<mode>". pg-tool exec runs one command the same way (pg-loop runs its verify commands so).
+Safety: every command pg-tool starts (bash, --verify, external tools, MCP servers, terminal programs) runs in a sandbox, --sandbox workspace-write by default: reads everywhere but the secret paths, a best-effort list (~/.ssh, ~/.gnupg, ~/.netrc, ~/.password-store, ~/.local/share/keyrings, ~/.aws, ~/.azure, ~/.config/gcloud, ~/.kube, ~/.docker/config.json, ~/.git-credentials, ~/.config/git/credentials, ~/.config/gh, ~/.npmrc, ~/.pypirc, ~/.cargo/credentials.toml, ~/.cargo/credentials, ~/.pgpass, shell histories, browser profiles, in $HOME and the passwd entry's home; powerglide's config file, $POWERGLIDE_HOME outside the workspace, --deny-read; redaction of outputs is for accidents, not a barrier); writes only in --root, a private TMPDIR and the build caches; no network (no TCP or UDP, loopback included, no unix sockets); no setuid or setgid bit and no change of owner on any file; no terminal but a term_* program's own (not /dev/pts, not the terminal pg-tool runs in; so no pseudo-terminal of a command's own either: script, expect); no signal or ptrace to pg-tool; every process a bash call leaves behind ends with it. Not covered (Landlock has no right for them): other mode bits, timestamps and extended attributes of the user's own files outside the writable paths. read-only allows writes only in the private TMPDIR; off runs commands unconfined. Widen with --allow-write PATH and --allow-net (TCP and UDP; unix sockets stay closed). Commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables, plus --pass-env NAME. Landlock, seccomp, no_new_privs, dropped capabilities and a PID namespace per command (in a user namespace unless pg-tool runs as root) enforce it; a kernel that lacks one gets each sandboxed command refused with an error naming what is missing (--sandbox off runs unconfined), never a weaker sandbox. pg-tool sandbox prints what is in force; every result says "sandbox":"<mode>". pg-tool exec runs one command the same way (pg-loop runs its verify commands so).
 
 Secrets: results (output, error, saved full output) never hold the value of a secret set in pg-tool's environment or config (variables named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables) or a string shaped like an Anthropic, OpenAI, GitHub, AWS or bearer key: each is replaced by [redacted:NAME]. Output brought in from outside (every MCP and external tool, a bash command with a URL, curl, wget, nc or git clone/fetch/pull) is marked "untrusted":true; pg-loop shows it to the model as <untrusted source="TOOL">...</untrusted> and guards against what it carries.
 
