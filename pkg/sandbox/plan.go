@@ -122,8 +122,9 @@ func newPlan(p Policy) (*plan, error) {
 }
 
 // secretPaths are the paths no command may read: the user's keys,
-// powerglide's config and data (unless inside the workspace) and
-// --deny-read, each also as the target of its symlinks.
+// powerglide's config and data and --deny-read, each also as the target of
+// its symlinks. One inside a writable path cannot be hidden: newPlan
+// reports it as not hidden (a data root inside the workspace, say).
 func secretPaths(p Policy) []string {
 	var out []string
 	if p.Home != "" {
@@ -134,7 +135,7 @@ func secretPaths(p Policy) []string {
 	if p.Config != "" {
 		out = append(out, p.Config)
 	}
-	if p.DataRoot != "" && !within(p.DataRoot, p.Root) {
+	if p.DataRoot != "" {
 		out = append(out, p.DataRoot)
 	}
 	out = append(out, p.DenyRead...)
