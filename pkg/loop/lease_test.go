@@ -61,7 +61,11 @@ func TestLeaseLostBeforeCommitCommitsNothing(t *testing.T) {
 	task := NewTask(TaskInput{ID: "t1", Prompt: "p"}, time.Now())
 	task.Claim = &protocol.Claim{Worker: "1", Token: 1}
 	src := &takenOver{ListSource: ListSource{Tasks: []protocol.Task{task}}}
-	h.opts.Source, h.opts.Commit = src, true
+	repo, err := OpenRepo(context.Background(), h.opts.Workdir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.opts.Source, h.opts.Commit, h.opts.Repo = src, true, repo
 	h.run(t)
 	if src.renews != 1 || src.completes != 0 || src.failing != 0 {
 		t.Errorf("renews %d, completes %d, fails %d; want 1, 0, 0", src.renews, src.completes, src.failing)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/powerglide/powerglide/pkg/internal/testenv"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/loop/internal/fake"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -153,30 +152,6 @@ func TestPromiseAndCommitMessage(t *testing.T) {
 	long := CommitMessage(strings.Repeat("word ", 40), "")
 	if len(strings.SplitN(long, "\n", 2)[0]) > 72 {
 		t.Errorf("subject too long: %q", long)
-	}
-}
-
-func TestGitCommit(t *testing.T) {
-	dir := t.TempDir()
-	testenv.Need(t, "the commit step runs git", "git")
-	if _, err := git(context.Background(), dir, "init", "-q"); err != nil {
-		t.Fatal("git init:", err)
-	}
-	h, err := GitCommit(context.Background(), dir, "nothing\n")
-	if err != nil || h != "" {
-		t.Fatalf("empty tree: %q %v", h, err)
-	}
-	os.WriteFile(filepath.Join(dir, "a"), []byte("a"), 0o644)
-	h, err = GitCommit(context.Background(), dir, "add a\n\nbody\n")
-	if err != nil || len(h) != 40 {
-		t.Fatalf("commit: %q %v", h, err)
-	}
-	out, _ := git(context.Background(), dir, "log", "--format=%s|%b")
-	if strings.TrimSpace(out) != "add a|body" {
-		t.Errorf("log %q", out)
-	}
-	if h2, _ := GitCommit(context.Background(), dir, "again\n"); h2 != "" {
-		t.Error("committed with nothing changed")
 	}
 }
 

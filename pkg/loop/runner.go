@@ -59,7 +59,10 @@ type Options struct {
 	// is a default that yields to an iteration cap: a task with one
 	// (MaxIterations, a stage's max_iterations) runs its iterations.
 	MaxVerifySet bool
-	Commit       bool
+	// Commit commits each task's work to Repo, opened before the model
+	// runs (OpenRepo).
+	Commit bool
+	Repo   *Repo
 
 	Fresh         bool
 	Promise       string
@@ -270,6 +273,9 @@ func NewRunner(o Options) (*Runner, error) {
 	}
 	if o.Workdir == "" {
 		o.Workdir = "."
+	}
+	if o.Commit && o.Repo == nil {
+		return nil, errors.New("loop: commit needs the repository, opened before the model runs (OpenRepo)")
 	}
 	if o.Guard == nil {
 		o.Guard = guard.New(guard.Off)
@@ -1286,7 +1292,7 @@ func (r *Runner) commit() (Input, string) {
 	if r.o.Commit {
 		msg := CommitMessage(tr.answer, tr.task.Title)
 		start := time.Now()
-		h, err := GitCommit(tr.ctx, r.o.Workdir, msg)
+		h, err := r.o.Repo.Commit(tr.ctx, msg)
 		r.times.verify += time.Since(start)
 		if err != nil {
 			if tr.ctx.Err() != nil {

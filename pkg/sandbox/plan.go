@@ -64,7 +64,7 @@ func newPlan(p Policy) (*plan, error) {
 		missing = append(missing, "unprivileged user namespaces are not available")
 	}
 	var err error
-	if pl.filter, err = seccompFilter(p.AllowNet); err != nil {
+	if pl.filter, err = seccompFilter(p.AllowNet, uint32(os.Geteuid()), uint32(os.Getegid())); err != nil {
 		missing = append(missing, err.Error())
 	}
 	if len(missing) > 0 {
@@ -75,11 +75,8 @@ func newPlan(p Policy) (*plan, error) {
 	if pl.abi >= 4 && !p.AllowNet {
 		pl.cfg.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 	}
-	if pl.abi >= 6 {
-		pl.cfg.Scoped = ll.ScopeSignal
-		if !p.AllowNet {
-			pl.cfg.Scoped |= ll.ScopeAbstractUnixSocket
-		}
+	if pl.abi >= 6 { // no unix socket even with --allow-net
+		pl.cfg.Scoped = ll.ScopeSignal | ll.ScopeAbstractUnixSocket
 	}
 
 	pl.writable = writablePaths(p)

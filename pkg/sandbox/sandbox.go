@@ -7,9 +7,11 @@
 //     (an allow-list of everything around them, as Landlock cannot carve a
 //     denied path out of an allowed tree); no TCP; no signals or ptrace to
 //     processes outside the sandbox.
-//   - seccomp: no sockets but netlink (so no UDP, raw or unix sockets), no
-//     io_uring (which would bypass the socket filter), no kernel keyring, no
-//     32-bit syscalls.
+//   - seccomp: no sockets but netlink (so no UDP, raw or unix sockets; with
+//     --allow-net IPv4 and IPv6 too, never unix sockets), no datagram
+//     socketpair, no setuid or setgid mode and no owner change (Landlock
+//     has no right for chmod or chown), no io_uring (which would bypass
+//     the socket filter), no kernel keyring, no 32-bit syscalls.
 //   - no_new_privs and no capabilities: no setuid program regains a
 //     privilege, and root's commands are root without root's powers.
 //   - only the descriptors a command is given: what pg-tool inherited
@@ -79,7 +81,7 @@ type Policy struct {
 	Root       string   `json:"root"`        // the workspace, absolute
 	TempDir    string   `json:"tmp"`         // the private TMPDIR; New creates it when empty
 	AllowWrite []string `json:"allow_write"` // more writable paths
-	AllowNet   bool     `json:"allow_net"`   // network and unix sockets allowed
+	AllowNet   bool     `json:"allow_net"`   // TCP and UDP allowed, never unix sockets
 	// DenyRead are paths no command may read, besides the built-in secret
 	// paths under Home.
 	DenyRead []string `json:"deny_read"`

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "sandbox-exec:", err)
 		os.Exit(126)
 	}
+	if len(os.Args) > 2 && os.Args[1] == probeCommand {
+		os.Exit(probe(os.Args[2:]))
+	}
 	os.Exit(m.Run())
 }
 

@@ -123,7 +123,7 @@ type RunCmd struct {
 	Verify        string        `help:"Check run after the model's answer (a task's own verify wins); its failure goes back to the model. It runs in the tools' sandbox (pg-tool exec) with the tools' environment; with another tools component, unconfined (without secrets), and pg-loop warns." placeholder:"CMD" group:"Verify"`
 	VerifyTimeout time.Duration `help:"Timeout of one verify run." default:"10m" group:"Verify"`
 	MaxVerify     int           `help:"Failed verify runs before the task fails (0: no cap). A task with an iteration cap (--max-iterations, a pipeline stage's max_iterations) runs its iterations: there this cap applies only when given." default:"3" group:"Verify"`
-	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed. In team mode only while the task's lease is still held (renewed with its fencing token just before): a worker that lost it commits nothing." group:"Verify"`
+	Commit        bool          `help:"Commit the work with git after a passing verify, the message taken from the model's summary; no commit when nothing changed. In team mode only while the task's lease is still held (renewed with its fencing token just before): a worker that lost it commits nothing. The repository is found at the start; git then runs with no hooks and no fsmonitor, and not at all once the repository's config, config.worktree, info/attributes or commondir changed during the run (the task fails naming the file)." group:"Verify"`
 
 	Fresh         bool   `help:"Ralph mode: every iteration starts a fresh conversation with the same prompt; the state lives in files and git." group:"Ralph"`
 	Promise       string `help:"Completion needs <promise>WORD</promise> in the final answer and a passing verify." placeholder:"WORD" group:"Ralph"`
@@ -193,6 +193,12 @@ func (c *RunCmd) Run(rt *cli.Runtime, kctx *kong.Context) error {
 	}
 	o.Resume = replay
 	o.Verifier = c.verifier(rt)
+	if o.Commit {
+		// Before the model runs: its tools can write .git.
+		if o.Repo, err = loop.OpenRepo(rt.Ctx, workdir, toolsEnv(rt)); err != nil {
+			return cli.Usagef("--commit: %v", err)
+		}
+	}
 	src, err := c.source(rt, &o, home, workdir, base, replay)
 	if err != nil {
 		return err
