@@ -141,8 +141,9 @@ var HomeSecrets = []string{
 }
 
 // secretPaths are the paths no command may read: the user's keys (under
-// both homes), powerglide's config and data (unless inside the
-// workspace) and --deny-read, each also as the target of its symlinks.
+// both homes), powerglide's config and data and --deny-read, each also as
+// the target of its symlinks. One inside a writable path cannot be hidden:
+// newPlan reports it as not hidden (a data root inside the workspace, say).
 func secretPaths(p Policy) []string {
 	var out []string
 	for _, home := range []string{p.Home, p.AccountHome} {
@@ -156,7 +157,7 @@ func secretPaths(p Policy) []string {
 	if p.Config != "" {
 		out = append(out, p.Config)
 	}
-	if p.DataRoot != "" && !within(p.DataRoot, p.Root) {
+	if p.DataRoot != "" {
 		out = append(out, p.DataRoot)
 	}
 	out = append(out, p.DenyRead...)
