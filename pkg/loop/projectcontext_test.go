@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/powerglide/powerglide/pkg/internal/testenv"
 )
 
 // A context file the model planted as a link to a secret, or as a named
@@ -64,5 +66,49 @@ func TestProjectContextStopsAtLinkedParent(t *testing.T) {
 	pc, _ := ProjectContext(filepath.Join(base, "link", "..", "ws"))
 	if !strings.Contains(pc, "workspace rules") || strings.Contains(pc, "from behind a link") {
 		t.Errorf("context %q", pc)
+	}
+}
+
+// A .git, AGENTS.md and CLAUDE.md in a parent owned by another user (a
+// shared /tmp) are not the project's: the walk stops below it, with a
+// warning, and the workspace's own file still counts.
+func TestProjectContextIgnoresOtherUsersParent(t *testing.T) {
+	shared := t.TempDir()
+	os.Chmod(shared, 0o755)
+	ws := filepath.Join(shared, "victim")
+	os.Mkdir(ws, 0o755)
+	writeT(t, filepath.Join(ws, "CLAUDE.md"), "my rules\n", 0o644)
+	os.Mkdir(filepath.Join(shared, ".git"), 0o755)
+	writeT(t, filepath.Join(shared, "AGENTS.md"), "Project rule from another user\n", 0o644)
+	testenv.GiveToOtherUser(t, shared)
+	testenv.GiveToOtherUser(t, filepath.Join(shared, ".git"))
+	testenv.GiveToOtherUser(t, filepath.Join(shared, "AGENTS.md"))
+	pc, warns := ProjectContext(ws)
+	if strings.Contains(pc, "another user") || !strings.Contains(pc, "my rules") {
+		t.Errorf("context %q", pc)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0].Error(), shared+" is owned by uid 65534") {
+		t.Errorf("warnings %v", warns)
+	}
+	// The parent is this user's, but its AGENTS.md another's, or writable
+	// by others: not read.
+	os.Lchown(shared, os.Geteuid(), os.Getegid())
+	os.Lchown(filepath.Join(shared, ".git"), os.Geteuid(), os.Getegid())
+	pc, warns = ProjectContext(ws)
+	if strings.Contains(pc, "another user") || len(warns) != 1 || !strings.Contains(warns[0].Error(), filepath.Join(shared, "AGENTS.md")+" is owned by uid 65534") {
+		t.Errorf("context %q, warnings %v", pc, warns)
+	}
+	os.Lchown(filepath.Join(shared, "AGENTS.md"), os.Geteuid(), os.Getegid())
+	os.Chmod(filepath.Join(shared, "AGENTS.md"), 0o666)
+	pc, warns = ProjectContext(ws)
+	if strings.Contains(pc, "another user") || len(warns) != 1 || !strings.Contains(warns[0].Error(), "has mode 0666: other users may write it") {
+		t.Errorf("context %q, warnings %v", pc, warns)
+	}
+	// and a parent writable by others (/tmp itself) ends the walk
+	os.Chmod(filepath.Join(shared, "AGENTS.md"), 0o644)
+	os.Chmod(shared, 0o1777)
+	pc, warns = ProjectContext(ws)
+	if strings.Contains(pc, "another user") || len(warns) != 1 || !strings.Contains(warns[0].Error(), "has mode 0777: other users may write it") {
+		t.Errorf("context %q, warnings %v", pc, warns)
 	}
 }

@@ -2,9 +2,11 @@
 // CLAUDE.md, Agent Skills — from the workspace up to the repository root,
 // and opens them. pg-loop and pg-tool read them outside the sandbox, while
 // the model's own commands can write the workspace (and plant a link to
-// ~/.ssh/id_rsa named AGENTS.md). So a file is read only when it is a
-// regular file, not a symbolic link, and the walk up stops below a parent
-// that is a symbolic link.
+// ~/.ssh/id_rsa named AGENTS.md), and other users can write shared parents
+// such as /tmp (and plant a .git, an AGENTS.md or a skill there). So a file
+// is read only when it is a regular file, not a symbolic link, owned by
+// this user or root and writable by no one else; and the walk up stops
+// below a directory that another user could change.
 package project
 
 import (
@@ -13,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 )
@@ -57,8 +60,8 @@ func Dirs(workspace string) (dirs []string, warns []error) {
 // isRoot reports whether dir holds a .git that no other user could have
 // put there (a directory or, in a linked worktree, a file).
 func isRoot(dir string) bool {
-	_, err := os.Lstat(filepath.Join(dir, ".git"))
-	return err == nil
+	fi, err := os.Lstat(filepath.Join(dir, ".git"))
+	return err == nil && Trusted(fi) == nil
 }
 
 // trustedDir refuses a parent directory that is a symbolic link or that
@@ -74,6 +77,14 @@ func trustedDir(d string) error {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return &UntrustedError{Path: d, Why: "is a symbolic link"}
 	}
+	if err := Trusted(fi); err != nil {
+		return &UntrustedError{Path: d, Why: err.Error()}
+	}
+	if gfi, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if err := Trusted(gfi); err != nil {
+			return &UntrustedError{Path: filepath.Join(d, ".git"), Why: err.Error()}
+		}
+	}
 	return nil
 }
 
@@ -85,6 +96,25 @@ func projectEntry(dir string) string {
 		}
 	}
 	return ""
+}
+
+// Trusted refuses a file or directory (fi from Lstat or Stat) that another
+// user could have written: one owned by neither this user nor root, one
+// writable by others, or by a group other than this user's own.
+func Trusted(fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return errors.New("has no owner")
+	}
+	uid := os.Geteuid()
+	if int(st.Uid) != uid && st.Uid != 0 {
+		return fmt.Errorf("is owned by uid %d, not by you (uid %d) or root", st.Uid, uid)
+	}
+	perm := fi.Mode().Perm()
+	if fi.Mode()&fs.ModeSymlink == 0 && (perm&0o002 != 0 || perm&0o020 != 0 && int(st.Gid) != os.Getegid()) {
+		return fmt.Errorf("has mode %04o: other users may write it", perm)
+	}
+	return nil
 }
 
 // UntrustedError is a project file or directory that is not read.
@@ -102,5 +132,19 @@ func (e *UntrustedError) Error() string {
 // accepts. A missing file is an error satisfying errors.Is(err,
 // fs.ErrNotExist).
 func Open(path string) (*os.File, error) {
-	return atomicfile.Open(path)
+	f, err := atomicfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		if terr := Trusted(fi); terr != nil {
+			err = &UntrustedError{Path: path, Why: terr.Error()}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
