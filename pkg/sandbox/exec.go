@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/powerglide/powerglide/pkg/proc"
 )
 
@@ -55,6 +57,7 @@ func Exec(policyJSON string, argv, env []string) error {
 	if err != nil {
 		return err
 	}
+	p.TTY = ownTerminal()
 	pl, err := newPlan(p)
 	if err != nil {
 		return err
@@ -69,6 +72,30 @@ func Exec(policyJSON string, argv, env []string) error {
 		return &UnavailableError{Mode: p.Mode, Missing: []string{err.Error()}}
 	}
 	return fmt.Errorf("exec %s: %w", argv[0], syscall.Exec(path, argv, env))
+}
+
+// ownTerminal is the terminal the program may open by path: the
+// controlling terminal of the session it leads (a pg-pty session's
+// program), when that is its stdin. A program in someone else's session
+// (an MCP server started from a terminal) is detached from that terminal
+// instead, so its /dev/tty is not the user's.
+func ownTerminal() string {
+	if sid, err := unix.Getsid(0); err != nil || sid != unix.Getpid() {
+		if f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0); err == nil {
+			_ = unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
+			f.Close()
+		}
+		return ""
+	}
+	// TIOCGSID answers only for the caller's controlling terminal.
+	if _, err := unix.IoctlGetInt(0, unix.TIOCGSID); err != nil {
+		return ""
+	}
+	tty, err := os.Readlink("/proc/self/fd/0")
+	if err != nil || !strings.HasPrefix(tty, "/dev/pts/") {
+		return ""
+	}
+	return tty
 }
 
 // lookPath finds a program on the PATH of env, as the shell would.

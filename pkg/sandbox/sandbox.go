@@ -7,9 +7,11 @@
 //     (an allow-list of everything around them, as Landlock cannot carve a
 //     denied path out of an allowed tree); no TCP; no signals or ptrace to
 //     processes outside the sandbox.
-//   - seccomp: no sockets but netlink (so no UDP, raw or unix sockets), no
-//     io_uring (which would bypass the socket filter), no kernel keyring, no
-//     32-bit syscalls.
+//   - seccomp: no sockets but netlink (so no UDP, raw or unix sockets; with
+//     --allow-net IPv4 and IPv6 too, never unix sockets), no datagram
+//     socketpair, no setuid or setgid mode and no owner change (Landlock
+//     has no right for chmod or chown), no io_uring (which would bypass
+//     the socket filter), no kernel keyring, no 32-bit syscalls.
 //   - no_new_privs and no capabilities: no setuid program regains a
 //     privilege, and root's commands are root without root's powers.
 //   - only the descriptors a command is given: what pg-tool inherited
@@ -79,15 +81,22 @@ type Policy struct {
 	Root       string   `json:"root"`        // the workspace, absolute
 	TempDir    string   `json:"tmp"`         // the private TMPDIR; New creates it when empty
 	AllowWrite []string `json:"allow_write"` // more writable paths
-	AllowNet   bool     `json:"allow_net"`   // network and unix sockets allowed
+	AllowNet   bool     `json:"allow_net"`   // TCP and UDP allowed, never unix sockets
 	// DenyRead are paths no command may read, besides the built-in secret
 	// paths under Home.
 	DenyRead []string `json:"deny_read"`
-	Home     string   `json:"home"`      // the user's home: ~/.ssh and the like
-	Config   string   `json:"config"`    // powerglide's config file
-	DataRoot string   `json:"data_root"` // $POWERGLIDE_HOME
-	Caches   []string `json:"caches"`    // writable build caches (see Caches)
-	Disable  []string `json:"disable"`   // mechanisms to treat as missing (tests)
+	Home     string   `json:"home"` // the user's home: ~/.ssh and the like
+	// AccountHome is the home of the user's passwd entry when it is not
+	// Home: its secret paths are denied too.
+	AccountHome string   `json:"account_home,omitempty"`
+	Config      string   `json:"config"`    // powerglide's config file
+	DataRoot    string   `json:"data_root"` // $POWERGLIDE_HOME
+	Caches      []string `json:"caches"`    // writable build caches (see Caches)
+	Disable     []string `json:"disable"`   // mechanisms to treat as missing (tests)
+	// TTY is the one terminal (/dev/pts/N) commands may open by path:
+	// Exec sets it to the controlling terminal it was started on (a pg-pty
+	// session's). The user's other terminals stay out of reach.
+	TTY string `json:"tty,omitempty"`
 }
 
 // Sandbox starts commands under a Policy. Its methods are safe for
@@ -186,15 +195,19 @@ func (e *UnavailableError) Error() string {
 
 // Start starts cmd inside the sandbox (plainly when the mode is off). The
 // command runs as PID 1 of a new PID namespace: when it ends, everything it
-// left running is killed. Under off, the command gets its own process group.
+// left running is killed. It leads a session of its own, so it has no
+// controlling terminal: /dev/tty is not the terminal pg-tool runs in,
+// where the user types. Under off, the command gets its own process group.
 func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Setpgid = true
 	if sb.policy.Mode == Off {
+		cmd.SysProcAttr.Setpgid = true
 		return cmd.Start()
 	}
+	cmd.SysProcAttr.Setsid = true // its own process group too
+	cmd.SysProcAttr.Setpgid = false
 	if err := sb.prepare(); err != nil {
 		return err
 	}

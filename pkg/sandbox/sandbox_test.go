@@ -23,6 +23,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "sandbox-exec:", err)
 		os.Exit(126)
 	}
+	if len(os.Args) > 2 && os.Args[1] == probeCommand {
+		os.Exit(probe(os.Args[2:]))
+	}
+	if len(os.Args) > 3 && os.Args[1] == startCommand {
+		os.Exit(startHelper(os.Args[2], os.Args[3:]))
+	}
 	os.Exit(m.Run())
 }
 
@@ -210,6 +216,34 @@ func TestSecretsHidden(t *testing.T) {
 	r := sb.Report(nil)
 	if !slices.Contains(r.Hidden, filepath.Join(f.home, ".ssh")) || !slices.Contains(r.Hidden, deny) {
 		t.Errorf("report hidden = %v", r.Hidden)
+	}
+}
+
+// TestDataRootInWorkspace: a data root inside the workspace cannot be
+// hidden where the workspace is writable, and the report says so (it was
+// left out silently); under read-only it is hidden like any other.
+func TestDataRootInWorkspace(t *testing.T) {
+	f := newFixture(t)
+	data := filepath.Join(f.root, ".pghome")
+	if err := os.MkdirAll(filepath.Join(data, "teams", "other"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "teams", "other", "queue.json"), []byte("OTHER-TEAM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home, DataRoot: data})
+	if r := sb.Report(nil); !slices.Contains(r.NotHidden, data) || slices.Contains(r.Hidden, data) {
+		t.Errorf("workspace-write: not_hidden = %v, hidden = %v; want the data root %s not hidden", r.NotHidden, r.Hidden, data)
+	}
+	ro := newSandbox(t, Policy{Mode: ReadOnly, Root: f.root, Home: f.home, DataRoot: data})
+	if r := ro.Report(nil); !slices.Contains(r.Hidden, data) || slices.Contains(r.NotHidden, data) {
+		t.Errorf("read-only: hidden = %v, not_hidden = %v; want the data root %s hidden", r.Hidden, r.NotHidden, data)
+	}
+	if out, err := run(t, ro, f.root, "cat .pghome/teams/other/queue.json"); err == nil || strings.Contains(out, "OTHER-TEAM") {
+		t.Errorf("read-only: the data root in the workspace is readable: %q, %v", out, err)
+	}
+	if out, err := run(t, ro, f.root, "ls >/dev/null && echo listed"); err != nil || out != "listed\n" {
+		t.Errorf("read-only: the rest of the workspace: %q, %v", out, err)
 	}
 }
 

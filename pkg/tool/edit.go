@@ -14,7 +14,8 @@ import (
 )
 
 var editTool = &Tool{
-	Name: "edit",
+	Name:        "edit",
+	WritesFiles: true,
 	Description: `Replace exact text in a file of the workspace. "old_string" must match the file exactly (whitespace and indentation included; do not include the line-number prefix that read shows) and must occur exactly once, unless "replace_all" is true.
 If it is missing or occurs more than once the edit fails and says why; add surrounding lines to make it unique. The file keeps its permissions and line endings (CRLF files stay CRLF).
 To create a file, use write.`,

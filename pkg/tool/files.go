@@ -209,7 +209,8 @@ func (s *Session) openRead(p string) (*os.File, error) {
 }
 
 var writeTool = &Tool{
-	Name: "write",
+	Name:        "write",
+	WritesFiles: true,
 	Description: `Write a file in the workspace, replacing it if it exists; missing parent directories are created.
 Prefer edit for changing part of an existing file. An existing file keeps its permissions. The write is atomic: readers see the old or the new content, never half.`,
 	Schema: json.RawMessage(`{

@@ -36,6 +36,11 @@ type Tool struct {
 	Schema      json.RawMessage
 	// ReadOnly tools cannot change the workspace; the readonly preset keeps only these.
 	ReadOnly bool
+	// WritesFiles marks a tool that changes files from pg-tool's own
+	// process, where the sandbox does not reach (write, edit): under
+	// --sandbox read-only it is withheld, so that mode holds for every
+	// tool. (Tools that run programs run them in the sandbox.)
+	WritesFiles bool
 	// Run does the work. A non-nil error makes the result ok:false; the
 	// output, when not empty, is still returned (e.g. a failing command's output).
 	Run func(ctx context.Context, s *Session, input json.RawMessage) (string, error)
@@ -435,8 +440,12 @@ func instancePath(loc []string, sch *jsonschema.Schema, v any) string {
 	return field
 }
 
-// allowed applies the preset and the allow/deny globs to a tool.
+// allowed applies the sandbox mode, the preset and the allow/deny globs
+// to a tool.
 func (s *Session) allowed(t *Tool) bool {
+	if s.withheld(t) {
+		return false
+	}
 	if s.opts.Preset == "readonly" && !t.ReadOnly {
 		return false
 	}
@@ -465,11 +474,19 @@ func ValidateGlobs(globs []string) error {
 	return nil
 }
 
+// withheld reports whether the sandbox mode withholds a tool: one that
+// writes files itself, under read-only.
+func (s *Session) withheld(t *Tool) bool {
+	return t.WritesFiles && s.sandbox.Mode() == sandbox.ReadOnly
+}
+
 // Lookup finds a tool by name, loading external tools or starting an MCP
 // server only when the name needs them.
 func (s *Session) Lookup(ctx context.Context, name string) (*Tool, error) {
 	if t, ok := s.builtins[name]; ok && s.allowed(t) {
 		return t, nil
+	} else if ok && s.withheld(t) {
+		return nil, fmt.Errorf("%s is not available under --sandbox read-only: it changes files from pg-tool itself, outside the sandbox (use --sandbox workspace-write to let the model change files)", name)
 	}
 	if _, builtin := s.builtins[name]; !builtin {
 		if strings.HasPrefix(name, "mcp__") {

@@ -3,14 +3,17 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/sandbox"
 )
 
 func TestIgnoreRules(t *testing.T) {
@@ -322,6 +325,59 @@ func TestNewFailures(t *testing.T) {
 		got := newFailures(tc.before, tc.after)
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestReadOnlySandboxWithholdsFileWriters: write and edit change files
+// from pg-tool itself, where no sandbox reaches, so --sandbox read-only
+// neither offers them nor runs them; the tools that run programs stay
+// (their programs run in the sandbox).
+func TestReadOnlySandboxWithholdsFileWriters(t *testing.T) {
+	for _, mode := range []sandbox.Mode{sandbox.ReadOnly, sandbox.WorkspaceWrite} {
+		root := t.TempDir()
+		if err := os.WriteFile(filepath.Join(root, "f.txt"), []byte("orig\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sb, err := sandbox.New(sandbox.Policy{Mode: mode, Root: root, Home: os.Getenv("HOME")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewSession(Options{Root: root, Sandbox: sb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ctx := context.Background()
+		tools, err := s.Tools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offered := map[string]bool{}
+		for _, tl := range tools {
+			offered[tl.Name] = true
+		}
+		readOnly := mode == sandbox.ReadOnly
+		if offered["write"] == readOnly || offered["edit"] == readOnly || !offered["bash"] || !offered["term_start"] || !offered["read"] {
+			t.Errorf("%s offers %v", mode, slices.Sorted(maps.Keys(offered)))
+		}
+		for _, c := range []protocol.ToolCall{
+			{Name: "write", Input: []byte(`{"path":"f.txt","content":"written\n"}`)},
+			{Name: "edit", Input: []byte(`{"path":"f.txt","old_string":"written","new_string":"edited"}`)},
+		} {
+			r := s.Call(ctx, c)
+			if !readOnly {
+				if !r.OK {
+					t.Errorf("%s %s: %s", mode, c.Name, *r.Error)
+				}
+				continue
+			}
+			if r.OK || r.Kind != KindUnknownTool || !strings.Contains(*r.Error, c.Name+" is not available under --sandbox read-only") {
+				t.Errorf("%s %s: %+v (kind %q)", mode, c.Name, r.ToolResult, r.Kind)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "f.txt")); readOnly && string(b) != "orig\n" {
+			t.Errorf("read-only: f.txt is now %q", b)
 		}
 	}
 }
