@@ -118,7 +118,11 @@ type Options struct {
 	// makes no mark (no watcher will signal the worker).
 	Home      string
 	Heartbeat time.Duration
-	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat
+	// ModelRetryWait is the pause before a step's model call that failed
+	// in a passing way is made again (twice, the second after 3x the
+	// pause); 0: the task fails at once.
+	ModelRetryWait time.Duration
+	Lease          time.Duration // renew the claim every Lease/10, at a heartbeat
 	// IdleWait bounds the wait for a claimable task while the queue is not
 	// drained (tasks blocked, or claimed by other workers); 0: no bound.
 	IdleWait time.Duration
@@ -917,7 +921,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	r.step++
 	r.steps++
 	tr.steps++
-	end, err := r.callModel(tr.ctx, req)
+	end, err := r.stepCall(tr.ctx, req)
 	var me *ModelError
 	if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
 		// The estimate was short: it is raised, and the conversation
@@ -931,7 +935,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		if berr := r.o.Budget.Check(r.usage, r.est.Request(req), r.o.MaxTokens); berr != nil {
 			return r.limit(berr.(*LimitError), true)
 		}
-		end, err = r.callModel(tr.ctx, req)
+		end, err = r.stepCall(tr.ctx, req)
 		if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
 			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), termtext.OneLine(me.Event.Message, 200)), false)
 		}
@@ -975,6 +979,54 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	tr.answer = r.guardAnswer(tr.partial + text)
 	tr.partial = ""
 	return Answer, end.StopReason
+}
+
+// stepCall makes a step's model call. One that failed in a passing way
+// (passing: pg-llm retries them itself, but not once the answer started,
+// and not past its own limits) is made again after Options.ModelRetryWait,
+// then after three times it: the partial answer never reached the
+// conversation, so the same request is safe to send again, and one reset
+// connection does not fail hours of work. Each call passes the budgets
+// again (a *LimitError).
+func (r *Runner) stepCall(ctx context.Context, req *protocol.Request) (*protocol.EndEvent, error) {
+	end, err := r.callModel(ctx, req)
+	wait := r.o.ModelRetryWait
+	for try := 1; try <= modelRetries && wait > 0; try++ {
+		var me *ModelError
+		if !errors.As(err, &me) || !passing(me.Event) || ctx.Err() != nil {
+			break
+		}
+		r.log("warn", "model call failed: %v; making it again in %v (%d of %d)", err, wait, try, modelRetries)
+		start := time.Now()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			r.times.wait += time.Since(start)
+			return nil, err
+		case <-t.C:
+		}
+		r.times.wait += time.Since(start)
+		if berr := r.o.Budget.Check(r.usage, r.est.Request(req), r.o.MaxTokens); berr != nil {
+			return nil, berr
+		}
+		end, err = r.callModel(ctx, req)
+		wait *= 3
+	}
+	return end, err
+}
+
+// modelRetries is how many times stepCall makes a failed call again.
+const modelRetries = 2
+
+// passing says whether a model error may not happen again soon: a cut
+// connection, an overloaded or failing server, a rate limit, a timeout.
+func passing(ev protocol.ErrorEvent) bool {
+	switch ev.Kind {
+	case protocol.KindNetwork, protocol.KindOverloaded, protocol.KindServer, protocol.KindRateLimit, protocol.KindTimeout:
+		return true
+	}
+	return false
 }
 
 const continueText = "Your answer was cut off at the max_tokens limit. Continue exactly where it stopped, without repeating what you already wrote."

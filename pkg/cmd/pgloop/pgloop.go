@@ -140,6 +140,7 @@ type RunCmd struct {
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
 	Heartbeat       time.Duration `help:"How often the worker record's heartbeat is refreshed." default:"5s" group:"Safety"`
+	ModelRetryWait  time.Duration `help:"A step's model call that failed in a passing way after pg-llm's own retries (connection reset mid-answer, overloaded, 5xx, rate limit, timeout) is made again after this pause, and once more after three times it, before the task fails; each call passes the budgets again (0: the task fails at once)." default:"10s" placeholder:"DURATION" group:"Safety"`
 	Guard           string        `help:"Exfiltration guard: a tool call whose arguments carry a URL (or a key-shaped string) that first appeared in untrusted tool output (MCP tools, external tools, network commands), or a Markdown image from such a URL in the final answer, is reported as a guard event. warn: report only; strict: also refuse the call with a tool error the model reads (and remove the image from the task's result); off: no checks. Untrusted output always reaches the model wrapped in <untrusted source=\"TOOL\">." config:"guard" env:"POWERGLIDE_GUARD" enum:"off,warn,strict" default:"warn" placeholder:"MODE" group:"Safety"`
 
 	ContextWindow int     `help:"The model's context window in tokens. No request is sent that the loop estimates over it, less max_tokens and the reserve (the usable window): past --context-soft old tool outputs are pruned, past --context-hard older turns are summarized, and a conversation still over has its long texts cut; one that cannot fit fails its task, saying so. Tokens are counted with the model's tokenizer when it is known (OpenAI's o200k models), else at 3 bytes a token, raised when the provider counts more (0: off). Default: the model's window from 'pg-llm models', else 200000." config:"loop_context_window" env:"POWERGLIDE_CONTEXT_WINDOW" placeholder:"N" group:"Memory"`
@@ -358,6 +359,7 @@ func (c *RunCmd) options(rt *cli.Runtime, workdir string) (loop.Options, error) 
 		Getenv:          rt.IO.Getenv,
 		Reserve:         c.Reserve,
 		Heartbeat:       c.Heartbeat,
+		ModelRetryWait:  c.ModelRetryWait,
 		Stderr:          rt.IO.Err,
 	}
 	if err := c.check(&o); err != nil {
