@@ -464,10 +464,15 @@ func (r *Runner) fire(in Input, reason string) {
 	}
 	r.o.Events.Emit(ev)
 	if r.o.Team != nil {
+		busy := r.busyFor(to)
 		r.updateWorker(func(w *protocol.Worker) {
 			w.State = string(to)
 			w.Step = r.step
 			w.ProgressAt = r.now()
+			w.BusyUntil = time.Time{}
+			if busy > 0 {
+				w.BusyUntil = w.ProgressAt.Add(busy)
+			}
 			w.Usage = r.own
 			if r.cur != nil {
 				w.Task = r.cur.task.ID
@@ -485,6 +490,34 @@ func (r *Runner) fire(in Input, reason string) {
 }
 
 func (r *Runner) now() time.Time { return r.o.Now().UTC() }
+
+// busyFor is how long the state entered may take by its own timeouts: a
+// verify run its --verify-timeout, a turn's tool calls the sum of theirs
+// (callBound), with callSlack for ending and reporting them; 0 for the
+// other states. The worker record says until when (busy_until), and
+// pg-monitor does not call the worker stuck before: a 20-minute test
+// suite under a 10-minute --stall is no stall.
+func (r *Runner) busyFor(to State) time.Duration {
+	switch {
+	case to == Verify && r.o.VerifyTimeout > 0:
+		return r.o.VerifyTimeout + callSlack
+	case to == Executing && r.cur != nil:
+		var d time.Duration
+		for i, c := range r.cur.calls {
+			if i < len(r.cur.results) && r.cur.results[i].Type == "" {
+				d += callBound(c)
+			}
+		}
+		if d > 0 {
+			return d + callSlack
+		}
+	}
+	return 0
+}
+
+// callSlack is the time past a call's own timeout for ending it (a
+// process group's grace) and reporting it.
+const callSlack = time.Minute
 
 func (r *Runner) log(level, format string, args ...any) {
 	r.o.Events.Emit(&protocol.LoopLogEvent{Type: protocol.LoopLog, TS: r.now(), Level: level, Message: fmt.Sprintf(format, args...)})
@@ -1579,7 +1612,7 @@ func (r *Runner) updateWorker(f func(w *protocol.Worker)) {
 	before := *r.worker
 	f(r.worker)
 	w := r.worker
-	important := before.Task != w.Task || before.Paused != w.Paused || before.Velocity != w.Velocity ||
+	important := before.Task != w.Task || before.Paused != w.Paused || before.Velocity != w.Velocity || !before.BusyUntil.Equal(w.BusyUntil) ||
 		State(w.State).Terminal() || State(before.State).InTask() != State(w.State).InTask()
 	due := important || time.Since(r.lastWrite) >= workerWriteEvery
 	r.wmu.Unlock()

@@ -104,6 +104,11 @@ type Worker struct {
 	// a watcher refuses a stale limit shorter than twice it.
 	HeartbeatIntervalMS int64     `json:"heartbeat_interval_ms,omitempty" jsonschema:"minimum=0,description=how often the worker refreshes heartbeat_at\\, in milliseconds (optional)"`
 	ProgressAt          time.Time `json:"progress_at"`
+	// BusyUntil is the deadline of a bounded call in progress (a verify
+	// run, a turn's tool calls, within their own timeouts): a watcher
+	// calls the worker stuck only once both this and progress_at plus its
+	// stall limit have passed.
+	BusyUntil time.Time `json:"busy_until,omitempty,omitzero" jsonschema:"description=the deadline of a bounded call in progress (verify\\, tool calls) by their own timeouts: a watcher does not call the worker stuck before it"`
 	StartedAt           time.Time `json:"started_at"`
 	Usage               Usage     `json:"usage" jsonschema:"description=the usage of the worker's current process (a resumed session's earlier usage stays with the process that spent it)"`
 	Spent               *Usage    `json:"spent,omitempty" jsonschema:"description=the summed usage of the worker's earlier processes (carried over by each restart); the worker's total is spent plus usage"`
