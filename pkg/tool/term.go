@@ -155,6 +155,9 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 		if _, err := s.runPty(ctx, ptyCallSlack, "start", in.Name, args...); err != nil {
 			return "", err
 		}
+		s.termMu.Lock()
+		s.termStarted = append(s.termStarted, in.Name)
+		s.termMu.Unlock()
 		return fmt.Sprintf("started session %s: %s\n", in.Name, strings.Join(in.Command, " ")), nil
 	},
 }
@@ -347,6 +350,48 @@ var termKillTool = &Tool{
 		}
 		return fmt.Sprintf("killed session %s\n", in.Name), nil
 	},
+}
+
+// endTerms ends the pg-pty sessions term_start started in a scope of
+// this session's own and removes their files: nothing else can reach them
+// once it is gone (the next pg-tool has another scope), so they would run
+// on, orphaned, after the run. A scope given on purpose (Options.TermScope)
+// shares its sessions with other pg-tools: they are left running.
+func (s *Session) endTerms() error {
+	s.termMu.Lock()
+	names := s.termStarted
+	s.termStarted = nil
+	s.termMu.Unlock()
+	if !s.termOwned || len(names) == 0 {
+		return nil
+	}
+	bin, err := ptyBinary()
+	if err != nil {
+		return err
+	}
+	env, _ := s.ptyEnv()
+	seen := map[string]bool{}
+	var errs []error
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		// Not the caller's context: a signal that ends pg-tool is why the
+		// sessions must end.
+		ctx, cancel := context.WithTimeout(context.Background(), ptyCallSlack)
+		var stderr bytes.Buffer
+		code, err := runIn(ctx, unconfined, run{timeout: ptyCallSlack, dir: s.rootPath, env: env, stderr: &stderr}, bin, "clean", "--force", s.ptySession(name))
+		cancel()
+		msg := string(lastLine(stderr.Bytes()))
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("end terminal session %s: %w", name, err))
+		case code != 0 && !strings.Contains(msg, "no session"): // already cleaned by hand
+			errs = append(errs, fmt.Errorf("end terminal session %s: pg-pty clean: exit code %d: %s", name, code, msg))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func lastLine(b []byte) []byte {
