@@ -194,6 +194,12 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	return sb.start(cmd)
+}
+
+// start is Start in the caller's process group (Exec's init, which must
+// stay in the terminal's foreground group).
+func (sb *Sandbox) start(cmd *exec.Cmd) error {
 	if sb.policy.Mode == Off {
 		return cmd.Start()
 	}

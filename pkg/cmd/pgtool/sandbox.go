@@ -5,9 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/sandbox"
 )
 
@@ -119,18 +121,42 @@ func (SandboxCmd) Help() string {
   $ pg-tool --sandbox read-only --deny-read ~/secrets sandbox`
 }
 
-// SandboxExecCmd confines itself and execs a command: the way programs
-// that pg-pty or the MCP SDK start enter the sandbox.
+// SandboxExecCmd runs a command in the sandbox: the way programs that
+// pg-pty or the MCP SDK start enter it (sandbox.Exec), and, with --init,
+// the init of such a program's PID namespace (sandbox.Init).
 type SandboxExecCmd struct {
-	Policy  string   `help:"The policy as JSON." required:""`
+	Policy  string   `help:"The policy as JSON."`
+	Init    string   `name:"init" help:"Be the init of the program's PID namespace and run the program at PATH (sandbox-exec starts it so)." placeholder:"PATH"`
 	Command []string `arg:"" passthrough:"" help:"Command and arguments."`
 }
 
-// Run replaces pg-tool with the command; it returns only on failure.
+// Run runs the command and exits as it did: with its code, or by its signal.
 func (se *SandboxExecCmd) Run(rt *cli.Runtime) error {
 	argv := se.Command
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
-	return cli.Failf("sandbox", "%v", sandbox.Exec(se.Policy, argv, rt.IO.Env))
+	var ws syscall.WaitStatus
+	var err error
+	switch {
+	case se.Init != "":
+		ws, err = sandbox.Init(se.Init, argv, rt.IO.Env)
+	case se.Policy == "":
+		return cli.Usagef("sandbox-exec needs --policy")
+	default:
+		ws, err = sandbox.Exec(se.Policy, helperBinary(), argv, rt.IO.Env)
+	}
+	if err != nil {
+		return cli.Failf("sandbox", "%v", err)
+	}
+	if ws.Signaled() {
+		// Ended by a signal as the program was (an init cannot be: it
+		// exits 128+n, and its status reached Exec by the pipe anyway).
+		proc.Raise(ws.Signal())
+		return cli.Silent(128 + int(ws.Signal()))
+	}
+	if code := ws.ExitStatus(); code != 0 {
+		return cli.Silent(code)
+	}
+	return nil
 }
