@@ -1,6 +1,8 @@
 package pgtool
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,9 +151,33 @@ func (se *SandboxExecCmd) Run(rt *cli.Runtime) error {
 	if err != nil {
 		return cli.Failf("sandbox", "%v", err)
 	}
+	return exitAs(ws)
+}
+
+// Init runs "pg-tool sandbox-exec --init=PATH -- ARGV" without parsing a
+// command line: every terminal program and MCP server starts one, and
+// skipping kong brings it up sooner. ok is false for other command lines.
+func Init(args, env []string, errw io.Writer) (code int, ok bool) {
+	if len(args) < 4 || args[0] != sandbox.ExecCommand || args[2] != "--" {
+		return 0, false
+	}
+	path, ok := strings.CutPrefix(args[1], sandbox.InitFlag+"=")
+	if !ok {
+		return 0, false
+	}
+	ws, err := sandbox.Init(path, args[3:], env)
+	if err != nil {
+		fmt.Fprintf(errw, "pg-tool: error: %v\n", err)
+		return cli.ExitFailure, true
+	}
+	return cli.ExitCode(exitAs(ws)), true
+}
+
+// exitAs ends the process as the program ended: by its signal (an init
+// cannot: it exits 128+n, and its status reached Exec by the pipe anyway),
+// else with its code.
+func exitAs(ws syscall.WaitStatus) error {
 	if ws.Signaled() {
-		// Ended by a signal as the program was (an init cannot be: it
-		// exits 128+n, and its status reached Exec by the pipe anyway).
 		proc.Raise(ws.Signal())
 		return cli.Silent(128 + int(ws.Signal()))
 	}
