@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	creack "github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	"github.com/powerglide/powerglide/pkg/internal/testenv"
@@ -334,5 +336,212 @@ func TestAllowNetNoUnixSockets(t *testing.T) {
 	}
 	if r := sb.Report(nil); !strings.Contains(fmt.Sprint(r.Rules), "no unix sockets") {
 		t.Errorf("report rules do not say unix sockets stay closed: %v", r.Rules)
+	}
+}
+
+// startCommand makes the test binary start one command through
+// Sandbox.Start, as pg-tool does, and print its output once it ended:
+// `sandbox.test sandbox-start POLICY ARGV...`. Run on a terminal, it
+// stands for a pg-tool started from the user's shell.
+const startCommand = "sandbox-start"
+
+func startHelper(policy string, argv []string) int {
+	var p Policy
+	if err := json.Unmarshal([]byte(policy), &p); err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	sb, err := New(p)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	defer sb.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := sb.Start(cmd); err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	err = cmd.Wait()
+	fmt.Printf("output: %q, %v\n", out.String(), err)
+	return 0
+}
+
+// victimTerminal opens a pseudo-terminal that stands for one of the
+// user's terminals: the user typed line into it. It returns its path and
+// a function that returns what was written to it since (the echo of the
+// typed line included).
+func victimTerminal(t *testing.T, line string) (string, func() string) {
+	t.Helper()
+	master, slave, err := creack.Open()
+	if err != nil {
+		testenv.Unavailable(t, "a pseudo-terminal", err)
+	}
+	t.Cleanup(func() { master.Close(); slave.Close() })
+	if _, err := master.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	return slave.Name(), func() string { return drain(t, master) }
+}
+
+// drain returns what the terminal's master holds to be read.
+func drain(t *testing.T, master *os.File) string {
+	t.Helper()
+	fd := int(master.Fd())
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	b := make([]byte, 4096)
+	for {
+		n, err := unix.Read(fd, b)
+		if n <= 0 || err != nil {
+			return string(out)
+		}
+		out = append(out, b[:n]...)
+	}
+}
+
+// The command lines below print their marker with printf 'IN%sED' JECT,
+// so only a write that got through shows INJECTED.
+
+// TestNoOtherTerminals (HIGH-4): /dev/pts was granted whole, so a command
+// wrote escape sequences to the user's other terminals and read the keys
+// typed there.
+func TestNoOtherTerminals(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	victim, written := victimTerminal(t, "hunter2")
+	for _, line := range []string{
+		"printf 'IN%sED\\n' JECT > " + victim,
+		"head -c 7 " + victim,
+		"python3 -c 'import os; os.open(\"" + victim + "\", os.O_RDONLY)'",
+	} {
+		if out, err := run(t, sb, f.root, line); err == nil || strings.Contains(out, "hunter2") || (!strings.Contains(out, "ermission denied") && !strings.Contains(out, "PermissionError")) {
+			t.Errorf("%s: %q, %v; want permission denied", line, out, err)
+		}
+	}
+	if got := written(); strings.Contains(got, "INJECTED") {
+		t.Errorf("the user's terminal got %q", got)
+	}
+	// A terminal of its own is out of reach too: Landlock checks the other
+	// end of /dev/ptmx by its path in /dev/pts, even through TIOCGPTPEER.
+	if out, err := run(t, sb, f.root, "script -qec 'echo in-a-pty' /dev/null"); err == nil || strings.Contains(out, "in-a-pty") {
+		t.Errorf("script made a terminal: %q, %v", out, err)
+	}
+}
+
+// TestNoTerminalOfTheCaller: a command pg-tool starts has no controlling
+// terminal, so its /dev/tty is not the terminal the user started pg-tool
+// (or pg-loop) in; a program through sandbox-exec that is not its
+// terminal's session leader (an MCP server) is detached from it too. A
+// pg-pty program, which leads its session, opens its own terminal by path
+// and no other.
+func TestNoTerminalOfTheCaller(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	pol, err := json.Marshal(sb.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	onTerminal := func(argv ...string) string {
+		t.Helper()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = f.root
+		master, err := creack.Start(cmd)
+		if err != nil {
+			testenv.Unavailable(t, "a pseudo-terminal", err)
+		}
+		defer master.Close()
+		var out []byte
+		done := make(chan struct{})
+		go func() { out, _ = io.ReadAll(master); close(done) }() // EIO once the terminal is closed
+		cmd.Wait()
+		<-done
+		return string(out)
+	}
+	inject := "printf 'IN%sED\\n' JECT > /dev/tty; echo tty-$?"
+	out := onTerminal(os.Args[0], startCommand, string(pol), "bash", "-c", inject)
+	if strings.Contains(out, "INJECTED") || !strings.Contains(out, "tty-1") {
+		t.Errorf("a command started from a terminal wrote to it: %q", out)
+	}
+	argv, err := sb.Wrap(os.Args[0], []string{"bash", "-c", inject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = onTerminal("sh", "-c", shellQuote(argv)+"; true")
+	if strings.Contains(out, "INJECTED") || !strings.Contains(out, "tty-1") {
+		t.Errorf("a sandbox-exec program outside its terminal's session wrote to it: %q", out)
+	}
+	victim, written := victimTerminal(t, "hunter2")
+	argv, err = sb.Wrap(os.Args[0], []string{"bash", "-c", "printf 'OW%s\\n' N > $(tty); echo own-$?; printf 'IN%sED\\n' JECT > " + victim + "; echo other-$?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = onTerminal(argv...)
+	if !strings.Contains(out, "OWN") || !strings.Contains(out, "own-0") || !strings.Contains(out, "other-1") {
+		t.Errorf("a pg-pty program: %q; want its own terminal and no other", out)
+	}
+	if got := written(); strings.Contains(got, "INJECTED") {
+		t.Errorf("the user's terminal got %q", got)
+	}
+}
+
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// TestCommonSecretsHidden (MEDIUM-3): the credential stores the first list
+// missed (git, gh, kubectl, npm, pip, cargo, PostgreSQL, Azure, pass,
+// keyrings, browser profiles, shell histories) are unreadable, under
+// $HOME and under the passwd entry's home when that differs (LOW-6).
+func TestCommonSecretsHidden(t *testing.T) {
+	f := newFixture(t)
+	account := filepath.Join(filepath.Dir(f.home), "account")
+	var secrets []string
+	for _, home := range []string{f.home, account} {
+		for _, rel := range []string{
+			".git-credentials", ".config/git/credentials", ".config/gh/hosts.yml", ".kube/config", ".npmrc", ".pypirc",
+			".pgpass", ".azure/accessTokens.json", ".password-store/mail.gpg", ".local/share/keyrings/login.keyring",
+			".cargo/credentials.toml", ".cargo/credentials", ".bash_history", ".zsh_history", ".python_history",
+			".psql_history", ".mozilla/firefox/p/cookies.sqlite", ".config/google-chrome/Default/Cookies",
+			".config/chromium/Default/Cookies", ".ssh/id_ed25519",
+		} {
+			p := filepath.Join(home, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("SECRET-"+rel+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			secrets = append(secrets, p)
+		}
+	}
+	// Beside them, what tools need stays readable.
+	for _, p := range []string{filepath.Join(f.home, ".config/git/config"), filepath.Join(account, ".gitconfig")} {
+		if err := os.WriteFile(p, []byte("[user]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home, AccountHome: account})
+	for _, p := range secrets {
+		if out, err := run(t, sb, f.root, "cat "+p); err == nil || strings.Contains(out, "SECRET") {
+			t.Errorf("cat %s: %q, %v", p, out, err)
+		}
+	}
+	if out, err := run(t, sb, f.root, "cat "+f.home+"/.config/git/config "+account+"/.gitconfig"); err != nil || out != "[user]\n[user]\n" {
+		t.Errorf("the git configs beside the secrets: %q, %v", out, err)
+	}
+	r := sb.Report(nil)
+	for _, p := range []string{filepath.Join(f.home, ".git-credentials"), filepath.Join(account, ".config/gh"), filepath.Join(account, ".ssh")} {
+		if !slices.Contains(r.Hidden, p) {
+			t.Errorf("report hidden lacks %s: %v", p, r.Hidden)
+		}
 	}
 }

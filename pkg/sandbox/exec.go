@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ExecCommand is the hidden pg-tool command that runs Exec: Wrap puts it
@@ -72,6 +74,7 @@ func Exec(policyJSON, helper string, argv, env []string) (syscall.WaitStatus, er
 	if err != nil {
 		return 0, err
 	}
+	p.TTY = ownTerminal()
 	sb, err := New(p)
 	if err != nil {
 		return 0, err
@@ -178,6 +181,30 @@ func readStatus(r io.Reader) (syscall.WaitStatus, bool) {
 		return 0, false
 	}
 	return syscall.WaitStatus(n), true
+}
+
+// ownTerminal is the terminal the program may open by path: the
+// controlling terminal of the session it leads (a pg-pty session's
+// program), when that is its stdin. A program in someone else's session
+// (an MCP server started from a terminal) is detached from that terminal
+// instead, so its /dev/tty is not the user's.
+func ownTerminal() string {
+	if sid, err := unix.Getsid(0); err != nil || sid != unix.Getpid() {
+		if f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0); err == nil {
+			_ = unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
+			f.Close()
+		}
+		return ""
+	}
+	// TIOCGSID answers only for the caller's controlling terminal.
+	if _, err := unix.IoctlGetInt(0, unix.TIOCGSID); err != nil {
+		return ""
+	}
+	tty, err := os.Readlink("/proc/self/fd/0")
+	if err != nil || !strings.HasPrefix(tty, "/dev/pts/") {
+		return ""
+	}
+	return tty
 }
 
 // lookPath finds a program on the PATH of env, as the shell would.

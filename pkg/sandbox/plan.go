@@ -88,8 +88,10 @@ func newPlan(p Policy) (*plan, error) {
 			pl.hidden = append(pl.hidden, d)
 		}
 	}
+	// The user's terminals are not read either (a reader wins a share of
+	// the keys typed there), only the one the policy names.
 	var dirsOnly []string
-	pl.readable, dirsOnly = readablePaths(denied)
+	pl.readable, dirsOnly = readablePaths(append(slices.Clone(denied), "/dev/pts"))
 
 	add := func(access landlock.AccessFSSet, paths []string) {
 		var dirs, files []string
@@ -114,19 +116,42 @@ func newPlan(p Policy) (*plan, error) {
 	add(accessRead, pl.readable)
 	add(ll.AccessFSReadDir, dirsOnly)
 	add(accessAll, pl.writable)
-	add(accessDev, []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"})
+	// Devices: the null ones, the command's own controlling terminal
+	// (/dev/tty) and new pseudo-terminals of its own (/dev/ptmx, whose
+	// other end programs reach through TIOCGPTPEER, as glibc's openpty
+	// does); never /dev/pts, where every terminal of the user is.
+	add(accessDev, []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"})
+	if p.TTY != "" && within(p.TTY, "/dev/pts") {
+		add(accessDev, []string{p.TTY})
+	}
 	return pl, nil
 }
 
-// secretPaths are the paths no command may read: the user's keys,
-// powerglide's config and data and --deny-read, each also as the target of
-// its symlinks. One inside a writable path cannot be hidden: newPlan
-// reports it as not hidden (a data root inside the workspace, say).
+// HomeSecrets are the places in a home where credentials usually are:
+// keys, tokens, password stores, browser profiles (cookies) and shell
+// histories (where an exported key is typed). A best-effort list: a
+// secret kept elsewhere needs --deny-read.
+var HomeSecrets = []string{
+	".ssh", ".gnupg", ".netrc", ".password-store", ".local/share/keyrings",
+	".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
+	".git-credentials", ".config/git/credentials", ".config/gh",
+	".npmrc", ".pypirc", ".cargo/credentials.toml", ".cargo/credentials", ".pgpass",
+	".bash_history", ".zsh_history", ".python_history", ".psql_history",
+	".mozilla", ".config/google-chrome", ".config/chromium",
+}
+
+// secretPaths are the paths no command may read: the user's keys (under
+// both homes), powerglide's config and data and --deny-read, each also as
+// the target of its symlinks. One inside a writable path cannot be hidden:
+// newPlan reports it as not hidden (a data root inside the workspace, say).
 func secretPaths(p Policy) []string {
 	var out []string
-	if p.Home != "" {
-		for _, rel := range []string{".ssh", ".aws", ".gnupg", ".netrc", ".config/gcloud", ".docker/config.json"} {
-			out = append(out, filepath.Join(p.Home, rel))
+	for _, home := range []string{p.Home, p.AccountHome} {
+		if home == "" {
+			continue
+		}
+		for _, rel := range HomeSecrets {
+			out = append(out, filepath.Join(home, rel))
 		}
 	}
 	if p.Config != "" {

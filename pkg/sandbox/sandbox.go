@@ -85,11 +85,18 @@ type Policy struct {
 	// DenyRead are paths no command may read, besides the built-in secret
 	// paths under Home.
 	DenyRead []string `json:"deny_read"`
-	Home     string   `json:"home"`      // the user's home: ~/.ssh and the like
-	Config   string   `json:"config"`    // powerglide's config file
-	DataRoot string   `json:"data_root"` // $POWERGLIDE_HOME
-	Caches   []string `json:"caches"`    // writable build caches (see Caches)
-	Disable  []string `json:"disable"`   // mechanisms to treat as missing (tests)
+	Home     string   `json:"home"` // the user's home: ~/.ssh and the like
+	// AccountHome is the home of the user's passwd entry when it is not
+	// Home: its secret paths are denied too.
+	AccountHome string   `json:"account_home,omitempty"`
+	Config      string   `json:"config"`    // powerglide's config file
+	DataRoot    string   `json:"data_root"` // $POWERGLIDE_HOME
+	Caches      []string `json:"caches"`    // writable build caches (see Caches)
+	Disable     []string `json:"disable"`   // mechanisms to treat as missing (tests)
+	// TTY is the one terminal (/dev/pts/N) commands may open by path:
+	// Exec sets it to the controlling terminal it was started on (a pg-pty
+	// session's). The user's other terminals stay out of reach.
+	TTY string `json:"tty,omitempty"`
 }
 
 // Sandbox starts commands under a Policy. Its methods are safe for
@@ -188,17 +195,25 @@ func (e *UnavailableError) Error() string {
 
 // Start starts cmd inside the sandbox (plainly when the mode is off). The
 // command runs as PID 1 of a new PID namespace: when it ends, everything it
-// left running is killed. Under off, the command gets its own process group.
+// left running is killed. It leads a session of its own, so it has no
+// controlling terminal: /dev/tty is not the terminal pg-tool runs in,
+// where the user types. Under off, the command gets its own process group.
 func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Setpgid = true
+	if sb.policy.Mode == Off {
+		cmd.SysProcAttr.Setpgid = true
+		return cmd.Start()
+	}
+	cmd.SysProcAttr.Setsid = true // its own process group too
+	cmd.SysProcAttr.Setpgid = false
 	return sb.start(cmd)
 }
 
-// start is Start in the caller's process group (Exec's init, which must
-// stay in the terminal's foreground group).
+// start starts cmd in the sandbox in the session and process group its
+// SysProcAttr says: Exec's init stays in the caller's, the terminal's
+// foreground group, so that the terminal's signals reach its program.
 func (sb *Sandbox) start(cmd *exec.Cmd) error {
 	if sb.policy.Mode == Off {
 		return cmd.Start()

@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == probeCommand {
 		os.Exit(probe(os.Args[2:]))
 	}
+	if len(os.Args) > 3 && os.Args[1] == startCommand {
+		os.Exit(startHelper(os.Args[2], os.Args[3:]))
+	}
 	os.Exit(m.Run())
 }
 

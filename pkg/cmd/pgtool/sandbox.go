@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,7 +33,10 @@ func (c *CLI) sandbox(rt *cli.Runtime, cfg *config.Config) (*sandbox.Sandbox, er
 			root = r
 		}
 	}
-	home := rt.IO.Getenv("HOME")
+	home, account := c.homes(rt)
+	if home == "" && mode != sandbox.Off {
+		return nil, cli.Usagef("sandbox: cannot find the home directory (HOME is unset or relative, and the passwd entry names none), so its secret paths (~/.ssh and the like) could not be hidden; set HOME, or use --sandbox off")
+	}
 	abs := func(paths []string) ([]string, error) {
 		var out []string
 		for _, p := range paths {
@@ -56,15 +60,16 @@ func (c *CLI) sandbox(rt *cli.Runtime, cfg *config.Config) (*sandbox.Sandbox, er
 		return nil, cli.Usagef("--deny-read: %v", err)
 	}
 	p := sandbox.Policy{
-		Mode:       mode,
-		Root:       root,
-		AllowWrite: allowWrite,
-		AllowNet:   c.AllowNet,
-		DenyRead:   denyRead,
-		Home:       home,
-		Config:     cfg.File,
-		DataRoot:   cfg.String("home"),
-		Disable:    c.hooks.SandboxMissing,
+		Mode:        mode,
+		Root:        root,
+		AllowWrite:  allowWrite,
+		AllowNet:    c.AllowNet,
+		DenyRead:    denyRead,
+		Home:        home,
+		AccountHome: account,
+		Config:      cfg.File,
+		DataRoot:    cfg.String("home"),
+		Disable:     c.hooks.SandboxMissing,
 	}
 	if mode == sandbox.WorkspaceWrite {
 		p.Caches = sandbox.Caches(rt.IO.Getenv, home)
@@ -74,6 +79,30 @@ func (c *CLI) sandbox(rt *cli.Runtime, cfg *config.Config) (*sandbox.Sandbox, er
 		return nil, cli.Usagef("%v", err)
 	}
 	return sb, nil
+}
+
+// homes finds the user's home: $HOME when it is an absolute path, else
+// the home of the user's passwd entry. account is the passwd entry's home
+// when it differs: any program finds it (getpwuid), so its secrets are
+// denied too.
+func (c *CLI) homes(rt *cli.Runtime) (home, account string) {
+	if h := rt.IO.Getenv("HOME"); filepath.IsAbs(h) {
+		home = filepath.Clean(h)
+	}
+	lookup := c.hooks.Account
+	if lookup == nil {
+		lookup = user.Current
+	}
+	if u, err := lookup(); err == nil && filepath.IsAbs(u.HomeDir) {
+		account = filepath.Clean(u.HomeDir)
+	}
+	switch {
+	case home == "":
+		return account, ""
+	case account == home:
+		return home, ""
+	}
+	return home, account
 }
 
 // helperBinary is pg-tool's own binary, which the sandbox runs as
