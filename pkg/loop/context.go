@@ -1,10 +1,14 @@
 package loop
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"github.com/powerglide/powerglide/pkg/project"
 )
 
 // Project context files, read in this order in each directory.
@@ -17,27 +21,18 @@ const (
 )
 
 // ProjectContext collects AGENTS.md and CLAUDE.md from workdir up to the
-// repository root (the first directory holding .git; without one, workdir
-// alone), outermost first so the nearest file has the last word. Each file
-// and the total are capped; what is cut is marked.
-func ProjectContext(workdir string) string {
-	dir, err := filepath.Abs(workdir)
-	if err != nil {
-		return ""
+// repository root (project.Dirs: without a repository, or past a parent
+// another user could change, workdir alone), outermost first so the
+// nearest file has the last word. Each file and the total are capped; what
+// is cut is marked. A file that is not read — a link, a named pipe, one
+// another user could have written — is a warning naming it, never its
+// content.
+func ProjectContext(workdir string) (string, []error) {
+	dirs, warns := project.Dirs(workdir)
+	if len(dirs) == 0 {
+		return "", warns
 	}
-	var dirs []string
-	for d := dir; ; {
-		dirs = append(dirs, d)
-		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
-			break
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			dirs = dirs[:1] // no repository: the workdir alone
-			break
-		}
-		d = parent
-	}
+	dir := dirs[0]
 	// Nearest first while counting against the cap, so what is dropped
 	// is the most distant; then printed outermost first.
 	var parts []string
@@ -47,13 +42,19 @@ collect:
 	for _, d := range dirs {
 		for i := len(contextFiles) - 1; i >= 0; i-- {
 			p := filepath.Join(d, contextFiles[i])
-			data, err := os.ReadFile(p)
-			if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+			data, size, err := readContextFile(p)
+			if err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					warns = append(warns, fmt.Errorf("project context: %w", err))
+				}
+				continue
+			}
+			if len(strings.TrimSpace(string(data))) == 0 {
 				continue
 			}
 			text := string(data)
-			if len(text) > contextFileCap {
-				text = text[:contextFileCap] + fmt.Sprintf("\n[... truncated: %d of %d bytes shown]\n", contextFileCap, len(data))
+			if size > contextFileCap {
+				text += fmt.Sprintf("\n[... truncated: %d of %d bytes shown]\n", contextFileCap, size)
 			}
 			if total+len(text) > contextTotalCap {
 				capped = fmt.Sprintf("[project context cap of %d bytes reached: %s and the files above it were left out]\n", contextTotalCap, p)
@@ -70,7 +71,26 @@ collect:
 		b.WriteString("\n")
 		b.WriteString(parts[i])
 	}
-	return b.String()
+	return b.String(), warns
+}
+
+// readContextFile reads the first contextFileCap bytes of a context file
+// (project.Open's checks), and its size.
+func readContextFile(p string) ([]byte, int64, error) {
+	f, err := project.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, contextFileCap))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", p, err)
+	}
+	return data, max(fi.Size(), int64(len(data))), nil
 }
 
 // VelocityEnv names the velocity file in the environment of the tools.

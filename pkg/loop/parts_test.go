@@ -165,7 +165,10 @@ func TestProjectContext(t *testing.T) {
 	os.WriteFile(filepath.Join(sub, "AGENTS.md"), []byte("b rules"), 0o644)
 	os.WriteFile(filepath.Join(filepath.Dir(root), "AGENTS.md"), []byte("outside the repo"), 0o644)
 	defer os.Remove(filepath.Join(filepath.Dir(root), "AGENTS.md"))
-	pc := ProjectContext(sub)
+	pc, warns := ProjectContext(sub)
+	if len(warns) > 0 {
+		t.Errorf("warnings: %v", warns)
+	}
 	i, j, k := strings.Index(pc, "root rules"), strings.Index(pc, "a rules"), strings.Index(pc, "b rules")
 	if i < 0 || j < 0 || k < 0 || !(i < j && j < k) {
 		t.Fatalf("want root, a, b in order:\n%s", pc)
@@ -175,14 +178,14 @@ func TestProjectContext(t *testing.T) {
 	}
 	// caps: a huge file is cut; the total cap drops the farthest files
 	os.WriteFile(filepath.Join(sub, "AGENTS.md"), []byte(strings.Repeat("b", 100<<10)), 0o644)
-	pc = ProjectContext(sub)
+	pc, _ = ProjectContext(sub)
 	if !strings.Contains(pc, "truncated") || len(pc) > contextTotalCap+4096 {
 		t.Errorf("not capped: %d bytes", len(pc))
 	}
 	// without a repository, only the workdir
 	lone := t.TempDir()
 	os.WriteFile(filepath.Join(lone, "CLAUDE.md"), []byte("lone"), 0o644)
-	if pc := ProjectContext(lone); !strings.Contains(pc, "lone") {
+	if pc, _ := ProjectContext(lone); !strings.Contains(pc, "lone") {
 		t.Errorf("workdir file missing: %q", pc)
 	}
 }

@@ -568,8 +568,14 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 	}
 	if r.o.NoContextFiles {
 		r.log("info", "project context files (AGENTS.md, CLAUDE.md) left out")
-	} else if pc := ProjectContext(r.o.Workdir); pc != "" {
-		r.sys += "\n\n# Project context\n" + pc
+	} else {
+		pc, warns := ProjectContext(r.o.Workdir)
+		for _, w := range warns {
+			r.log("warn", "%v", w)
+		}
+		if pc != "" {
+			r.sys += "\n\n# Project context\n" + pc
+		}
 	}
 	r.sys += skillsPrompt(defs)
 	r.o.Guard.Trust(r.sys)

@@ -27,8 +27,9 @@ func (r *Runner) discoverSkills() func(defs []protocol.ToolDef) string {
 	}
 	ch := make(chan found, 1)
 	go func() {
-		list, warns := skills.Discover(skills.Roots(r.o.Workdir, r.o.Getenv))
-		ch <- found{list, warns}
+		roots, warns := skills.Roots(r.o.Workdir, r.o.Getenv)
+		list, more := skills.Discover(roots)
+		ch <- found{list, append(warns, more...)}
 	}()
 	return func(defs []protocol.ToolDef) string {
 		f := <-ch

@@ -21,7 +21,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/internal/lazyre"
+	"github.com/powerglide/powerglide/pkg/project"
 )
 
 // FileName is the file that makes a folder a skill.
@@ -76,16 +78,20 @@ type Root struct {
 
 // Roots lists the skill directories for a workspace, nearest first:
 // .powerglide/skills and .claude/skills of each directory from the
-// workspace up to the repository root (the first directory holding .git;
-// without one, the workspace alone), then
+// workspace up to the repository root (project.Dirs: without a repository,
+// or past a parent another user could change, the workspace alone), then
 // $XDG_CONFIG_HOME/powerglide/skills (default ~/.config) and
-// ~/.claude/skills. getenv reads HOME and XDG_CONFIG_HOME.
-func Roots(workspace string, getenv func(string) string) []Root {
+// ~/.claude/skills. getenv reads HOME and XDG_CONFIG_HOME. The warnings say
+// where the walk up stopped early, leaving something out.
+func Roots(workspace string, getenv func(string) string) ([]Root, []Warning) {
 	var out []Root
-	if dir, err := filepath.Abs(workspace); err == nil {
-		for _, d := range upToRepo(dir) {
-			out = append(out, Root{filepath.Join(d, ".powerglide", "skills"), SourceProject}, Root{filepath.Join(d, ".claude", "skills"), SourceProject})
-		}
+	dirs, errs := project.Dirs(workspace)
+	var warns []Warning
+	for _, err := range errs {
+		warns = append(warns, Warning{File: workspace, Msg: err.Error()})
+	}
+	for _, d := range dirs {
+		out = append(out, Root{filepath.Join(d, ".powerglide", "skills"), SourceProject}, Root{filepath.Join(d, ".claude", "skills"), SourceProject})
 	}
 	home := getenv("HOME")
 	cfg := getenv("XDG_CONFIG_HOME")
@@ -98,23 +104,7 @@ func Roots(workspace string, getenv func(string) string) []Root {
 	if home != "" {
 		out = append(out, Root{filepath.Join(home, ".claude", "skills"), SourceUser})
 	}
-	return out
-}
-
-// upToRepo is dir and its parents up to the repository root.
-func upToRepo(dir string) []string {
-	var dirs []string
-	for d := dir; ; {
-		dirs = append(dirs, d)
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return dirs
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return dirs[:1] // no repository: the workspace alone
-		}
-		d = parent
-	}
+	return out, warns
 }
 
 // Discover finds the skills under roots, nearest root first: a name already
@@ -185,9 +175,9 @@ func Load(file string) (Skill, []Warning, error) {
 	if err != nil {
 		return Skill{}, nil, err
 	}
-	f, err := os.Open(abs)
+	f, err := project.Open(abs)
 	if err != nil {
-		return Skill{}, nil, err
+		return Skill{}, nil, refused(abs, err)
 	}
 	defer f.Close()
 	fm, bodyLine, err := readFrontMatter(f, abs)
@@ -243,6 +233,20 @@ func Load(file string) (Skill, []Warning, error) {
 		warns = append(warns, Warning{File: abs, Line: line, Msg: fmt.Sprintf("name %q differs from its folder's name %q; the skill is called %q", name, base, name)})
 	}
 	return sk, warns, nil
+}
+
+// refused makes a SKILL.md that project.Open would not read a warning (a
+// missing one stays os.ErrNotExist).
+func refused(file string, err error) error {
+	var ie *atomicfile.IrregularError
+	var ue *project.UntrustedError
+	switch {
+	case errors.As(err, &ie):
+		return Warning{File: file, Msg: ie.Kind + ", not a regular file: refused"}
+	case errors.As(err, &ue):
+		return Warning{File: file, Msg: ue.Why + ": refused"}
+	}
+	return err
 }
 
 // scalar reads a string key of the front matter, with its line in the file
@@ -306,7 +310,12 @@ func readFrontMatter(r io.Reader, file string) ([]byte, int, error) {
 
 // Body reads the skill's instructions: SKILL.md after its front matter.
 func (s Skill) Body() (string, error) {
-	b, err := os.ReadFile(s.Path)
+	f, err := project.Open(s.Path)
+	if err != nil {
+		return "", fmt.Errorf("skill %s: %w", s.Name, refused(s.Path, err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return "", fmt.Errorf("skill %s: %w", s.Name, err)
 	}

@@ -30,7 +30,10 @@ func TestRootsOrder(t *testing.T) {
 	repo := t.TempDir()
 	write(t, filepath.Join(repo, ".git", "HEAD"), "ref: refs/heads/main\n")
 	ws := filepath.Join(repo, "sub", "ws")
-	got := Roots(ws, env(map[string]string{"HOME": "/home/u", "XDG_CONFIG_HOME": "/xdg"}))
+	got, warns := Roots(ws, env(map[string]string{"HOME": "/home/u", "XDG_CONFIG_HOME": "/xdg"}))
+	if len(warns) > 0 {
+		t.Errorf("warnings: %v", warns)
+	}
 	want := []Root{
 		{filepath.Join(ws, ".powerglide/skills"), SourceProject},
 		{filepath.Join(ws, ".claude/skills"), SourceProject},
@@ -47,7 +50,7 @@ func TestRootsOrder(t *testing.T) {
 	// Without XDG_CONFIG_HOME the user's config is ~/.config; without a
 	// repository the workspace alone is searched.
 	lone := t.TempDir()
-	got = Roots(lone, env(map[string]string{"HOME": "/home/u"}))
+	got, _ = Roots(lone, env(map[string]string{"HOME": "/home/u"}))
 	if len(got) != 4 || got[2].Dir != "/home/u/.config/powerglide/skills" || got[0].Dir != filepath.Join(lone, ".powerglide/skills") {
 		t.Fatalf("roots without a repository or XDG_CONFIG_HOME: %v", got)
 	}
@@ -66,7 +69,8 @@ func TestDiscoverNearerWins(t *testing.T) {
 	write(t, filepath.Join(home, ".claude/skills/not-a-skill/README.md"), "no SKILL.md here\n")
 	write(t, filepath.Join(home, ".claude/skills/stray-file.md"), "a file, not a folder\n")
 
-	list, warns := Discover(Roots(ws, env(map[string]string{"HOME": home})))
+	roots, _ := Roots(ws, env(map[string]string{"HOME": home}))
+	list, warns := Discover(roots)
 	if len(warns) != 0 {
 		t.Fatalf("warnings: %v", warns)
 	}

@@ -27,8 +27,9 @@ func (c *CLI) skills(rt *cli.Runtime) []skills.Skill {
 	if abs, err := filepath.Abs(root); err == nil {
 		root = abs
 	}
-	list, warns := skills.Discover(skills.Roots(root, rt.IO.Getenv))
-	c.skillWarnings = warns
+	roots, warns := skills.Roots(root, rt.IO.Getenv)
+	list, more := skills.Discover(roots)
+	c.skillWarnings = append(warns, more...)
 	return list
 }
 
