@@ -54,6 +54,21 @@ func (e *ModelError) NoModel() bool { return e.Event.Status == 404 }
 // Unrecoverable reports a model failure that ends the run, not the task.
 func (e *ModelError) Unrecoverable() bool { return e.Auth() || e.NoModel() }
 
+// DiedError is a coprocess that stopped while requests were out (killed,
+// out of memory, crashed): what it did with them is unknown. The next
+// request starts a fresh one.
+type DiedError struct {
+	Kind    string // "model" or "tools"
+	Cmdline string
+	Err     error // how it ended
+}
+
+func (e *DiedError) Error() string {
+	return fmt.Sprintf("%s coprocess %q stopped: %v", e.Kind, e.Cmdline, e.Err)
+}
+
+func (e *DiedError) Unwrap() error { return e.Err }
+
 // shellCommand runs cmd through sh, so components are given as shell
 // command lines ('pg-llm serve', 'python3 my-model.py'); args follow as
 // "$@". A line of plain words naming a program on PATH (pg-loop's own
@@ -243,7 +258,7 @@ func (c *coprocess) read(cmd *proc.Child, out io.Reader, dead chan struct{}) {
 	}
 	c.mu.Lock()
 	c.account(cmd.ProcessState)
-	c.deadErr = fmt.Errorf("%s coprocess %q stopped: %w", c.kind, c.cmdline, err)
+	c.deadErr = &DiedError{Kind: c.kind, Cmdline: c.cmdline, Err: err}
 	c.mu.Unlock()
 	close(dead)
 }

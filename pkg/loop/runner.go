@@ -218,6 +218,9 @@ type Runner struct {
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
 	// lookup brings the model's row while the run starts (Options.Lookup).
 	lookup chan lookupResult
+	// toolsDied says the tools coprocess died during the last tool call:
+	// a second death in a row ends the run.
+	toolsDied bool
 	// last is the conversation of the task that ended last (FollowUpBase),
 	// for a follow-up task; lastTask its id.
 	last     []protocol.Message
@@ -1124,6 +1127,15 @@ func (r *Runner) executing() (Input, string) {
 		start := time.Now()
 		res, err := r.o.Tools.Call(tr.ctx, todo)
 		r.times.tools += time.Since(start)
+		var died *DiedError
+		if errors.As(err, &died) && tr.ctx.Err() == nil && !r.toolsDied && len(res) == len(todo) {
+			// Its calls have error results for the model (DiedResult):
+			// they are not made again, they may have done their work.
+			r.log("warn", "tools: %v during a call: the model is told, a fresh one takes the next call", err)
+			r.toolsDied, err = true, nil
+		} else if err == nil {
+			r.toolsDied = false
+		}
 		if err != nil {
 			if tr.ctx.Err() != nil {
 				return r.taskCtxErr()

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync"
 
@@ -35,7 +36,11 @@ type Estimator struct {
 	mu     sync.Mutex
 	enc    *codec.Codec // nil: the byte ratio
 	factor float64      // calibration, ≥ 1
-	cache  map[string]int
+	// cache maps a text's hash to its count. Keyed by the hash, not the
+	// text: a key that is the text keeps every text ever counted alive
+	// (tool outputs long compacted away), hundreds of MB over a long run.
+	cache map[uint64]int
+	seed  maphash.Seed
 }
 
 // o200kFamily are the model-name prefixes counted with o200k_base.
@@ -70,7 +75,8 @@ func NewEstimator(model string) *Estimator {
 	if tokenizerFor(model) == "o200k_base" {
 		o200kOnce.Do(func() { o200k = codec.NewO200kBase() })
 		e.enc = o200k
-		e.cache = map[string]int{}
+		e.cache = map[uint64]int{}
+		e.seed = maphash.MakeSeed()
 	}
 	return e
 }
@@ -84,6 +90,8 @@ func (e *Estimator) Tokenizer() string {
 }
 
 // maxCache bounds the remembered counts; past it the cache starts over.
+// An entry is two words whatever the text's length: the cache holds a
+// few MB at most.
 const maxCache = 1 << 16
 
 // Text estimates the tokens of one text, before calibration.
@@ -94,9 +102,11 @@ func (e *Estimator) Text(s string) int {
 	if e.enc == nil {
 		return int(float64(len(s))/bytesPerToken) + 1
 	}
-	// Every text is counted once, not on every step: a lookup costs far
-	// less than the tokenizer, even for a short text.
-	if n, ok := e.cache[s]; ok {
+	// Every text is counted once, not on every step: hashing it costs far
+	// less than the tokenizer. Two texts with one 64-bit hash would share
+	// a count, an estimate's error of no consequence at that odds.
+	h := maphash.String(e.seed, s)
+	if n, ok := e.cache[h]; ok {
 		return n
 	}
 	n, err := e.enc.Count(s)
@@ -106,7 +116,7 @@ func (e *Estimator) Text(s string) int {
 	if len(e.cache) >= maxCache {
 		clear(e.cache)
 	}
-	e.cache[s] = n
+	e.cache[h] = n
 	return n
 }
 
@@ -119,7 +129,8 @@ func (e *Estimator) bytesText(b []byte) int {
 	if e.enc == nil {
 		return int(float64(len(b))/bytesPerToken) + 1
 	}
-	if n, ok := e.cache[string(b)]; ok {
+	// maphash.Bytes of b is maphash.String of its string: one entry.
+	if n, ok := e.cache[maphash.Bytes(e.seed, b)]; ok {
 		return n
 	}
 	return e.Text(string(b))

@@ -116,16 +116,28 @@ func (t *ServeTools) listInband(ctx context.Context) ([]protocol.ToolDef, error)
 	return nil, fmt.Errorf("list tools with %q: unexpected %s record", t.co.cmdline, reply)
 }
 
-// Call writes every call, then waits for all their results.
+// DiedResult is the error result of a call whose tools coprocess died
+// before it answered: the call may have run in part, in whole or not at all.
+const DiedResult = "the tool server died during this call; its effects are unknown: check the state before running it again (a fresh tool server takes the next call)"
+
+// Call writes every call, then waits for all their results. When the
+// coprocess dies, Call returns a *DiedError with the results: those it
+// gave before it died, and DiedResult for the others.
 func (t *ServeTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]protocol.ToolResult, error) {
 	type pending struct {
 		ch     chan []byte
 		dead   chan struct{}
 		wireID string
 	}
-	ps := make([]pending, len(calls))
+	var ps []pending
+	defer func() {
+		for _, p := range ps {
+			t.co.forget(p.wireID)
+		}
+	}()
 	out := make([]protocol.ToolResult, len(calls))
-	for i, c := range calls {
+	var died error
+	for _, c := range calls {
 		// The wire id is ours, so two turns that reuse a model id never mix.
 		wire := nextID("c")
 		line, err := marshalLine(protocol.ToolCall{ID: wire, Name: c.Name, Input: c.Input})
@@ -133,20 +145,21 @@ func (t *ServeTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]pro
 			return nil, err
 		}
 		ch, dead, err := t.co.send(wire, func(int) ([]byte, error) { return line, nil })
+		if de := (*DiedError)(nil); errors.As(err, &de) {
+			died = err // the calls sent so far went to the child that died
+			break
+		}
 		if err != nil {
-			for _, p := range ps[:i] {
-				t.co.forget(p.wireID)
-			}
 			return nil, err
 		}
-		ps[i] = pending{ch, dead, wire}
+		ps = append(ps, pending{ch, dead, wire})
 	}
-	defer func() {
-		for _, p := range ps {
-			t.co.forget(p.wireID)
+	for i := range out {
+		if i >= len(ps) {
+			out[i] = failedResult(calls[i], DiedResult)
+			continue
 		}
-	}()
-	for i, p := range ps {
+		p := ps[i]
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -157,11 +170,12 @@ func (t *ServeTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]pro
 			case line := <-p.ch:
 				out[i] = decodeResult(calls[i], line)
 			default:
-				return nil, t.co.err()
+				died = t.co.err()
+				out[i] = failedResult(calls[i], DiedResult)
 			}
 		}
 	}
-	return out, nil
+	return out, died
 }
 
 func decodeResult(c protocol.ToolCall, line []byte) protocol.ToolResult {

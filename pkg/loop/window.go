@@ -470,10 +470,16 @@ func (r *Runner) windowFailure(err error) (Input, string) {
 }
 
 // callModel makes a model call of the task, timed, and calibrates the
-// estimate with the input tokens the provider counted.
+// estimate with the input tokens the provider counted. A call whose model
+// coprocess died (killed, out of memory) is made once more, on a fresh
+// one: a model call is safe to repeat. A second death ends the run.
 func (r *Runner) callModel(ctx context.Context, req *protocol.Request) (*protocol.EndEvent, error) {
 	start, waited := time.Now(), r.times.wait
 	end, err := r.call(ctx, req, r.onModelEvent)
+	if de := (*DiedError)(nil); errors.As(err, &de) && ctx.Err() == nil {
+		r.log("warn", "%v during a call: making the call again on a fresh one", err)
+		end, err = r.call(ctx, req, r.onModelEvent)
+	}
 	r.times.model += time.Since(start) - (r.times.wait - waited)
 	if err == nil && !end.Usage.Estimated { // an estimate would only calibrate the estimator by itself
 		u := end.Usage

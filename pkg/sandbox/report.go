@@ -40,7 +40,7 @@ func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
 	if p.Mode == ReadOnly {
 		add("writes only in the private TMPDIR and --allow-write paths", lock)
 	} else {
-		add("writes only in the workspace, the private TMPDIR, the build caches and --allow-write paths", lock)
+		add("writes only in the workspace, the private TMPDIR, the sandbox's own build caches and --allow-write paths (the user's build caches are read-only: code planted there would run in the user's later builds)", lock)
 	}
 	add("reads everywhere but the secret paths: a best-effort list under the home ("+strings.Join(HomeSecrets, ", ")+"), powerglide's config file and data root, and --deny-read; the redaction of outputs is for accidents, not a barrier", lock+": every path around the secret paths is granted, not the secret paths")
 	if p.AllowNet {

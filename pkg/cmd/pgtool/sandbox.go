@@ -68,7 +68,16 @@ func (c *CLI) sandbox(rt *cli.Runtime, cfg *config.Config) (*sandbox.Sandbox, er
 		Disable:     c.hooks.SandboxMissing,
 	}
 	if mode == sandbox.WorkspaceWrite {
-		p.Caches = sandbox.Caches(rt.IO.Getenv, home)
+		dir := cfg.String("sandbox_cache")
+		if dir == "" {
+			dir = filepath.Join(p.DataRoot, "cache", "sandbox")
+		}
+		if dir, err = filepath.Abs(dir); err != nil {
+			return nil, cli.Usagef("sandbox_cache: %v", err)
+		}
+		if p.Caches, p.CacheEnv, err = sandbox.Caches(rt.IO.Getenv, home, dir); err != nil {
+			return nil, cli.Failf("sandbox", "%v", err)
+		}
 	}
 	sb, err := sandbox.New(p)
 	if err != nil {
