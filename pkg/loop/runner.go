@@ -198,6 +198,9 @@ type Runner struct {
 	steps int // model turns of this process
 	// velFile is the velocity file (Options.VelocityFile), if any.
 	velFile *velocityFile
+	// usageEstimated: a call was charged at the loop's estimate (the
+	// provider reported no usage), which is logged once.
+	usageEstimated bool
 
 	failReason string
 	failRetry  bool

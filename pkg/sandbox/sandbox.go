@@ -210,6 +210,16 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	}
 	cmd.SysProcAttr.Setsid = true // its own process group too
 	cmd.SysProcAttr.Setpgid = false
+	return sb.start(cmd)
+}
+
+// start starts cmd in the sandbox in the session and process group its
+// SysProcAttr says: Exec's init stays in the caller's, the terminal's
+// foreground group, so that the terminal's signals reach its program.
+func (sb *Sandbox) start(cmd *exec.Cmd) error {
+	if sb.policy.Mode == Off {
+		return cmd.Start()
+	}
 	if err := sb.prepare(); err != nil {
 		return err
 	}
