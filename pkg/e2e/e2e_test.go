@@ -75,6 +75,12 @@ func Params(dir string) testscript.Params {
 				env.Setenv(k, v)
 			}
 			env.Setenv("GOTOOLCHAIN", "local")
+			// The sandbox's own build caches (what sandboxed go commands
+			// write) are shared by every run of the scripts, for the same
+			// reason.
+			if dir, err := os.UserCacheDir(); err == nil {
+				env.Setenv("POWERGLIDE_SANDBOX_CACHE", filepath.Join(dir, "powerglide-test", "sandbox-cache"))
+			}
 			// The tools are this test binary, race-built under make test;
 			// such a binary sleeps a second before it exits, so that
 			// races in other goroutines get reported. Races are still

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,23 +27,25 @@ func envAllowed(name string, pass []string) bool {
 
 // Env is the environment of a command: the variables of environ that are
 // allowed or named in pass, with TMPDIR pointing at the private temporary
-// directory when there is one.
+// directory when there is one, and the build caches at the sandbox's own
+// (Policy.CacheEnv).
 func (sb *Sandbox) Env(environ, pass []string) []string {
 	tmp := sb.TempDir()
+	set := slices.Clone(sb.policy.CacheEnv)
+	if tmp != "" {
+		set = append(set, "TMPDIR="+tmp)
+	}
+	isSet := func(name string) bool {
+		return slices.ContainsFunc(set, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+	}
 	out := make([]string, 0, 24)
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "TMPDIR" && tmp != "" {
-			continue
-		}
-		if envAllowed(name, pass) {
+		if envAllowed(name, pass) && !isSet(name) {
 			out = append(out, kv)
 		}
 	}
-	if tmp != "" {
-		out = append(out, "TMPDIR="+tmp)
-	}
-	return out
+	return append(out, set...)
 }
 
 // EnvNames lists the names of an environment's variables.
@@ -56,42 +59,47 @@ func EnvNames(env []string) []string {
 	return names
 }
 
-// Caches are the build caches commands may write in workspace-write mode,
-// from the environment's variables or their defaults under home: the Go
-// build and module caches, ~/.cache (pip and most XDG tools), npm's cache
-// and Cargo's registry. ~/.cache is created when missing, as the tools
-// would.
-func Caches(getenv func(string) string, home string) []string {
+// Caches makes the sandbox's own build caches in dir (one directory per
+// tool, private to the user) and returns them, to be writable, with the
+// variables that point the tools at them. The user's own caches, from
+// getenv or their defaults under home, stay read-only: a command that
+// could write them would plant code (a module's source, a compiled
+// package, an npx package, a crate's build.rs) that the user's later,
+// unsandboxed builds run. Go still finds the modules the user has
+// without the network: GOPROXY tries the user's module cache first
+// (file://$GOMODCACHE/cache/download), then the user's GOPROXY.
+func Caches(getenv func(string) string, home, dir string) (writable, env []string, err error) {
 	or := func(v, def string) string {
 		if v != "" {
 			return v
 		}
 		return def
 	}
-	xdg := or(getenv("XDG_CACHE_HOME"), filepath.Join(home, ".cache"))
 	gopath := filepath.Join(home, "go")
 	if gp := getenv("GOPATH"); gp != "" {
 		gopath = filepath.SplitList(gp)[0]
 	}
-	cargo := or(getenv("CARGO_HOME"), filepath.Join(home, ".cargo"))
-	caches := []string{
-		xdg,
-		or(getenv("GOCACHE"), filepath.Join(xdg, "go-build")),
-		or(getenv("GOMODCACHE"), filepath.Join(gopath, "pkg", "mod")),
-		or(getenv("npm_config_cache"), or(getenv("NPM_CONFIG_CACHE"), filepath.Join(home, ".npm"))),
-		or(getenv("PIP_CACHE_DIR"), filepath.Join(xdg, "pip")),
-		filepath.Join(cargo, "registry"),
-		filepath.Join(cargo, "git"),
+	userModCache := or(getenv("GOMODCACHE"), filepath.Join(gopath, "pkg", "mod"))
+	own := []struct{ name, sub string }{
+		{"GOCACHE", "go-build"},
+		{"GOMODCACHE", "go-mod"},
+		{"npm_config_cache", "npm"},
+		{"PIP_CACHE_DIR", "pip"},
+		{"CARGO_HOME", "cargo"},
+		{"XDG_CACHE_HOME", "xdg"},
 	}
-	if home != "" {
-		_ = os.MkdirAll(xdg, 0o755)
-	}
-	var out []string
-	for _, c := range caches {
-		if c != "" && filepath.IsAbs(c) {
-			out = append(out, filepath.Clean(c))
+	for _, c := range own {
+		d := filepath.Join(dir, c.sub)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("sandbox build caches: %w", err)
 		}
+		writable = append(writable, d)
+		env = append(env, c.name+"="+d)
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	proxy := or(getenv("GOPROXY"), "https://proxy.golang.org,direct")
+	if filepath.IsAbs(userModCache) {
+		proxy = "file://" + filepath.Join(userModCache, "cache", "download") + "," + proxy
+	}
+	env = append(env, "GOPROXY="+proxy)
+	return writable, env, nil
 }

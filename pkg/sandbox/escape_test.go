@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"archive/zip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -135,7 +136,10 @@ func TestNoSetuidBit(t *testing.T) {
 // even a group the user belongs to (root's supplementary groups, say);
 // naming its own owner and group (cp -a, tar as root) still works. Tried
 // as root and as uid 65534, through sandbox-exec, which keeps the
-// caller's groups.
+// caller's groups. (uid 65534's program runs in a user namespace without a
+// mapping, as every sandboxed command of a user but root does: there its
+// groups show as nobody's, and naming its own owner fails too, since no
+// id is mapped.)
 func TestNoOwnerChange(t *testing.T) {
 	if os.Getuid() != 0 {
 		testenv.Unavailable(t, "running sandbox-exec with other groups", errors.New("not root"))
@@ -182,7 +186,7 @@ func TestNoOwnerChange(t *testing.T) {
 				out, err := cmd.CombinedOutput()
 				return string(out), err
 			}
-			if out, err := sh("echo x > f && id -G"); err != nil || !strings.Contains(out, strconv.Itoa(c.other)) {
+			if out, err := sh("echo x > f && id -G"); err != nil || (c.uid == 0 && !strings.Contains(out, strconv.Itoa(c.other))) {
 				t.Fatalf("setup: %q, %v; want group %d among the caller's", out, err, c.other)
 			}
 			for _, line := range []string{
@@ -198,6 +202,9 @@ func TestNoOwnerChange(t *testing.T) {
 				t.Error(err)
 			} else if gid := fi.Sys().(*syscall.Stat_t).Gid; gid != uint32(c.gid) {
 				t.Errorf("f's group changed to %d", gid)
+			}
+			if c.uid != 0 {
+				return // no id is mapped in its user namespace
 			}
 			line := fmt.Sprintf("chown %d:%d f && chown -h %d f && chgrp %d f && cp -a f g && cat g", c.uid, c.gid, c.uid, c.gid)
 			if out, err := sh(line); err != nil || out != "x\n" {
@@ -537,5 +544,144 @@ func TestCommonSecretsHidden(t *testing.T) {
 		if !slices.Contains(r.Hidden, p) {
 			t.Errorf("report hidden lacks %s: %v", p, r.Hidden)
 		}
+	}
+}
+
+// TestCachesAreTheSandboxsOwn (HIGH-2): the user's build caches were
+// writable, so a command planted code in a module's source in GOMODCACHE
+// that the user's next `go run` ran, unsandboxed. Commands now write the
+// sandbox's own caches, and read the user's: a module the user has still
+// builds offline, fetched from the user's module cache.
+func TestCachesAreTheSandboxsOwn(t *testing.T) {
+	testenv.Need(t, "scripts/test-deps.sh installs it", "go")
+	f := newFixture(t)
+	work := filepath.Dir(f.root)
+	// A one-module proxy, and the user's module cache filled from it by a
+	// real go mod tidy outside the sandbox.
+	proxy := filepath.Join(work, "proxy", "example.com", "tiny", "@v")
+	if err := os.MkdirAll(proxy, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	zipModule(t, filepath.Join(proxy, "v1.0.0.zip"), "example.com/tiny@v1.0.0/", map[string]string{
+		"go.mod":  "module example.com/tiny\n\ngo 1.22\n",
+		"tiny.go": "package tiny\n\nfunc N() int { return 42 }\n",
+	})
+	for name, content := range map[string]string{
+		"list": "v1.0.0\n", "v1.0.0.info": `{"Version":"v1.0.0","Time":"2024-01-01T00:00:00Z"}`, "v1.0.0.mod": "module example.com/tiny\n\ngo 1.22\n",
+	} {
+		if err := os.WriteFile(filepath.Join(proxy, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{
+		"go.mod":     "module example.com/app\n\ngo 1.22\n\nrequire example.com/tiny v1.0.0\n",
+		"lib/lib.go": "package lib\n\nimport \"example.com/tiny\"\n\nfunc M() int { return tiny.N() }\n",
+	} {
+		p := filepath.Join(f.root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	userModCache := filepath.Join(f.home, "go", "pkg", "mod")
+	// Module caches are read-only; let the test's clean-up remove them.
+	t.Cleanup(func() {
+		filepath.WalkDir(work, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+	})
+	userGoCache := filepath.Join(f.home, ".cache", "go-build")
+	env := append(os.Environ(), "HOME="+f.home, "GOMODCACHE="+userModCache, "GOCACHE="+userGoCache, "GOPATH=",
+		"GONOSUMDB=example.com", "GOTOOLCHAIN=local", "GOFLAGS=", "XDG_CACHE_HOME=")
+	tidy := exec.Command("go", "mod", "tidy")
+	tidy.Dir = f.root
+	tidy.Env = append(env, "GOPROXY=file://"+filepath.Join(work, "proxy"))
+	if out, err := tidy.CombinedOutput(); err != nil {
+		t.Fatalf("go mod tidy outside the sandbox: %v\n%s", err, out)
+	}
+	source := filepath.Join(userModCache, "example.com", "tiny@v1.0.0", "tiny.go")
+	before, err := os.ReadFile(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	env = append(env, "GOPROXY=off") // the user's: no network at all
+	getenv := func(name string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	own := filepath.Join(work, "sandbox-cache")
+	caches, cacheEnv, err := Caches(getenv, f.home, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home, Caches: caches, CacheEnv: cacheEnv})
+	sh := func(line string) (string, error) {
+		cmd := exec.Command("bash", "-c", line)
+		cmd.Dir = f.root
+		cmd.Env = sb.Env(env, nil)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := sb.Start(cmd); err != nil {
+			return "", err
+		}
+		err := cmd.Wait()
+		return out.String(), err
+	}
+	// The planting of the review: make the module's source writable and
+	// add an init to it; and the same in the user's build cache and ~/.cache.
+	for _, line := range []string{
+		"chmod u+w " + filepath.Dir(source) + " " + source + "; echo 'func init() { println(\"planted\") }' >> " + source,
+		"mkdir -p " + userGoCache + " 2>/dev/null; touch " + userGoCache + "/planted",
+		"touch " + f.home + "/.cache/planted",
+	} {
+		if out, err := sh(line); err == nil || !strings.Contains(out, "Permission denied") {
+			t.Errorf("%s: %q, %v; want Permission denied", line, out, err)
+		}
+	}
+	if after, _ := os.ReadFile(source); string(after) != string(before) {
+		t.Errorf("the user's module source changed: %q", after)
+	}
+	out, err := sh("go env GOCACHE GOMODCACHE GOPROXY && go build ./lib && echo built")
+	wantEnv := filepath.Join(own, "go-build") + "\n" + filepath.Join(own, "go-mod") + "\nfile://" + filepath.Join(userModCache, "cache", "download") + ",off\n"
+	if err != nil || !strings.HasPrefix(out, wantEnv) || !strings.HasSuffix(out, "\nbuilt\n") {
+		t.Errorf("go build in the sandbox: %q, %v; want %q, then built", out, err, wantEnv)
+	}
+	if _, err := os.Stat(filepath.Join(own, "go-mod", "example.com", "tiny@v1.0.0", "tiny.go")); err != nil {
+		t.Errorf("the module is not in the sandbox's own module cache: %v", err)
+	}
+}
+
+// zipModule writes a module zip: every file under prefix.
+func zipModule(t *testing.T, path, prefix string, files map[string]string) {
+	t.Helper()
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := zip.NewWriter(out)
+	for name, content := range files {
+		w, err := z.Create(prefix + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

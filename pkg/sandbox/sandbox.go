@@ -2,8 +2,8 @@
 // external tools, MCP servers and programs in terminal sessions.
 //
 // The kernel does the enforcing, without root:
-//   - Landlock: writes only in the workspace, a private TMPDIR, the build
-//     caches and --allow-write paths; reads everywhere except secret paths
+//   - Landlock: writes only in the workspace, a private TMPDIR, the
+//     sandbox's own build caches and --allow-write paths; reads everywhere except secret paths
 //     (an allow-list of everything around them, as Landlock cannot carve a
 //     denied path out of an allowed tree); no TCP; no signals or ptrace to
 //     processes outside the sandbox.
@@ -54,7 +54,7 @@ type Mode string
 
 // The modes.
 const (
-	WorkspaceWrite Mode = "workspace-write" // writes in the workspace, TMPDIR and build caches
+	WorkspaceWrite Mode = "workspace-write" // writes in the workspace, TMPDIR and the sandbox's build caches
 	ReadOnly       Mode = "read-only"       // writes only in the private TMPDIR
 	Off            Mode = "off"             // no sandbox
 )
@@ -91,8 +91,10 @@ type Policy struct {
 	AccountHome string   `json:"account_home,omitempty"`
 	Config      string   `json:"config"`    // powerglide's config file
 	DataRoot    string   `json:"data_root"` // $POWERGLIDE_HOME
-	Caches      []string `json:"caches"`    // writable build caches (see Caches)
-	Disable     []string `json:"disable"`   // mechanisms to treat as missing (tests)
+	Caches      []string `json:"caches"`    // the sandbox's own build caches, writable (see Caches)
+	// CacheEnv are the variables that point the tools at Caches.
+	CacheEnv []string `json:"cache_env,omitempty"`
+	Disable  []string `json:"disable"` // mechanisms to treat as missing (tests)
 	// TTY is the one terminal (/dev/pts/N) commands may open by path:
 	// Exec sets it to the controlling terminal it was started on (a pg-pty
 	// session's). The user's other terminals stay out of reach.
@@ -208,6 +210,16 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	}
 	cmd.SysProcAttr.Setsid = true // its own process group too
 	cmd.SysProcAttr.Setpgid = false
+	return sb.start(cmd)
+}
+
+// start starts cmd in the sandbox in the session and process group its
+// SysProcAttr says: Exec's init stays in the caller's, the terminal's
+// foreground group, so that the terminal's signals reach its program.
+func (sb *Sandbox) start(cmd *exec.Cmd) error {
+	if sb.policy.Mode == Off {
+		return cmd.Start()
+	}
 	if err := sb.prepare(); err != nil {
 		return err
 	}
