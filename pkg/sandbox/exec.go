@@ -80,11 +80,7 @@ func Exec(policyJSON string, argv, env []string) error {
 // (an MCP server started from a terminal) is detached from that terminal
 // instead, so its /dev/tty is not the user's.
 func ownTerminal() string {
-	if sid, err := unix.Getsid(0); err != nil || sid != unix.Getpid() {
-		if f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0); err == nil {
-			_ = unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
-			f.Close()
-		}
+	if !detachTerminal() {
 		return ""
 	}
 	// TIOCGSID answers only for the caller's controlling terminal.
@@ -96,6 +92,26 @@ func ownTerminal() string {
 		return ""
 	}
 	return tty
+}
+
+// detachTerminal lets the process go of its controlling terminal, so
+// that what it starts has none; it reports false when it did (or had
+// none), true when the process leads the terminal's session, which keeps
+// it (letting go would hang the terminal up for its other processes).
+func detachTerminal() (leader bool) {
+	if sid, err := unix.Getsid(0); err == nil && sid == unix.Getpid() {
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			return false // no controlling terminal
+		}
+		f.Close()
+		return true
+	}
+	if f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0); err == nil {
+		_ = unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
+		f.Close()
+	}
+	return false
 }
 
 // lookPath finds a program on the PATH of env, as the shell would.

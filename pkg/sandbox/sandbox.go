@@ -197,19 +197,17 @@ func (e *UnavailableError) Error() string {
 
 // Start starts cmd inside the sandbox (plainly when the mode is off). The
 // command runs as PID 1 of a new PID namespace: when it ends, everything it
-// left running is killed. It leads a session of its own, so it has no
-// controlling terminal: /dev/tty is not the terminal pg-tool runs in,
-// where the user types. Under off, the command gets its own process group.
+// left running is killed. It has no controlling terminal: /dev/tty is not
+// the terminal pg-tool runs in, where the user types (see
+// detachTerminal). The command gets its own process group.
 func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	cmd.SysProcAttr.Setpgid = true
 	if sb.policy.Mode == Off {
-		cmd.SysProcAttr.Setpgid = true
 		return cmd.Start()
 	}
-	cmd.SysProcAttr.Setsid = true // its own process group too
-	cmd.SysProcAttr.Setpgid = false
 	if err := sb.prepare(); err != nil {
 		return err
 	}
@@ -260,6 +258,11 @@ func (sb *Sandbox) startLauncher() {
 		if err != nil {
 			err = fmt.Errorf("sandbox: keep inherited descriptors from commands: %w", err)
 		}
+		// Commands get no controlling terminal: pg-tool lets go of its
+		// own (it reads none), or, when it leads its terminal's session
+		// and so cannot, each command gets a session of its own (a
+		// setsid costs about half a millisecond more per command).
+		ownSession := detachTerminal()
 		direct, rerr := sb.plan.restrictThread(unix.CAP_SYS_ADMIN)
 		if rerr != nil {
 			err = &UnavailableError{Mode: sb.policy.Mode, Missing: []string{rerr.Error()}}
@@ -277,6 +280,9 @@ func (sb *Sandbox) startLauncher() {
 					continue
 				}
 				req.cmd.SysProcAttr.Cloneflags |= flags
+				if ownSession {
+					req.cmd.SysProcAttr.Setsid, req.cmd.SysProcAttr.Setpgid = true, false
+				}
 				req.done <- req.cmd.Start()
 			case <-sb.closed:
 				return
