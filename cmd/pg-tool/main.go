@@ -10,5 +10,8 @@ import (
 )
 
 func main() {
+	if code, ok := pgtool.Init(os.Args[1:], os.Environ(), os.Stderr); ok {
+		os.Exit(code) // the fast way in for the init of a sandboxed program
+	}
 	os.Exit(cli.Main(pgtool.Spec(), os.Args[1:], cli.Std(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
 }

@@ -198,6 +198,9 @@ type Runner struct {
 	steps int // model turns of this process
 	// velFile is the velocity file (Options.VelocityFile), if any.
 	velFile *velocityFile
+	// usageEstimated: a call was charged at the loop's estimate (the
+	// provider reported no usage), which is logged once.
+	usageEstimated bool
 
 	failReason string
 	failRetry  bool
@@ -243,6 +246,9 @@ type taskRun struct {
 	// summaryAgain is the conversation length before which no new summary
 	// is made: the last one did not bring it under the hard threshold.
 	summaryAgain int
+	// resumedAnswer: the task was resumed after its final answer, which
+	// goes back to verify without a model call.
+	resumedAnswer bool
 }
 
 // NewRunner checks the options and returns a runner.
@@ -629,10 +635,8 @@ func (r *Runner) pickTask(ctx context.Context) (Input, string) {
 	tctx, cancel := context.WithCancelCause(ctx)
 	tr := &taskRun{task: t, ctx: tctx, cancel: cancel, lastRenew: r.now()}
 	tr.breaker = Breaker{SameMax: r.o.BreakerSame, FailMax: r.o.BreakerFailures, OutputMax: r.o.BreakerOutput, CycleMax: r.o.BreakerCycle}
-	if restore != nil && restore.Current != nil && restore.Current.ID == t.ID && len(restore.Conv) > 0 {
-		tr.conv, tr.steps, tr.iter = restore.Conv, restore.Steps, restore.Iter
-		r.o.Guard.Rebuild(r.sys, tr.conv)
-		r.log("info", "resumed task %s with %d messages", t.ID, len(tr.conv))
+	if resumable(restore, t) {
+		r.resume(tr, restore)
 	} else {
 		if it, ok := r.o.Source.(interface{ Iterations(*protocol.Task) int }); ok {
 			tr.iter = it.Iterations(t)
@@ -895,6 +899,11 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	tr := r.cur
 	if tr.ctx.Err() != nil { // aborted, or its lease lost, before this step
 		return r.taskCtxErr()
+	}
+	if tr.resumedAnswer {
+		tr.resumedAnswer = false
+		tr.answer = r.guardAnswer(resumedAnswer(tr.conv))
+		return Answer, "resumed after the final answer: checking it again"
 	}
 	paceStart := time.Now()
 	err := r.pace(tr.ctx)

@@ -19,8 +19,9 @@ const budgetRetry = 250 * time.Millisecond
 
 // call makes one model call within the team's budget: it reserves the
 // call's estimated cost in the team ledger first (waiting while only other
-// calls in flight stand in the way), and settles the real cost after. A
-// call the budget refuses returns a *LimitError (LimitTeamBudget).
+// calls in flight stand in the way), and settles the real cost after (at
+// the loop's estimate when the provider reported no usage: see charged).
+// A call the budget refuses returns a *LimitError (LimitTeamBudget).
 func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) (*protocol.EndEvent, error) {
 	start := time.Now()
 	id, err := r.reserve(ctx, req)
@@ -29,6 +30,9 @@ func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) 
 		return nil, err
 	}
 	end, err := r.o.LLM.Call(ctx, req, on)
+	if end != nil {
+		end.Usage = r.charged(req, end)
+	}
 	if id != "" {
 		cost := 0.0
 		if end != nil {

@@ -481,7 +481,7 @@ func (r *Runner) callModel(ctx context.Context, req *protocol.Request) (*protoco
 		end, err = r.call(ctx, req, r.onModelEvent)
 	}
 	r.times.model += time.Since(start) - (r.times.wait - waited)
-	if err == nil {
+	if err == nil && !end.Usage.Estimated { // an estimate would only calibrate the estimator by itself
 		u := end.Usage
 		r.est.Calibrate(req, u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
 	}

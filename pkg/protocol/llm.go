@@ -217,6 +217,10 @@ type Usage struct {
 	CacheReadTokens  int     `json:"cache_read_tokens"`
 	CacheWriteTokens int     `json:"cache_write_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
+	// Estimated marks counts a caller estimated, not a provider's: pg-loop
+	// charges its own estimate of a call whose provider reported no usage
+	// (no input tokens), and a sum holding one is estimated too.
+	Estimated bool `json:"estimated,omitempty" jsonschema:"description=true when some of these counts are pg-loop's estimates: the provider reported no usage for a call\\, which the budgets then count at the estimate of its request and answer"`
 }
 
 // Check reports a usage no real call has: a negative count, or a cost that
@@ -246,6 +250,7 @@ func (u Usage) Add(o Usage) Usage {
 		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
 		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
 		CostUSD:          u.CostUSD + o.CostUSD,
+		Estimated:        u.Estimated || o.Estimated,
 	}
 }
 

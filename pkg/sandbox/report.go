@@ -74,6 +74,7 @@ func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
 	add("NOT enforced: other mode bits, timestamps and extended attributes of the user's own files outside the writable paths can still change (chmod 644 ~/.ssh/id_rsa, touch -d, setfacl)", "none: Landlock has no right for chmod, utimes or setxattr")
 	add("children inherit the sandbox through exec, setsid and double forks", "landlock, seccomp and no_new_privs are inherited and cannot be dropped")
 	add("background processes of a bash call end when the call returns", "PID namespace: the command is its init")
+	add("what a terminal program or MCP server leaves running ends with it, even after setsid", "PID namespace: pg-tool sandbox-exec --init is its init")
 	add("no descriptor pg-tool inherited (an open file or socket of its caller) reaches a command", "pg-tool (close-on-exec on every inherited descriptor)")
 	add("no 32-bit syscalls, no io_uring, no kernel keyring", "seccomp")
 	return r

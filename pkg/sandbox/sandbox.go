@@ -121,8 +121,9 @@ type Sandbox struct {
 }
 
 type startReq struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd        *exec.Cmd
+	noTerminal bool // a session of its own if pg-tool keeps its terminal
+	done       chan error
 }
 
 // New checks the policy. The private TMPDIR and the rules (a walk of the
@@ -208,6 +209,17 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	if sb.policy.Mode == Off {
 		return cmd.Start()
 	}
+	return sb.start(cmd, true)
+}
+
+// start starts cmd in the sandbox in the session and process group its
+// SysProcAttr says: Exec's init stays in the caller's, the terminal's
+// foreground group, so that the terminal's signals reach its program.
+// noTerminal keeps the command from the controlling terminal.
+func (sb *Sandbox) start(cmd *exec.Cmd, noTerminal bool) error {
+	if sb.policy.Mode == Off {
+		return cmd.Start()
+	}
 	if err := sb.prepare(); err != nil {
 		return err
 	}
@@ -215,7 +227,7 @@ func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	// command only when pg-tool goes away.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	sb.once.Do(sb.startLauncher)
-	req := startReq{cmd: cmd, done: make(chan error, 1)}
+	req := startReq{cmd: cmd, noTerminal: noTerminal, done: make(chan error, 1)}
 	select {
 	case sb.reqs <- req:
 	case <-sb.closed:
@@ -261,7 +273,8 @@ func (sb *Sandbox) startLauncher() {
 		// Commands get no controlling terminal: pg-tool lets go of its
 		// own (it reads none), or, when it leads its terminal's session
 		// and so cannot, each command gets a session of its own (a
-		// setsid costs about half a millisecond more per command).
+		// setsid costs about half a millisecond more per command). A
+		// pg-pty program (Exec) keeps the terminal it leads.
 		ownSession := detachTerminal()
 		direct, rerr := sb.plan.restrictThread(unix.CAP_SYS_ADMIN)
 		if rerr != nil {
@@ -280,7 +293,7 @@ func (sb *Sandbox) startLauncher() {
 					continue
 				}
 				req.cmd.SysProcAttr.Cloneflags |= flags
-				if ownSession {
+				if ownSession && req.noTerminal {
 					req.cmd.SysProcAttr.Setsid, req.cmd.SysProcAttr.Setpgid = true, false
 				}
 				req.done <- req.cmd.Start()

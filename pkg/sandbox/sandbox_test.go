@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -9,19 +10,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/powerglide/powerglide/pkg/proc"
 	"golang.org/x/sys/unix"
 )
 
 // TestMain lets the test binary stand in for pg-tool's sandbox-exec.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 4 && os.Args[1] == ExecCommand && os.Args[2] == "--policy" && os.Args[4] == "--" {
-		err := Exec(os.Args[3], os.Args[5:], os.Environ())
-		fmt.Fprintln(os.Stderr, "sandbox-exec:", err)
-		os.Exit(126)
+		self, _ := os.Executable()
+		ws, err := Exec(os.Args[3], self, os.Args[5:], os.Environ())
+		exitAs(ws, err)
+	}
+	if len(os.Args) > 3 && os.Args[1] == ExecCommand && strings.HasPrefix(os.Args[2], InitFlag+"=") && os.Args[3] == "--" {
+		ws, err := Init(strings.TrimPrefix(os.Args[2], InitFlag+"="), os.Args[4:], os.Environ())
+		exitAs(ws, err)
 	}
 	if len(os.Args) > 2 && os.Args[1] == probeCommand {
 		os.Exit(probe(os.Args[2:]))
@@ -30,6 +38,20 @@ func TestMain(m *testing.M) {
 		os.Exit(startHelper(os.Args[2], os.Args[3:]))
 	}
 	os.Exit(m.Run())
+}
+
+// exitAs ends the test binary standing in for sandbox-exec as the program
+// ended.
+func exitAs(ws syscall.WaitStatus, err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox-exec:", err)
+		os.Exit(126)
+	}
+	if ws.Signaled() {
+		proc.Raise(ws.Signal())
+		os.Exit(128 + int(ws.Signal()))
+	}
+	os.Exit(ws.ExitStatus())
 }
 
 // fixture is a workspace, an outside directory and a home with a key.
@@ -359,6 +381,93 @@ func TestExec(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.outside, "x")); err == nil {
 		t.Error("the write outside succeeded")
+	}
+}
+
+// TestExecEndsWhatItLeft: a program run through sandbox-exec (a terminal
+// program, an MCP server) is below an init of its own in a PID namespace:
+// what it leaves running, even after setsid, ends when it ends.
+func TestExecEndsWhatItLeft(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	const mark = "3779.125"
+	argv, err := sb.Wrap(os.Args[0], []string{"bash", "-c", "setsid sleep " + mark + " </dev/null >/dev/null 2>&1 & sleep 0.2; echo left"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil || string(out) != "left\n" {
+		t.Fatalf("sandbox-exec: %q, %v", out, err)
+	}
+	if left := processesWith("sleep\x00" + mark); len(left) > 0 {
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("what the program left outlived it: pids %v", left)
+	}
+}
+
+// processesWith lists the processes whose command line holds s.
+func processesWith(s string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), s) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestExecSignals: sandbox-exec hands SIGTERM on to the program, and the
+// program is no PID 1: a signal it does not handle (Ctrl-C, to the
+// terminal's process group) ends it, and sandbox-exec ends by the same
+// signal, as the program did.
+func TestExecSignals(t *testing.T) {
+	f := newFixture(t)
+	sb := newSandbox(t, Policy{Mode: WorkspaceWrite, Root: f.root, Home: f.home})
+	start := func(line string) (*exec.Cmd, *bufio.Reader) {
+		t.Helper()
+		argv, err := sb.Wrap(os.Args[0], []string{"bash", "-c", line})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		r := bufio.NewReader(out)
+		if l, err := r.ReadString('\n'); l != "ready\n" {
+			t.Fatalf("%s: %q, %v", line, l, err)
+		}
+		return cmd, r
+	}
+	cmd, out := start("trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.05; done")
+	_ = cmd.Process.Signal(syscall.SIGTERM) // to sandbox-exec alone
+	if l, _ := out.ReadString('\n'); l != "got-term\n" {
+		t.Errorf("SIGTERM: the program printed %q", l)
+	}
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 3 {
+		t.Errorf("SIGTERM: %v, want exit code 3", err)
+	}
+	cmd, _ = start("echo ready; exec sleep 300")
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // as Ctrl-C does
+	// A PID 1 would ignore it: do not wait 300 s to see that.
+	stop := time.AfterFunc(10*time.Second, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	_ = cmd.Wait()
+	stop.Stop()
+	if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("SIGINT to the group: %v, want an end by SIGINT", cmd.ProcessState)
 	}
 }
 

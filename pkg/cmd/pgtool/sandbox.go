@@ -1,14 +1,18 @@
 package pgtool
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/powerglide/powerglide/pkg/cli"
 	"github.com/powerglide/powerglide/pkg/config"
+	"github.com/powerglide/powerglide/pkg/proc"
 	"github.com/powerglide/powerglide/pkg/sandbox"
 )
 
@@ -157,18 +161,66 @@ func (SandboxCmd) Help() string {
   $ pg-tool --sandbox read-only --deny-read ~/secrets sandbox`
 }
 
-// SandboxExecCmd confines itself and execs a command: the way programs
-// that pg-pty or the MCP SDK start enter the sandbox.
+// SandboxExecCmd runs a command in the sandbox: the way programs that
+// pg-pty or the MCP SDK start enter it (sandbox.Exec), and, with --init,
+// the init of such a program's PID namespace (sandbox.Init).
 type SandboxExecCmd struct {
-	Policy  string   `help:"The policy as JSON." required:""`
+	Policy  string   `help:"The policy as JSON."`
+	Init    string   `name:"init" help:"Be the init of the program's PID namespace and run the program at PATH (sandbox-exec starts it so)." placeholder:"PATH"`
 	Command []string `arg:"" passthrough:"" help:"Command and arguments."`
 }
 
-// Run replaces pg-tool with the command; it returns only on failure.
+// Run runs the command and exits as it did: with its code, or by its signal.
 func (se *SandboxExecCmd) Run(rt *cli.Runtime) error {
 	argv := se.Command
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
-	return cli.Failf("sandbox", "%v", sandbox.Exec(se.Policy, argv, rt.IO.Env))
+	var ws syscall.WaitStatus
+	var err error
+	switch {
+	case se.Init != "":
+		ws, err = sandbox.Init(se.Init, argv, rt.IO.Env)
+	case se.Policy == "":
+		return cli.Usagef("sandbox-exec needs --policy")
+	default:
+		ws, err = sandbox.Exec(se.Policy, helperBinary(), argv, rt.IO.Env)
+	}
+	if err != nil {
+		return cli.Failf("sandbox", "%v", err)
+	}
+	return exitAs(ws)
+}
+
+// Init runs "pg-tool sandbox-exec --init=PATH -- ARGV" without parsing a
+// command line: every terminal program and MCP server starts one, and
+// skipping kong brings it up sooner. ok is false for other command lines.
+func Init(args, env []string, errw io.Writer) (code int, ok bool) {
+	if len(args) < 4 || args[0] != sandbox.ExecCommand || args[2] != "--" {
+		return 0, false
+	}
+	path, ok := strings.CutPrefix(args[1], sandbox.InitFlag+"=")
+	if !ok {
+		return 0, false
+	}
+	ws, err := sandbox.Init(path, args[3:], env)
+	if err != nil {
+		fmt.Fprintf(errw, "pg-tool: error: %v\n", err)
+		return cli.ExitFailure, true
+	}
+	return cli.ExitCode(exitAs(ws)), true
+}
+
+// exitAs ends the process as the program ended: by its signal (an init
+// cannot: it exits 128+n, and its status reached Exec by the pipe anyway),
+// else with its code.
+func exitAs(ws syscall.WaitStatus) error {
+	if ws.Signaled() {
+		proc.Raise(ws.Signal())
+		return cli.Silent(128 + int(ws.Signal()))
+	}
+	if code := ws.ExitStatus(); code != 0 {
+		return cli.Silent(code)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -70,18 +71,77 @@ func LoadScript(path string) (*Script, error) {
 // scriptedRequest is the part of an Anthropic Messages request the script
 // looks at.
 type scriptedRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
+	Model    string        `json:"model"`
+	Messages []wireMessage `json:"messages"`
+}
+
+// wireMessage is one message of a request as the script checks it.
+type wireMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// checkTurns refuses, as the Messages API does, a conversation that does
+// not start with the user, has two turns of one role in a row, or leaves
+// a tool_use without its tool_result in the next (user) turn or a
+// tool_result without its tool_use in the turn before. It also refuses a
+// conversation that ends with the model's turn (a prefill: refused by the
+// API with extended thinking on, and never what an agent loop means).
+func checkTurns(msgs []wireMessage) error {
+	var open []string // tool_use ids of the assistant turn before
+	for i, m := range msgs {
+		var blocks []struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			ToolUseID string `json:"tool_use_id"`
+		}
+		if len(m.Content) > 0 && m.Content[0] == '[' {
+			if err := json.Unmarshal(m.Content, &blocks); err != nil {
+				return fmt.Errorf("messages.%d.content: %v", i, err)
+			}
+		}
+		want := "user"
+		if i%2 == 1 {
+			want = "assistant"
+		}
+		if m.Role != want {
+			return fmt.Errorf("messages.%d: roles must alternate, starting with user: got %q, want %q", i, m.Role, want)
+		}
+		answered := map[string]bool{}
+		var uses []string
+		for _, b := range blocks {
+			switch b.Type {
+			case "tool_use":
+				uses = append(uses, b.ID)
+			case "tool_result":
+				if !slices.Contains(open, b.ToolUseID) {
+					return fmt.Errorf("messages.%d: unexpected tool_use_id found in tool_result blocks: %s; each tool_result block must have a corresponding tool_use block in the previous message", i, b.ToolUseID)
+				}
+				answered[b.ToolUseID] = true
+			}
+		}
+		for _, id := range open {
+			if !answered[id] {
+				return fmt.Errorf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %s; each tool_use block must have a corresponding tool_result block in the next message", i-1, id)
+			}
+		}
+		open = uses
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %s", len(msgs)-1, strings.Join(open, ", "))
+	}
+	if len(msgs)%2 == 0 {
+		return fmt.Errorf("messages.%d: the conversation ends with an assistant turn (a prefill), which this model refuses", len(msgs)-1)
+	}
+	return nil
 }
 
 // ServeHTTP answers POST /v1/messages with the Anthropic streaming wire
 // format (message_start, content blocks with text and input_json deltas,
-// message_delta with the stop reason and usage, message_stop). A request no
-// task matches, or that has run past its task's turns, gets a 400 error
-// document naming why.
+// message_delta with the stop reason and usage, message_stop). A request
+// whose turns the API would refuse (see checkTurns), that no task matches,
+// or that has run past its task's turns, gets a 400 error document naming
+// why.
 func (s *Script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/messages") {
@@ -91,6 +151,10 @@ func (s *Script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req scriptedRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "messages: a request needs at least one message")
+		return
+	}
+	if err := checkTurns(req.Messages); err != nil {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
 	first := string(req.Messages[0].Content)

@@ -3,6 +3,8 @@ package llmtest_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -89,5 +91,51 @@ func TestLoadScriptRejectsBadFiles(t *testing.T) {
 	var s llmtest.Script
 	if err := json.Unmarshal([]byte(script), &s); err != nil || len(s.Tasks) != 2 {
 		t.Fatal(err)
+	}
+}
+
+// The scripted model refuses what the Messages API refuses: a resumed
+// agent that sends an orphan tool_use, a stray tool_result, two turns of
+// one role in a row or a prefill gets the API's 400, not an answer.
+func TestScriptedRefusesInvalidTurns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "script.json")
+	os.WriteFile(path, []byte(script), 0o644)
+	s, err := llmtest.LoadScript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	const (
+		task   = `{"role":"user","content":[{"type":"text","text":"fix mathx"}]}`
+		use    = `{"role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"t1","name":"read","input":{}}]}`
+		result = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}`
+		answer = `{"role":"assistant","content":[{"type":"text","text":"done"}]}`
+	)
+	for name, c := range map[string]struct{ msgs, want string }{
+		"valid":             {task + "," + use + "," + result, ""},
+		"orphan tool_use":   {task + "," + use, "tool_use ids were found without tool_result blocks immediately after: t1"},
+		"unanswered":        {task + "," + use + "," + task, "messages.1: tool_use ids were found without tool_result blocks"},
+		"stray tool_result": {task + "," + answer + "," + result, "unexpected tool_use_id found in tool_result blocks: t1"},
+		"assistant first":   {answer + "," + task, "roles must alternate, starting with user"},
+		"two user turns":    {task + "," + task, "roles must alternate"},
+		"prefill":           {task + "," + answer, "ends with an assistant turn"},
+	} {
+		body := `{"model":"m","max_tokens":10,"stream":true,"messages":[` + c.msgs + `]}`
+		resp, err := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if c.want == "" {
+			if resp.StatusCode != 200 {
+				t.Errorf("%s: %d %s", name, resp.StatusCode, b)
+			}
+			continue
+		}
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "invalid_request_error") || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s: got %d %s, want a 400 saying %q", name, resp.StatusCode, b, c.want)
+		}
 	}
 }

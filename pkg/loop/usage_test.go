@@ -1,0 +1,93 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/powerglide/powerglide/pkg/ledger"
+	"github.com/powerglide/powerglide/pkg/proc"
+	"github.com/powerglide/powerglide/pkg/protocol"
+	"github.com/powerglide/powerglide/pkg/teamdir"
+)
+
+// unmetered answers like call, with no usage at all: what an
+// OpenAI-compatible or local server that sends none in its stream gives.
+func unmetered(name, input string) func(*protocol.Request) (*protocol.EndEvent, error) {
+	return func(req *protocol.Request) (*protocol.EndEvent, error) {
+		id := fmt.Sprintf("c%d", len(req.Messages))
+		return &protocol.EndEvent{Type: "end", StopReason: "tool_use", Message: protocol.Message{Role: "assistant", Content: protocol.Content{
+			{Type: "text", Text: strings.Repeat("thinking aloud ", 20)},
+			{Type: "tool_call", ID: id, Name: name, Input: json.RawMessage(input)}}}}, nil
+	}
+}
+
+// A provider that reports no usage is charged the loop's estimates: the
+// token budget trips as it would with usage reported, one warning says
+// so, and the usage in the events and the summary is marked estimated.
+func TestNoUsageChargesEstimates(t *testing.T) {
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){unmetered("sh", `{"n":1}`)}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	h.opts.BreakerSame, h.opts.MaxSteps = 0, 40
+	h.opts.MaxTokens = 100
+	h.opts.Budget.Tokens = 5000
+	res := h.run(t)
+	var le *LimitError
+	if !errors.As(res.Err, &le) || le.Limit != LimitBudgetTokens {
+		t.Fatalf("result %+v, want a budget_tokens limit (%d calls)", res, len(llm.reqs))
+	}
+	out := h.out.String()
+	if n := strings.Count(out, "the provider reported no usage: budgets count estimates"); n != 1 {
+		t.Fatalf("%d warnings about the missing usage, want 1:\n%s", n, out)
+	}
+	var sum protocol.LoopSummaryEvent
+	var first protocol.LoopAssistantEvent
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.Contains(line, `"type":"summary"`):
+			json.Unmarshal([]byte(line), &sum)
+		case strings.Contains(line, `"type":"assistant"`) && first.Type == "":
+			json.Unmarshal([]byte(line), &first)
+		}
+	}
+	// the first call: the request's estimate in, the answer's out
+	u := first.Usage
+	if want := NewEstimator("").Request(llm.reqs[0]); !u.Estimated || u.InputTokens != want || u.OutputTokens < 90 || u.OutputTokens > 200 {
+		t.Fatalf("first call charged %+v, want the estimates of its request and answer", u)
+	}
+	if !sum.Usage.Estimated || sum.Usage.Tokens() == 0 || sum.Usage.Tokens() > 5000 {
+		t.Fatalf("summary usage %+v", sum.Usage)
+	}
+}
+
+// The team ledger settles an unmetered call at its estimate, priced: the
+// team budget stops the run as it does with usage reported.
+func TestNoUsageSettlesEstimatesInTheLedger(t *testing.T) {
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){unmetered("sh", `{"n":1}`)}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	d := teamdir.Dir{Home: t.TempDir(), Team: "tm"}
+	if _, err := ledger.SetBudget(context.Background(), fileTeam(d), 0.05, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.opts.Ledger = ledger.New(fileTeam(d), "1", proc.ThisHost())
+	h.opts.BreakerSame, h.opts.MaxSteps = 0, 200
+	h.opts.MaxTokens = 100
+	h.opts.Budget.Prices = &ModelInfo{ID: "m", InputPerMTok: 3, OutputPerMTok: 15}
+	r, _ := NewRunner(h.opts)
+	res := r.Run(context.Background())
+	var le *LimitError
+	if !errors.As(res.Err, &le) || le.Limit != LimitTeamBudget {
+		t.Fatalf("result %+v after %d calls, want a team_budget limit", res, len(llm.reqs))
+	}
+	tb, err := ledger.Read(context.Background(), fileTeam(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Calls != len(llm.reqs) || tb.SpentUSD < 0.03 || tb.SpentUSD > 0.05 {
+		t.Fatalf("ledger after %d calls: %+v", len(llm.reqs), tb)
+	}
+}
