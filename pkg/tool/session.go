@@ -38,12 +38,8 @@ type Session struct {
 
 	termScope string // the term_* tools' name space in pg-pty (term.go)
 	startedBy string // who starts their sessions, for pg-pty list
-	// termOwned: the scope is this session's own (none was given), and so
-	// are the pg-pty sessions term_start started in it (termStarted, by
-	// the model's names): Close ends them.
-	termOwned   bool
-	termMu      sync.Mutex
-	termStarted []string
+	termMu    sync.Mutex
+	termLive  map[string]bool // sessions started and not killed, by the model's name
 
 	locksMu sync.Mutex
 	locks   map[string]*pathLock
@@ -120,8 +116,7 @@ func NewSession(opts Options) (*Session, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	owned := opts.TermScope == ""
-	if owned {
+	if opts.TermScope == "" {
 		opts.TermScope = newTermScope()
 	} else if !termScopePattern.MatchString(opts.TermScope) {
 		return nil, fmt.Errorf("invalid term scope %q: use up to 63 letters, digits, '_' and '-', starting with a letter or digit", opts.TermScope)
@@ -144,7 +139,7 @@ func NewSession(opts Options) (*Session, error) {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
 	s := &Session{opts: opts, root: root, rootPath: abs, cwd: ".", builtins: map[string]*Tool{}, sandbox: opts.Sandbox,
-		termScope: opts.TermScope, termOwned: owned, startedBy: fmt.Sprintf("%s (pid %d, term scope %s)", cmp.Or(opts.Caller, "pg-tool"), os.Getpid(), opts.TermScope)}
+		termScope: opts.TermScope, startedBy: fmt.Sprintf("%s (pid %d, term scope %s)", cmp.Or(opts.Caller, "pg-tool"), os.Getpid(), opts.TermScope)}
 	if s.sandbox == nil {
 		s.sandbox, _ = sandbox.New(sandbox.Policy{Mode: sandbox.Off})
 	}
@@ -168,12 +163,14 @@ func NewSession(opts Options) (*Session, error) {
 	return s, nil
 }
 
-// Close ends the terminal sessions of its own scope (endTerms), stops MCP
-// servers and releases the root.
+// Close ends the terminal sessions it started (with EndTermSessions),
+// stops MCP servers and releases the root.
 func (s *Session) Close() error {
-	terr := s.endTerms()
+	if s.opts.EndTermSessions {
+		s.endTerms()
+	}
 	err := s.mcp.close()
-	return errors.Join(terr, err, s.sandbox.Close(), s.root.Close())
+	return errors.Join(err, s.sandbox.Close(), s.root.Close())
 }
 
 // RootPath is the absolute workspace root.

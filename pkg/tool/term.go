@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -60,6 +61,37 @@ func newTermScope() string {
 
 // ptySession is the pg-pty name of the model's session name.
 func (s *Session) ptySession(name string) string { return s.termScope + "." + name }
+
+// noteTerm records that the model's session name was started (live) or
+// killed.
+func (s *Session) noteTerm(name string, live bool) {
+	s.termMu.Lock()
+	defer s.termMu.Unlock()
+	if s.termLive == nil {
+		s.termLive = map[string]bool{}
+	}
+	if live {
+		s.termLive[name] = true
+	} else {
+		delete(s.termLive, name)
+	}
+}
+
+// endTerms kills the sessions started and not killed, all at once.
+func (s *Session) endTerms() {
+	s.termMu.Lock()
+	names := make([]string, 0, len(s.termLive))
+	for n := range s.termLive {
+		names = append(names, n)
+	}
+	s.termLive = nil
+	s.termMu.Unlock()
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Go(func() { _, _ = s.runPty(context.Background(), ptyCallSlack, "kill", n) })
+	}
+	wg.Wait()
+}
 
 // runPty runs pg-pty's command op on the model's session name (then args)
 // with --json and returns its last record: the answer, or the
@@ -155,9 +187,7 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 		if _, err := s.runPty(ctx, ptyCallSlack, "start", in.Name, args...); err != nil {
 			return "", err
 		}
-		s.termMu.Lock()
-		s.termStarted = append(s.termStarted, in.Name)
-		s.termMu.Unlock()
+		s.noteTerm(in.Name, true)
 		return fmt.Sprintf("started session %s: %s\n", in.Name, strings.Join(in.Command, " ")), nil
 	},
 }
@@ -348,50 +378,9 @@ var termKillTool = &Tool{
 		if _, err := s.runPty(ctx, ptyCallSlack, "kill", in.Name); err != nil {
 			return "", err
 		}
+		s.noteTerm(in.Name, false)
 		return fmt.Sprintf("killed session %s\n", in.Name), nil
 	},
-}
-
-// endTerms ends the pg-pty sessions term_start started in a scope of
-// this session's own and removes their files: nothing else can reach them
-// once it is gone (the next pg-tool has another scope), so they would run
-// on, orphaned, after the run. A scope given on purpose (Options.TermScope)
-// shares its sessions with other pg-tools: they are left running.
-func (s *Session) endTerms() error {
-	s.termMu.Lock()
-	names := s.termStarted
-	s.termStarted = nil
-	s.termMu.Unlock()
-	if !s.termOwned || len(names) == 0 {
-		return nil
-	}
-	bin, err := ptyBinary()
-	if err != nil {
-		return err
-	}
-	env, _ := s.ptyEnv()
-	seen := map[string]bool{}
-	var errs []error
-	for _, name := range names {
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		// Not the caller's context: a signal that ends pg-tool is why the
-		// sessions must end.
-		ctx, cancel := context.WithTimeout(context.Background(), ptyCallSlack)
-		var stderr bytes.Buffer
-		code, err := runIn(ctx, unconfined, run{timeout: ptyCallSlack, dir: s.rootPath, env: env, stderr: &stderr}, bin, "clean", "--force", s.ptySession(name))
-		cancel()
-		msg := string(lastLine(stderr.Bytes()))
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("end terminal session %s: %w", name, err))
-		case code != 0 && !strings.Contains(msg, "no session"): // already cleaned by hand
-			errs = append(errs, fmt.Errorf("end terminal session %s: pg-pty clean: exit code %d: %s", name, code, msg))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func lastLine(b []byte) []byte {
