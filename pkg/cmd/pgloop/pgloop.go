@@ -3,6 +3,8 @@ package pgloop
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -986,6 +988,12 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		env = append(env, "POWERGLIDE_NO_SKILLS=1")
 	}
 	if c.Tools != "" {
+		// A pg-tool per call reaches only the terminal sessions of its term
+		// scope: one scope for the run keeps the model's sessions its own
+		// from one call to the next.
+		if _, set := rt.IO.LookupEnv("POWERGLIDE_TERM_SCOPE"); !set {
+			env = append(env, "POWERGLIDE_TERM_SCOPE="+runTermScope())
+		}
 		tools = &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
@@ -1038,6 +1046,13 @@ func (c *RunCmd) verifier(rt *cli.Runtime) loop.Verifier {
 func isPgTool(cmdline string) bool {
 	words, ok := shell.Words(cmdline)
 	return ok && len(words) > 0 && path.Base(words[0]) == "pg-tool"
+}
+
+// runTermScope is the term scope of a run's one-shot tools commands.
+func runTermScope() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return "pgloop-" + hex.EncodeToString(b)
 }
 
 // toolsEnv is the environment of the tools component: pg-loop's own
