@@ -222,6 +222,9 @@ type Runner struct {
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
 	// lookup brings the model's row while the run starts (Options.Lookup).
 	lookup chan lookupResult
+	// memErr is the first session memory append that failed: the run
+	// stops before its next step.
+	memErr error
 	// toolsDied says the tools coprocess died during the last tool call:
 	// a second death in a row ends the run.
 	toolsDied bool
@@ -344,7 +347,13 @@ func (r *Runner) Run(ctx context.Context) Result {
 		s.Info.Status = "running"
 		s.Info.PID = os.Getpid()
 		_, s.Info.PIDStart, _ = proc.Self()
+		if s.Torn > 0 {
+			r.log("warn", "session %s: %s ended with %d bytes of a record cut short (a write interrupted): cut back to the last whole record", s.Info.ID, MemoryFile, s.Torn)
+		}
 		if r.o.Resume != nil {
+			for _, w := range r.o.Resume.Warnings {
+				r.log("warn", "session %s: %s", s.Info.ID, w)
+			}
 			r.usage = r.o.Resume.Usage
 			r.step = max(s.Info.Step, r.o.Resume.TotalSteps)
 			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
@@ -363,7 +372,16 @@ func (r *Runner) Run(ctx context.Context) Result {
 			r.interrupt(ctx)
 			break
 		}
-		in, reason := r.handle(ctx)
+		var in Input
+		var reason string
+		if r.memErr != nil {
+			// Going on would do work the session cannot remember: a
+			// resume would repeat it, or replay a conversation with a
+			// hole in it.
+			in, reason = r.fatal(fmt.Errorf("%w: the run stops, so that a resume goes on from the last record written", r.memErr))
+		} else {
+			in, reason = r.handle(ctx)
+		}
 		if ctx.Err() != nil {
 			r.interrupt(ctx)
 			break
@@ -824,7 +842,8 @@ func (r *Runner) remember(rec MemoryRecord) {
 		return
 	}
 	rec.TS = r.now()
-	if err := r.o.Session.Append(rec); err != nil {
+	if err := r.o.Session.Append(rec); err != nil && r.memErr == nil {
+		r.memErr = err
 		r.log("error", "%v", err)
 	}
 }
