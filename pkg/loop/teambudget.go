@@ -49,7 +49,14 @@ func (r *Runner) reserve(ctx context.Context, req *protocol.Request) (string, er
 	if r.o.Ledger == nil {
 		return "", nil
 	}
-	est, _ := r.o.Budget.nextCost(r.usage, r.est.Request(req), req.MaxTokens)
+	est, ok := r.o.Budget.nextCost(r.usage, r.est.Request(req), req.MaxTokens)
+	if !ok && r.usage.Tokens() > 0 {
+		// Calls were made and none had a cost (no prices, none
+		// reported): a team budget would never stop these calls.
+		if tb, err := ledger.Read(ctx, r.o.Ledger.Team); err == nil && tb.BudgetUSD > 0 {
+			return "", &LimitError{Limit: LimitTeamBudget, Reason: fmt.Sprintf("%d tokens spent and the model component reports no cost, nor are the model's prices known: the team budget of $%.4f cannot be kept (give the prices in the config key models)", r.usage.Tokens(), tb.BudgetUSD)}
+		}
+	}
 	waited := false
 	defer func() {
 		if waited {
