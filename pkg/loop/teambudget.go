@@ -19,8 +19,9 @@ const budgetRetry = 250 * time.Millisecond
 
 // call makes one model call within the team's budget: it reserves the
 // call's estimated cost in the team ledger first (waiting while only other
-// calls in flight stand in the way), and settles the real cost after (at
-// the loop's estimate when the provider reported no usage: see charged).
+// calls in flight stand in the way), and settles the real cost after: at
+// the loop's estimate when the provider reported no usage (charged), and
+// for a failed call what its cut attempts were charged (chargeFailed).
 // A call the budget refuses returns a *LimitError (LimitTeamBudget).
 func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) (*protocol.EndEvent, error) {
 	start := time.Now()
@@ -30,14 +31,15 @@ func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) 
 		return nil, err
 	}
 	end, err := r.o.LLM.Call(ctx, req, on)
-	if end != nil {
+	var cost float64
+	switch {
+	case end != nil:
 		end.Usage = r.charged(req, end)
+		cost = r.callCost(end.Usage)
+	case err != nil:
+		cost = r.chargeFailed(err)
 	}
 	if id != "" {
-		cost := 0.0
-		if end != nil {
-			cost = r.callCost(end.Usage)
-		}
 		if serr := r.o.Ledger.Settle(context.WithoutCancel(ctx), id, cost); serr != nil {
 			r.log("error", "team budget: settle $%.4f: %v", cost, serr)
 		}

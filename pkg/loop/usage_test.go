@@ -159,3 +159,47 @@ func TestUSDBudgetStopsCallsWithoutCost(t *testing.T) {
 		t.Fatalf("team: result %+v after %d calls", res, len(llm.reqs))
 	}
 }
+
+// A model call that failed after its provider counted the input (pg-llm's
+// attempts cut after message_start: the error event's usage) is charged:
+// in the run's and the task's usage, in the team ledger, and in the
+// session's memory, so a resumed run counts it too.
+func TestFailedCallIsCharged(t *testing.T) {
+	charged := protocol.Usage{InputTokens: 3 * 2880, CostUSD: 0.026}
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){func(*protocol.Request) (*protocol.EndEvent, error) {
+		return nil, &ModelError{Event: protocol.ErrorEvent{Type: "error", Kind: protocol.KindNetwork, Retryable: true, Message: "stream cut off", Usage: &charged}}
+	}}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	d := teamdir.Dir{Home: t.TempDir(), Team: "tm"}
+	if _, err := ledger.SetBudget(context.Background(), fileTeam(d), 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.opts.Ledger = ledger.New(fileTeam(d), "1", proc.ThisHost())
+	res := h.run(t)
+	if res.Failed != 1 {
+		t.Fatalf("%+v", res)
+	}
+	var sum protocol.LoopSummaryEvent
+	for _, line := range strings.Split(h.out.String(), "\n") {
+		if strings.Contains(line, `"type":"summary"`) {
+			json.Unmarshal([]byte(line), &sum)
+		}
+	}
+	if sum.Usage != charged {
+		t.Fatalf("summary usage %+v, want %+v", sum.Usage, charged)
+	}
+	tb, err := ledger.Read(context.Background(), fileTeam(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Calls != 1 || tb.SpentUSD != charged.CostUSD {
+		t.Fatalf("ledger %+v", tb)
+	}
+	rp, err := h.sess.LoadReplay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Usage != charged {
+		t.Fatalf("replayed usage %+v, want %+v", rp.Usage, charged)
+	}
+}
