@@ -24,13 +24,26 @@ import (
 )
 
 // TestMain lets the test binary stand in for pg-llm serve and pg-tool
-// serve (PGLOOP_FAKE=1 test-binary llm N | tools | list).
+// serve (PGLOOP_FAKE=1 test-binary llm N | tools | list), and for a process
+// that holds a session (PGLOOP_HOLD_SESSION=DIR).
 func TestMain(m *testing.M) {
 	if os.Getenv("PGLOOP_FAKE") == "1" {
 		if err := fake.Main(os.Args[1:], os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		os.Exit(0)
+	}
+	if dir := os.Getenv("PGLOOP_HOLD_SESSION"); dir != "" {
+		// A driver of session dir (TestSessionLock): it takes the lock,
+		// says so, and waits to be killed.
+		s := &Session{Dir: dir}
+		if err := s.Lock(); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println("locked")
+		time.Sleep(time.Minute)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/powerglide/powerglide/pkg/atomicfile"
 	"github.com/powerglide/powerglide/pkg/jsonl"
 	"github.com/powerglide/powerglide/pkg/protocol"
@@ -28,6 +29,10 @@ import (
 const (
 	SessionFile = "session.json"
 	MemoryFile  = "memory.jsonl"
+	// LockFile is held (flock) by the process that drives the session,
+	// for as long as it runs; it holds that process's pid, for the message
+	// of a second one. The kernel lets it go when the process dies.
+	LockFile = "lock"
 )
 
 // SessionInfo is session.json: what a resume needs besides the memory.
@@ -90,8 +95,9 @@ type Session struct {
 	Dir  string
 	Info SessionInfo
 
-	mu  sync.Mutex
-	mem *os.File
+	mu   sync.Mutex
+	mem  *os.File
+	lock *flock.Flock // held while this process drives the session
 }
 
 // NewSessionID returns a sortable, unique session id.
@@ -114,7 +120,11 @@ func CreateSessionID(home, workdir, id string, now time.Time) (*Session, error) 
 		return nil, err
 	}
 	s := &Session{Dir: dir, Info: SessionInfo{ID: id, Workdir: workdir, Status: "running", State: string(Idle), PID: os.Getpid(), CreatedAt: now.UTC(), UpdatedAt: now.UTC()}}
+	if err := s.Lock(); err != nil {
+		return nil, err
+	}
 	if err := s.open(); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, s.Save(now)
@@ -178,7 +188,11 @@ func ForkSession(home string, parent *Session, id, workdir string, now time.Time
 	info.ID, info.Parent, info.Workdir = id, parent.Info.ID, workdir
 	info.Status, info.PID, info.CreatedAt, info.UpdatedAt = "running", os.Getpid(), now.UTC(), now.UTC()
 	s := &Session{Dir: dir, Info: info}
+	if err := s.Lock(); err != nil {
+		return nil, err
+	}
 	if err := s.open(); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, s.Save(now)
@@ -284,12 +298,58 @@ func (s *Session) Save(now time.Time) error {
 	return atomicfile.WriteFile(filepath.Join(s.Dir, SessionFile), append(b, '\n'), teamdir.FileMode)
 }
 
-// Close closes the memory file.
-func (s *Session) Close() error {
-	if s.mem == nil {
-		return nil
+// BusyError says that another process drives the session.
+type BusyError struct {
+	ID  string
+	PID int // 0 when the holder has not written it yet
+}
+
+func (e *BusyError) Error() string {
+	holder := "another process"
+	if e.PID > 0 {
+		holder = "pid " + strconv.Itoa(e.PID)
 	}
-	return s.mem.Close()
+	return fmt.Sprintf("session %s is running as %s: one process drives a session at a time", e.ID, holder)
+}
+
+// Lock makes this process the session's only driver until Close: two
+// processes appending to one memory would interleave two conversations
+// and run the task twice. A session another live process holds is a
+// *BusyError naming its pid; a lock left by a dead one is free. Only a
+// driver takes it: listing and showing sessions never does.
+func (s *Session) Lock() error {
+	path := filepath.Join(s.Dir, LockFile)
+	lk := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(teamdir.FileMode))
+	ok, err := lk.TryLock()
+	if err != nil {
+		return fmt.Errorf("lock session %s: %w", s.Info.ID, err)
+	}
+	if !ok {
+		b, _ := os.ReadFile(path)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return &BusyError{ID: s.Info.ID, PID: pid}
+	}
+	// Written in place, never renamed: the lock is on this inode.
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), teamdir.FileMode); err != nil {
+		lk.Close()
+		return fmt.Errorf("lock session %s: %w", s.Info.ID, err)
+	}
+	s.lock = lk
+	return nil
+}
+
+// Close closes the memory file and lets the session go.
+func (s *Session) Close() error {
+	var err error
+	if s.mem != nil {
+		err = s.mem.Close()
+		s.mem = nil
+	}
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
+	return err
 }
 
 // Replay is the state rebuilt from memory.jsonl.

@@ -1,10 +1,14 @@
 package loop
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,5 +138,61 @@ func TestSessionIDForkAndList(t *testing.T) {
 	}
 	if recs[0].Tasks["claimed"] != 1 || recs[0].Tasks["pending"] != 1 || recs[0].Cwd != "/w" {
 		t.Fatalf("record: %+v", recs[0])
+	}
+}
+
+// One process drives a session: a second driver is refused with the pid
+// of the first; listing does not take the lock; the lock goes with the
+// process that held it, even one killed with SIGKILL.
+func TestSessionLock(t *testing.T) {
+	home := t.TempDir()
+	s1, err := CreateSession(home, t.TempDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := func() error {
+		t.Helper()
+		s, err := OpenSession(home, s1.Info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Lock(); err != nil {
+			s.Close()
+			return err
+		}
+		t.Cleanup(func() { s.Close() })
+		return nil
+	}
+	var busy *BusyError
+	if err := second(); !errors.As(err, &busy) || busy.PID != os.Getpid() || !strings.Contains(err.Error(), fmt.Sprintf("session %s is running as pid %d", s1.Info.ID, os.Getpid())) {
+		t.Fatalf("a second driver: %v", err)
+	}
+	if recs, errs := ListSessions(home); len(recs) != 1 || len(errs) != 0 {
+		t.Fatalf("list: %v %v", recs, errs)
+	}
+	if err := second(); !errors.As(err, &busy) {
+		t.Fatalf("listing let the lock go: %v", err)
+	}
+	// Another process holds it (this test binary, see TestMain), and is
+	// killed: the lock goes with it.
+	s1.Close()
+	holder := exec.Command(os.Args[0])
+	holder.Env = append(os.Environ(), "PGLOOP_HOLD_SESSION="+s1.Dir)
+	out, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Process.Kill()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "locked\n" {
+		t.Fatalf("the holder said %q", line)
+	}
+	if err := second(); !errors.As(err, &busy) || busy.PID != holder.Process.Pid {
+		t.Fatalf("held by pid %d: %v", holder.Process.Pid, err)
+	}
+	holder.Process.Signal(syscall.SIGKILL)
+	holder.Wait()
+	if err := second(); err != nil {
+		t.Fatalf("a lock left by a dead process: %v", err)
 	}
 }

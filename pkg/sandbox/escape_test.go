@@ -464,15 +464,21 @@ func TestNoTerminalOfTheCaller(t *testing.T) {
 		return string(out)
 	}
 	inject := "printf 'IN%sED\\n' JECT > /dev/tty; echo tty-$?"
-	out := onTerminal(os.Args[0], startCommand, string(pol), "bash", "-c", inject)
-	if strings.Contains(out, "INJECTED") || !strings.Contains(out, "tty-1") {
-		t.Errorf("a command started from a terminal wrote to it: %q", out)
+	start := []string{os.Args[0], startCommand, string(pol), "bash", "-c", inject}
+	// pg-tool as the leader of its terminal's session (each command gets a
+	// session of its own), and as one process of a shell's session (it
+	// lets go of the terminal).
+	for _, argv := range [][]string{start, {"sh", "-c", shellQuote(start) + "; true"}} {
+		out := onTerminal(argv...)
+		if strings.Contains(out, "INJECTED") || !strings.Contains(out, "tty-1") {
+			t.Errorf("a command started from a terminal (%s) wrote to it: %q", argv[0], out)
+		}
 	}
 	argv, err := sb.Wrap(os.Args[0], []string{"bash", "-c", inject})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = onTerminal("sh", "-c", shellQuote(argv)+"; true")
+	out := onTerminal("sh", "-c", shellQuote(argv)+"; true")
 	if strings.Contains(out, "INJECTED") || !strings.Contains(out, "tty-1") {
 		t.Errorf("a sandbox-exec program outside its terminal's session wrote to it: %q", out)
 	}

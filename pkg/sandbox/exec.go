@@ -94,7 +94,7 @@ func Exec(policyJSON, helper string, argv, env []string) (syscall.WaitStatus, er
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	err = sb.start(cmd)
+	err = sb.start(cmd, false)
 	report.Close()
 	if err != nil {
 		return 0, err
@@ -189,11 +189,7 @@ func readStatus(r io.Reader) (syscall.WaitStatus, bool) {
 // (an MCP server started from a terminal) is detached from that terminal
 // instead, so its /dev/tty is not the user's.
 func ownTerminal() string {
-	if sid, err := unix.Getsid(0); err != nil || sid != unix.Getpid() {
-		if f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0); err == nil {
-			_ = unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
-			f.Close()
-		}
+	if !detachTerminal() {
 		return ""
 	}
 	// TIOCGSID answers only for the caller's controlling terminal.
@@ -205,6 +201,26 @@ func ownTerminal() string {
 		return ""
 	}
 	return tty
+}
+
+// detachTerminal lets the process go of its controlling terminal, so
+// that what it starts has none; it reports false when it did (or had
+// none), true when the process leads the terminal's session, which keeps
+// it (letting go would hang the terminal up for its other processes).
+func detachTerminal() (leader bool) {
+	if sid, err := unix.Getsid(0); err == nil && sid == unix.Getpid() {
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			return false // no controlling terminal
+		}
+		f.Close()
+		return true
+	}
+	if f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0); err == nil {
+		_ = unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
+		f.Close()
+	}
+	return false
 }
 
 // lookPath finds a program on the PATH of env, as the shell would.

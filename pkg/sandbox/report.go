@@ -68,7 +68,7 @@ func (sb *Sandbox) Report(env []string) protocol.SandboxReport {
 	} else {
 		add("no privilege regained (setuid programs, capabilities)", "no_new_privs and a user namespace without capabilities (commands show as nobody inside)")
 	}
-	add("no terminal of the user's: not /dev/pts (the user's other terminals), not the terminal pg-tool runs in; a pg-pty program opens its own and no other", lock+" (/dev/pts is not granted) and a session of its own (no controlling terminal)")
+	add("no terminal of the user's: not /dev/pts (the user's other terminals), not the terminal pg-tool runs in; a pg-pty program opens its own and no other", lock+" (/dev/pts is not granted) and no controlling terminal (pg-tool lets go of its own)")
 	add("NOT available: a pseudo-terminal of the command's own (script, expect, Python's pty); start such programs with term_start", "none: Landlock checks the new terminal by its path in /dev/pts")
 	add("no setuid or setgid bit set on any file, no file given another owner or group", "seccomp (chmod, fchmod, fchmodat and fchmodat2 with S_ISUID or S_ISGID; chown and its kin naming another user or group)")
 	add("NOT enforced: other mode bits, timestamps and extended attributes of the user's own files outside the writable paths can still change (chmod 644 ~/.ssh/id_rsa, touch -d, setfacl)", "none: Landlock has no right for chmod, utimes or setxattr")

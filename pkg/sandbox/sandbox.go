@@ -121,8 +121,9 @@ type Sandbox struct {
 }
 
 type startReq struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd        *exec.Cmd
+	noTerminal bool // a session of its own if pg-tool keeps its terminal
+	done       chan error
 }
 
 // New checks the policy. The private TMPDIR and the rules (a walk of the
@@ -197,26 +198,25 @@ func (e *UnavailableError) Error() string {
 
 // Start starts cmd inside the sandbox (plainly when the mode is off). The
 // command runs as PID 1 of a new PID namespace: when it ends, everything it
-// left running is killed. It leads a session of its own, so it has no
-// controlling terminal: /dev/tty is not the terminal pg-tool runs in,
-// where the user types. Under off, the command gets its own process group.
+// left running is killed. It has no controlling terminal: /dev/tty is not
+// the terminal pg-tool runs in, where the user types (see
+// detachTerminal). The command gets its own process group.
 func (sb *Sandbox) Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	cmd.SysProcAttr.Setpgid = true
 	if sb.policy.Mode == Off {
-		cmd.SysProcAttr.Setpgid = true
 		return cmd.Start()
 	}
-	cmd.SysProcAttr.Setsid = true // its own process group too
-	cmd.SysProcAttr.Setpgid = false
-	return sb.start(cmd)
+	return sb.start(cmd, true)
 }
 
 // start starts cmd in the sandbox in the session and process group its
 // SysProcAttr says: Exec's init stays in the caller's, the terminal's
 // foreground group, so that the terminal's signals reach its program.
-func (sb *Sandbox) start(cmd *exec.Cmd) error {
+// noTerminal keeps the command from the controlling terminal.
+func (sb *Sandbox) start(cmd *exec.Cmd, noTerminal bool) error {
 	if sb.policy.Mode == Off {
 		return cmd.Start()
 	}
@@ -227,7 +227,7 @@ func (sb *Sandbox) start(cmd *exec.Cmd) error {
 	// command only when pg-tool goes away.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	sb.once.Do(sb.startLauncher)
-	req := startReq{cmd: cmd, done: make(chan error, 1)}
+	req := startReq{cmd: cmd, noTerminal: noTerminal, done: make(chan error, 1)}
 	select {
 	case sb.reqs <- req:
 	case <-sb.closed:
@@ -270,6 +270,12 @@ func (sb *Sandbox) startLauncher() {
 		if err != nil {
 			err = fmt.Errorf("sandbox: keep inherited descriptors from commands: %w", err)
 		}
+		// Commands get no controlling terminal: pg-tool lets go of its
+		// own (it reads none), or, when it leads its terminal's session
+		// and so cannot, each command gets a session of its own (a
+		// setsid costs about half a millisecond more per command). A
+		// pg-pty program (Exec) keeps the terminal it leads.
+		ownSession := detachTerminal()
 		direct, rerr := sb.plan.restrictThread(unix.CAP_SYS_ADMIN)
 		if rerr != nil {
 			err = &UnavailableError{Mode: sb.policy.Mode, Missing: []string{rerr.Error()}}
@@ -287,6 +293,9 @@ func (sb *Sandbox) startLauncher() {
 					continue
 				}
 				req.cmd.SysProcAttr.Cloneflags |= flags
+				if ownSession && req.noTerminal {
+					req.cmd.SysProcAttr.Setsid, req.cmd.SysProcAttr.Setpgid = true, false
+				}
 				req.done <- req.cmd.Start()
 			case <-sb.closed:
 				return

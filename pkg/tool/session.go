@@ -38,6 +38,8 @@ type Session struct {
 
 	termScope string // the term_* tools' name space in pg-pty (term.go)
 	startedBy string // who starts their sessions, for pg-pty list
+	termMu    sync.Mutex
+	termLive  map[string]bool // sessions started and not killed, by the model's name
 
 	locksMu sync.Mutex
 	locks   map[string]*pathLock
@@ -161,8 +163,12 @@ func NewSession(opts Options) (*Session, error) {
 	return s, nil
 }
 
-// Close stops MCP servers and releases the root.
+// Close ends the terminal sessions it started (with EndTermSessions),
+// stops MCP servers and releases the root.
 func (s *Session) Close() error {
+	if s.opts.EndTermSessions {
+		s.endTerms()
+	}
 	err := s.mcp.close()
 	return errors.Join(err, s.sandbox.Close(), s.root.Close())
 }

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -60,6 +61,37 @@ func newTermScope() string {
 
 // ptySession is the pg-pty name of the model's session name.
 func (s *Session) ptySession(name string) string { return s.termScope + "." + name }
+
+// noteTerm records that the model's session name was started (live) or
+// killed.
+func (s *Session) noteTerm(name string, live bool) {
+	s.termMu.Lock()
+	defer s.termMu.Unlock()
+	if s.termLive == nil {
+		s.termLive = map[string]bool{}
+	}
+	if live {
+		s.termLive[name] = true
+	} else {
+		delete(s.termLive, name)
+	}
+}
+
+// endTerms kills the sessions started and not killed, all at once.
+func (s *Session) endTerms() {
+	s.termMu.Lock()
+	names := make([]string, 0, len(s.termLive))
+	for n := range s.termLive {
+		names = append(names, n)
+	}
+	s.termLive = nil
+	s.termMu.Unlock()
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Go(func() { _, _ = s.runPty(context.Background(), ptyCallSlack, "kill", n) })
+	}
+	wg.Wait()
+}
 
 // runPty runs pg-pty's command op on the model's session name (then args)
 // with --json and returns its last record: the answer, or the
@@ -155,6 +187,7 @@ Then use term_send to type, term_read to get output (or wait for a pattern) and 
 		if _, err := s.runPty(ctx, ptyCallSlack, "start", in.Name, args...); err != nil {
 			return "", err
 		}
+		s.noteTerm(in.Name, true)
 		return fmt.Sprintf("started session %s: %s\n", in.Name, strings.Join(in.Command, " ")), nil
 	},
 }
@@ -345,6 +378,7 @@ var termKillTool = &Tool{
 		if _, err := s.runPty(ctx, ptyCallSlack, "kill", in.Name); err != nil {
 			return "", err
 		}
+		s.noteTerm(in.Name, false)
 		return fmt.Sprintf("killed session %s\n", in.Name), nil
 	},
 }

@@ -135,3 +135,38 @@ func TestTermScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestEndTermSessions: with EndTermSessions, Close kills the sessions the
+// session started and did not kill itself, and no others.
+func TestEndTermSessions(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "pg-pty"), []byte(fakePty), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "log")
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "PTYLOG=" + log}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	for _, end := range []bool{true, false} {
+		_ = os.Remove(log)
+		s, err := NewSession(Options{Root: t.TempDir(), Env: env, PassEnv: []string{"PTYLOG"}, TermScope: "t2", EndTermSessions: end})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, c := range []protocol.ToolCall{
+			{Name: "term_start", Input: []byte(`{"name":"a","command":["sh"]}`)},
+			{Name: "term_start", Input: []byte(`{"name":"b","command":["sh"]}`)},
+			{Name: "term_kill", Input: []byte(`{"name":"b"}`)},
+		} {
+			if r := s.Call(ctx, c); !r.OK {
+				t.Fatalf("%s: %s", c.Name, *r.Error)
+			}
+		}
+		s.Close()
+		got, _ := os.ReadFile(log)
+		kills := strings.Count(string(got), "kill --json t2.a")
+		if want := map[bool]int{true: 1, false: 0}[end]; kills != want || strings.Count(string(got), "kill --json t2.b") != 1 {
+			t.Errorf("EndTermSessions %v: pg-pty got %q", end, got)
+		}
+	}
+}

@@ -102,6 +102,10 @@ type Options struct {
 	// the sessions it starts. Callers that run one pg-tool per call give
 	// one scope to all of them.
 	TermScope string
+	// EndTermSessions makes Close end the terminal sessions the session
+	// started and did not kill: a serve or mcp with a scope of its own,
+	// whose sessions no later pg-tool could reach.
+	EndTermSessions bool
 	// Caller names the program for pg-pty list's started_by, e.g.
 	// "pg-tool serve" ("" is "pg-tool"); its pid and scope are added.
 	Caller string

@@ -3,6 +3,8 @@ package pgloop
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +48,7 @@ pg-loop serve runs one session as a coprocess for editors and scripts: JSON Line
 
 Keys stay with the model: the tools component (and the verify commands, which run in its sandbox through pg-tool exec) runs without the variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, provider variables; POWERGLIDE_PASS_ENV=NAME,... keeps some), and every secret value of the environment or the config, and every string shaped like a well-known key, is replaced by [redacted:NAME] in tool results, events, sessions and every file under $POWERGLIDE_HOME. Output of MCP tools, external tools and network commands reaches the model marked <untrusted>; --guard (warn by default, strict, off) reports, or refuses, calls that carry its URLs or keys onward.
 
-Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, in the session's workdir wherever pg-loop is started, with the options it was started with (flags given again win: -C moves the session to another directory, which session.json then names). Its unfinished tasks run first, the one in progress from where it stopped (a tool call the stop cut short is answered as interrupted, its effects unknown, so the model checks the state rather than trust or repeat it; a run stopped while checking the final answer checks it again, with no new model call); tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, in ID's workdir or in -C (a second git worktree, say), which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
+Sessions live in $POWERGLIDE_HOME/sessions/<id>/ (session.json and the append-only memory.jsonl); --resume ID or --continue picks a run up where it stopped, even after kill -9, in the session's workdir wherever pg-loop is started, with the options it was started with (one process drives a session at a time: a session another pg-loop still runs is refused, exit 3, naming its pid) (flags given again win: -C moves the session to another directory, which session.json then names). Its unfinished tasks run first, the one in progress from where it stopped (a tool call the stop cut short is answered as interrupted, its effects unknown, so the model checks the state rather than trust or repeat it; a run stopped while checking the final answer checks it again, with no new model call); tasks given with --task or --tasks are added after them, with ids of their own (task-N numbering goes on; a --tasks id already in the session is refused). A task added with --task to a session that goes on is a follow-up: it starts from the conversation of the session's task that ended last, up to that task's final answer, so it can build on it ("now add tests for it"); in --tasks, the label "follow_up": "true" does the same, and --fresh turns it off. --session-id ID names a new session; --fork ID starts a new session from a copy of ID's history, in ID's workdir or in -C (a second git worktree, say), which then goes its own way; --no-session keeps none. pg-loop sessions lists the sessions, pg-loop sessions show ID prints one with its transcript.
 
 All the flags: pg-loop run --help.
 
@@ -147,8 +149,8 @@ type RunCmd struct {
 	ContextHard   float64 `help:"Share of the usable window past which older turns are summarized by the model. A summary that leaves the conversation over it is not made again before a few new messages." config:"loop_context_hard" env:"POWERGLIDE_CONTEXT_HARD" default:"0.9" placeholder:"F" group:"Memory"`
 	ToolOutputMax int     `help:"Tokens of one tool output kept in the conversation: a longer one keeps its head and tail, and the whole text is saved (0600) in outputs/ of the session, a file the model is told about and the read tool may open (0: a quarter of the usable window)." config:"loop_tool_output_max" env:"POWERGLIDE_TOOL_OUTPUT_MAX" default:"0" placeholder:"N" group:"Memory"`
 	Reserve       int     `help:"Tokens kept free in the window besides max_tokens." default:"2048" group:"Memory"`
-	Resume        string  `help:"Resume a session by id, in its workdir wherever pg-loop is started (-C given moves the session there): its unfinished tasks run first (the one in progress from where it stopped), then the tasks of --task or --tasks, added after them with ids of their own. A session whose workdir is gone needs -C." placeholder:"ID" group:"Memory"`
-	Continue      bool    `help:"Resume the latest session of this workdir (as --resume)." group:"Memory"`
+	Resume        string  `help:"Resume a session by id, in its workdir wherever pg-loop is started (-C given moves the session there): its unfinished tasks run first (the one in progress from where it stopped), then the tasks of --task or --tasks, added after them with ids of their own. A session whose workdir is gone needs -C. A session another pg-loop still runs is refused with exit 3 (nothing to do), naming its pid: one process drives a session at a time." placeholder:"ID" group:"Memory"`
+	Continue      bool    `help:"Resume the latest session of this workdir (as --resume): exit 3 when it is still running (a cron run that overlaps the last one skips)." group:"Memory"`
 	SessionID     string  `name:"session-id" help:"Start a new session with this id (letters, digits, '.', '_', '-'); exit 2 if it exists." placeholder:"ID" group:"Memory"`
 	Fork          string  `help:"Start a new session from a copy of session ID's history (its memory, tasks and options), recording ID as its parent; the two then go their own ways. It works in ID's workdir, or in -C when given. With --task, the new tasks are added as with --resume." placeholder:"ID" group:"Memory"`
 	NoSession     bool    `help:"Keep no session: nothing is written under $POWERGLIDE_HOME/sessions." group:"Memory"`
@@ -293,6 +295,20 @@ func (c *RunCmd) resumed(home, workdir string, given func(string) bool) (base *l
 	fail := func(err error) (*loop.Session, *loop.Replay, string, error) {
 		base.Close()
 		return nil, nil, "", err
+	}
+	if c.Fork == "" {
+		// Before its memory is read: what a driver still running would
+		// append is not this run's to replay.
+		if err := base.Lock(); err != nil {
+			var busy *loop.BusyError
+			if c.Continue {
+				flag = "--continue"
+			}
+			if errors.As(err, &busy) {
+				return fail(cli.Nothingf("%s: %v", flag, err))
+			}
+			return fail(cli.Failf("session", "%s: %v", flag, err))
+		}
 	}
 	if replay, err = base.LoadReplay(); err != nil {
 		return fail(cli.Failf("session", "%s %s: %v", flag, id, err))
@@ -972,6 +988,12 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		env = append(env, "POWERGLIDE_NO_SKILLS=1")
 	}
 	if c.Tools != "" {
+		// A pg-tool per call reaches only the terminal sessions of its term
+		// scope: one scope for the run keeps the model's sessions its own
+		// from one call to the next.
+		if _, set := rt.IO.LookupEnv("POWERGLIDE_TERM_SCOPE"); !set {
+			env = append(env, "POWERGLIDE_TERM_SCOPE="+runTermScope())
+		}
 		tools = &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
@@ -1024,6 +1046,13 @@ func (c *RunCmd) verifier(rt *cli.Runtime) loop.Verifier {
 func isPgTool(cmdline string) bool {
 	words, ok := shell.Words(cmdline)
 	return ok && len(words) > 0 && path.Base(words[0]) == "pg-tool"
+}
+
+// runTermScope is the term scope of a run's one-shot tools commands.
+func runTermScope() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return "pgloop-" + hex.EncodeToString(b)
 }
 
 // toolsEnv is the environment of the tools component: pg-loop's own

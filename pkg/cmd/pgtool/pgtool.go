@@ -90,7 +90,7 @@ type CLI struct {
 	AllowNet        bool          `name:"allow-net" help:"Let sandboxed commands use the network: TCP and UDP over IPv4 and IPv6. Unix sockets stay closed (a socket is not checked by path: pg-pty sessions and store agents would answer)."`
 	DenyRead        []string      `name:"deny-read" help:"Keep PATH unreadable to sandboxed commands, like ~/.ssh (repeatable)." placeholder:"PATH"`
 	NoSkills        bool          `name:"no-skills" help:"Offer no Agent Skills: no skill tool, and read opens no skill folder outside --root." env:"POWERGLIDE_NO_SKILLS"`
-	TermScope       string        `name:"term-scope" help:"Name space of the term_* tools' pg-pty sessions: a session the model calls NAME is SCOPE.NAME in pg-pty list, and the term_* tools reach only the sessions of their scope. Default: a fresh scope for this pg-tool, so no pg-tool reaches the user's sessions or another's; give one scope to several pg-tool call runs that share sessions." env:"POWERGLIDE_TERM_SCOPE" placeholder:"SCOPE"`
+	TermScope       string        `name:"term-scope" help:"Name space of the term_* tools' pg-pty sessions: a session the model calls NAME is SCOPE.NAME in pg-pty list, and the term_* tools reach only the sessions of their scope. Default: a fresh scope for this pg-tool, so no pg-tool reaches the user's sessions or another's, and the sessions serve and mcp started in it end with them; give one scope to several pg-tool call runs that share sessions." env:"POWERGLIDE_TERM_SCOPE" placeholder:"SCOPE"`
 	PassEnv         []string      `name:"pass-env" help:"Give commands the variable NAME too; they get only PATH, HOME, USER, LANG, LC_*, TERM, SHELL, TZ, TMPDIR and the build-cache variables (repeatable). POWERGLIDE_PASS_ENV=NAME,... sets it, and pg-loop keeps those variables for its tools component too." env:"POWERGLIDE_PASS_ENV" placeholder:"NAME"`
 
 	List        ListCmd        `cmd:"" help:"Print the tool definitions as a JSON array."`
@@ -107,8 +107,11 @@ type CLI struct {
 }
 
 // session builds the tool session from the flags and the configuration.
-// caller names the command for the sessions it starts ("pg-tool serve").
-func (c *CLI) session(rt *cli.Runtime, caller string, persistCwd bool) (*tool.Session, error) {
+// caller names the command for the sessions it starts ("pg-tool serve");
+// stream is true for serve and mcp, which run a stream of calls: bash's
+// working directory carries over, and the terminal sessions of their own
+// scope end with them.
+func (c *CLI) session(rt *cli.Runtime, caller string, stream bool) (*tool.Session, error) {
 	cfg, err := rt.Config()
 	if err != nil {
 		return nil, err
@@ -144,15 +147,17 @@ func (c *CLI) session(rt *cli.Runtime, caller string, persistCwd bool) (*tool.Se
 		MaxOutput:     c.MaxOutput,
 		OutputDir:     outDir,
 		MaxSaved:      cmp.Or(cfg.Int("tool_max_saved_output"), -1), // 0: no cap
-		PersistCwd:    persistCwd,
+		PersistCwd:    stream,
 		Env:           rt.IO.Env,
 		PassEnv:       c.PassEnv,
 		Sandbox:       sb,
 		Helper:        helperBinary(),
 		TermScope:     c.TermScope,
-		Caller:        caller,
-		Log:           rt.IO.Err,
-		Skills:        c.skills(rt),
+		// No later pg-tool reaches the sessions of a scope of its own.
+		EndTermSessions: stream && c.TermScope == "",
+		Caller:          caller,
+		Log:             rt.IO.Err,
+		Skills:          c.skills(rt),
 	})
 	if err != nil {
 		sb.Close()
