@@ -108,6 +108,9 @@ func TestResumeLargeSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if err := s.Lock(); err != nil { // as pg-loop does, before it reads the memory
+		t.Fatal(err)
+	}
 	rp, err := s.LoadReplay()
 	if err != nil {
 		t.Fatal(err)

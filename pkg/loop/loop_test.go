@@ -24,8 +24,9 @@ import (
 )
 
 // TestMain lets the test binary stand in for pg-llm serve and pg-tool
-// serve (PGLOOP_FAKE=1 test-binary llm N | tools | list), and for a process
-// that holds a session (PGLOOP_HOLD_SESSION=DIR).
+// serve (PGLOOP_FAKE=1 test-binary llm N | tools | list), for a process
+// that holds a session (PGLOOP_HOLD_SESSION=DIR) and for one that fills a
+// session's memory past its file size limit (PGLOOP_FILL_SESSION=DIR).
 func TestMain(m *testing.M) {
 	if os.Getenv("PGLOOP_FAKE") == "1" {
 		if err := fake.Main(os.Args[1:], os.Stdin, os.Stdout); err != nil {
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	}
+	if dir := os.Getenv("PGLOOP_FILL_SESSION"); dir != "" {
+		fillSession(dir)
 	}
 	if dir := os.Getenv("PGLOOP_HOLD_SESSION"); dir != "" {
 		// A driver of session dir (TestSessionLock): it takes the lock,

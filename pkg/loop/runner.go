@@ -118,7 +118,11 @@ type Options struct {
 	// makes no mark (no watcher will signal the worker).
 	Home      string
 	Heartbeat time.Duration
-	Lease     time.Duration // renew the claim every Lease/10, at a heartbeat
+	// ModelRetryWait is the pause before a step's model call that failed
+	// in a passing way is made again (twice, the second after 3x the
+	// pause); 0: the task fails at once.
+	ModelRetryWait time.Duration
+	Lease          time.Duration // renew the claim every Lease/10, at a heartbeat
 	// IdleWait bounds the wait for a claimable task while the queue is not
 	// drained (tasks blocked, or claimed by other workers); 0: no bound.
 	IdleWait time.Duration
@@ -218,6 +222,9 @@ type Runner struct {
 	waiting   atomic.Bool // waiting for a claimable task: the heartbeat counts it as progress
 	// lookup brings the model's row while the run starts (Options.Lookup).
 	lookup chan lookupResult
+	// memErr is the first session memory append that failed: the run
+	// stops before its next step.
+	memErr error
 	// toolsDied says the tools coprocess died during the last tool call:
 	// a second death in a row ends the run.
 	toolsDied bool
@@ -340,7 +347,13 @@ func (r *Runner) Run(ctx context.Context) Result {
 		s.Info.Status = "running"
 		s.Info.PID = os.Getpid()
 		_, s.Info.PIDStart, _ = proc.Self()
+		if s.Torn > 0 {
+			r.log("warn", "session %s: %s ended with %d bytes of a record cut short (a write interrupted): cut back to the last whole record", s.Info.ID, MemoryFile, s.Torn)
+		}
 		if r.o.Resume != nil {
+			for _, w := range r.o.Resume.Warnings {
+				r.log("warn", "session %s: %s", s.Info.ID, w)
+			}
 			r.usage = r.o.Resume.Usage
 			r.step = max(s.Info.Step, r.o.Resume.TotalSteps)
 			r.last, r.lastTask = r.o.Resume.Last, r.o.Resume.LastTask
@@ -359,7 +372,16 @@ func (r *Runner) Run(ctx context.Context) Result {
 			r.interrupt(ctx)
 			break
 		}
-		in, reason := r.handle(ctx)
+		var in Input
+		var reason string
+		if r.memErr != nil {
+			// Going on would do work the session cannot remember: a
+			// resume would repeat it, or replay a conversation with a
+			// hole in it.
+			in, reason = r.fatal(fmt.Errorf("%w: the run stops, so that a resume goes on from the last record written", r.memErr))
+		} else {
+			in, reason = r.handle(ctx)
+		}
 		if ctx.Err() != nil {
 			r.interrupt(ctx)
 			break
@@ -470,10 +492,15 @@ func (r *Runner) fire(in Input, reason string) {
 	}
 	r.o.Events.Emit(ev)
 	if r.o.Team != nil {
+		busy := r.busyFor(to)
 		r.updateWorker(func(w *protocol.Worker) {
 			w.State = string(to)
 			w.Step = r.step
 			w.ProgressAt = r.now()
+			w.BusyUntil = time.Time{}
+			if busy > 0 {
+				w.BusyUntil = w.ProgressAt.Add(busy)
+			}
 			w.Usage = r.own
 			if r.cur != nil {
 				w.Task = r.cur.task.ID
@@ -491,6 +518,34 @@ func (r *Runner) fire(in Input, reason string) {
 }
 
 func (r *Runner) now() time.Time { return r.o.Now().UTC() }
+
+// busyFor is how long the state entered may take by its own timeouts: a
+// verify run its --verify-timeout, a turn's tool calls the sum of theirs
+// (callBound), with callSlack for ending and reporting them; 0 for the
+// other states. The worker record says until when (busy_until), and
+// pg-monitor does not call the worker stuck before: a 20-minute test
+// suite under a 10-minute --stall is no stall.
+func (r *Runner) busyFor(to State) time.Duration {
+	switch {
+	case to == Verify && r.o.VerifyTimeout > 0:
+		return r.o.VerifyTimeout + callSlack
+	case to == Executing && r.cur != nil:
+		var d time.Duration
+		for i, c := range r.cur.calls {
+			if i < len(r.cur.results) && r.cur.results[i].Type == "" {
+				d += callBound(c)
+			}
+		}
+		if d > 0 {
+			return d + callSlack
+		}
+	}
+	return 0
+}
+
+// callSlack is the time past a call's own timeout for ending it (a
+// process group's grace) and reporting it.
+const callSlack = time.Minute
 
 func (r *Runner) log(level, format string, args ...any) {
 	r.o.Events.Emit(&protocol.LoopLogEvent{Type: protocol.LoopLog, TS: r.now(), Level: level, Message: fmt.Sprintf(format, args...)})
@@ -791,7 +846,8 @@ func (r *Runner) remember(rec MemoryRecord) {
 		return
 	}
 	rec.TS = r.now()
-	if err := r.o.Session.Append(rec); err != nil {
+	if err := r.o.Session.Append(rec); err != nil && r.memErr == nil {
+		r.memErr = err
 		r.log("error", "%v", err)
 	}
 }
@@ -930,7 +986,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	r.step++
 	r.steps++
 	tr.steps++
-	end, err := r.callModel(tr.ctx, req)
+	end, err := r.stepCall(tr.ctx, req)
 	var me *ModelError
 	if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
 		// The estimate was short: it is raised, and the conversation
@@ -944,7 +1000,7 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 		if berr := r.o.Budget.Check(r.usage, r.est.Request(req), r.o.MaxTokens); berr != nil {
 			return r.limit(berr.(*LimitError), true)
 		}
-		end, err = r.callModel(tr.ctx, req)
+		end, err = r.stepCall(tr.ctx, req)
 		if errors.As(err, &me) && me.Event.Kind == protocol.KindContextOverflow && tr.ctx.Err() == nil {
 			return r.taskFail(fmt.Sprintf("context overflow: the model still found the conversation too long after compacting it to about %d tokens: %s", r.est.Request(req), termtext.OneLine(me.Event.Message, 200)), false)
 		}
@@ -988,6 +1044,54 @@ func (r *Runner) thinking(ctx context.Context) (Input, string) {
 	tr.answer = r.guardAnswer(tr.partial + text)
 	tr.partial = ""
 	return Answer, end.StopReason
+}
+
+// stepCall makes a step's model call. One that failed in a passing way
+// (passing: pg-llm retries them itself, but not once the answer started,
+// and not past its own limits) is made again after Options.ModelRetryWait,
+// then after three times it: the partial answer never reached the
+// conversation, so the same request is safe to send again, and one reset
+// connection does not fail hours of work. Each call passes the budgets
+// again (a *LimitError).
+func (r *Runner) stepCall(ctx context.Context, req *protocol.Request) (*protocol.EndEvent, error) {
+	end, err := r.callModel(ctx, req)
+	wait := r.o.ModelRetryWait
+	for try := 1; try <= modelRetries && wait > 0; try++ {
+		var me *ModelError
+		if !errors.As(err, &me) || !passing(me.Event) || ctx.Err() != nil {
+			break
+		}
+		r.log("warn", "model call failed: %v; making it again in %v (%d of %d)", err, wait, try, modelRetries)
+		start := time.Now()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			r.times.wait += time.Since(start)
+			return nil, err
+		case <-t.C:
+		}
+		r.times.wait += time.Since(start)
+		if berr := r.o.Budget.Check(r.usage, r.est.Request(req), r.o.MaxTokens); berr != nil {
+			return nil, berr
+		}
+		end, err = r.callModel(ctx, req)
+		wait *= 3
+	}
+	return end, err
+}
+
+// modelRetries is how many times stepCall makes a failed call again.
+const modelRetries = 2
+
+// passing says whether a model error may not happen again soon: a cut
+// connection, an overloaded or failing server, a rate limit, a timeout.
+func passing(ev protocol.ErrorEvent) bool {
+	switch ev.Kind {
+	case protocol.KindNetwork, protocol.KindOverloaded, protocol.KindServer, protocol.KindRateLimit, protocol.KindTimeout:
+		return true
+	}
+	return false
 }
 
 const continueText = "Your answer was cut off at the max_tokens limit. Continue exactly where it stopped, without repeating what you already wrote."
@@ -1540,7 +1644,7 @@ func (r *Runner) updateWorker(f func(w *protocol.Worker)) {
 	before := *r.worker
 	f(r.worker)
 	w := r.worker
-	important := before.Task != w.Task || before.Paused != w.Paused || before.Velocity != w.Velocity ||
+	important := before.Task != w.Task || before.Paused != w.Paused || before.Velocity != w.Velocity || !before.BusyUntil.Equal(w.BusyUntil) ||
 		State(w.State).Terminal() || State(before.State).InTask() != State(w.State).InTask()
 	due := important || time.Since(r.lastWrite) >= workerWriteEvery
 	r.wmu.Unlock()

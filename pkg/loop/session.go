@@ -95,9 +95,15 @@ type Session struct {
 	Dir  string
 	Info SessionInfo
 
-	mu   sync.Mutex
-	mem  *os.File
-	lock *flock.Flock // held while this process drives the session
+	// Torn is how many bytes of a partial last record (a write cut short
+	// by a kill or a full disk) Lock cut off the memory.
+	Torn int64
+
+	mu     sync.Mutex
+	mem    *os.File     // the memory, open for appends while this process drives the session
+	size   int64        // its length up to the last whole record
+	broken error        // the append that failed: no record may follow a missing one
+	lock   *flock.Flock // held while this process drives the session
 }
 
 // NewSessionID returns a sortable, unique session id.
@@ -121,10 +127,6 @@ func CreateSessionID(home, workdir, id string, now time.Time) (*Session, error) 
 	}
 	s := &Session{Dir: dir, Info: SessionInfo{ID: id, Workdir: workdir, Status: "running", State: string(Idle), PID: os.Getpid(), CreatedAt: now.UTC(), UpdatedAt: now.UTC()}}
 	if err := s.Lock(); err != nil {
-		return nil, err
-	}
-	if err := s.open(); err != nil {
-		s.Close()
 		return nil, err
 	}
 	return s, s.Save(now)
@@ -191,10 +193,6 @@ func ForkSession(home string, parent *Session, id, workdir string, now time.Time
 	if err := s.Lock(); err != nil {
 		return nil, err
 	}
-	if err := s.open(); err != nil {
-		s.Close()
-		return nil, err
-	}
 	return s, s.Save(now)
 }
 
@@ -215,7 +213,7 @@ func OpenSession(home, id string) (*Session, error) {
 	if err := json.Unmarshal(b, &s.Info); err != nil {
 		return nil, fmt.Errorf("session %s: %s: %w", id, SessionFile, err)
 	}
-	return s, s.open()
+	return s, nil
 }
 
 // NotFoundError names something that does not exist.
@@ -257,17 +255,54 @@ func LatestSession(home, workdir string) (string, error) {
 	return cands[0].id, nil
 }
 
+// open opens the memory for the driver's appends, cut back to its last
+// whole record: a partial one (a write cut short by a kill or a full
+// disk) would otherwise sit between the records appended after it.
 func (s *Session) open() error {
-	f, err := os.OpenFile(filepath.Join(s.Dir, MemoryFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
+	f, err := os.OpenFile(filepath.Join(s.Dir, MemoryFile), os.O_RDWR|os.O_APPEND|os.O_CREATE, teamdir.FileMode)
 	if err != nil {
 		return fmt.Errorf("open session memory: %w", err)
 	}
-	s.mem = f
+	size, whole, err := wholeLength(f)
+	if err == nil && whole < size {
+		err = f.Truncate(whole)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open session memory: %w", err)
+	}
+	s.mem, s.size, s.Torn = f, whole, size-whole
 	return nil
 }
 
+// wholeLength is the length of f and of its whole lines: up to the last
+// newline.
+func wholeLength(f *os.File) (size, whole int64, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	size = fi.Size()
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return size, start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return size, 0, nil
+}
+
 // Append writes memory records, one write per call so a kill leaves whole
-// lines, with secrets redacted.
+// lines, with secrets redacted. It is all or nothing: a write that fails
+// (a full disk, a file size limit) is cut back off the file, so no reader
+// sees part of a record, and every later Append fails with the same error,
+// so none sees a record whose predecessor is missing.
 func (s *Session) Append(recs ...MemoryRecord) error {
 	var buf []byte
 	for _, r := range recs {
@@ -280,9 +315,23 @@ func (s *Session) Append(recs ...MemoryRecord) error {
 	buf = secrets.Redact(buf)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.mem.Write(buf); err != nil {
-		return fmt.Errorf("append session memory: %w", err)
+	switch {
+	case s.broken != nil:
+		return s.broken
+	case s.mem == nil:
+		return fmt.Errorf("append session memory: session %s is not held by this process", s.Info.ID)
 	}
+	n, err := s.mem.Write(buf)
+	if err != nil {
+		s.broken = fmt.Errorf("append session memory: %w", err)
+		if n > 0 {
+			if terr := s.mem.Truncate(s.size); terr != nil {
+				s.broken = fmt.Errorf("append session memory: %w (and cutting the partial record off failed: %v)", err, terr)
+			}
+		}
+		return s.broken
+	}
+	s.size += int64(n)
 	return nil
 }
 
@@ -316,7 +365,8 @@ func (e *BusyError) Error() string {
 // processes appending to one memory would interleave two conversations
 // and run the task twice. A session another live process holds is a
 // *BusyError naming its pid; a lock left by a dead one is free. Only a
-// driver takes it: listing and showing sessions never does.
+// driver takes it: listing and showing sessions never does. It opens the
+// memory for Append, cut back to its last whole record (see Torn).
 func (s *Session) Lock() error {
 	path := filepath.Join(s.Dir, LockFile)
 	lk := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(teamdir.FileMode))
@@ -333,6 +383,10 @@ func (s *Session) Lock() error {
 	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), teamdir.FileMode); err != nil {
 		lk.Close()
 		return fmt.Errorf("lock session %s: %w", s.Info.ID, err)
+	}
+	if err := s.open(); err != nil {
+		lk.Close()
+		return err
 	}
 	s.lock = lk
 	return nil
@@ -368,6 +422,9 @@ type Replay struct {
 	Last []protocol.Message
 	// LastTask is that task's id.
 	LastTask string
+	// Warnings name the lines left out: a record cut short, or a line
+	// that is no record at all.
+	Warnings []string
 }
 
 // memLine is how replay decodes a memory record: like MemoryRecord, but
@@ -392,22 +449,26 @@ type memLine struct {
 }
 
 // ReadMemory replays a memory file. Lines are decoded in parallel, then
-// applied in order. A line that does not decode (the torn last line of a
-// writer killed mid-write) is skipped.
+// applied in order. A line that does not decode is left out with a
+// warning: the partial last line of a writer killed mid-write, or, mid-file,
+// what an older version left after a failed write (records may be missing
+// around it).
 func ReadMemory(r io.Reader) (*Replay, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", MemoryFile, err)
 	}
 	var lines [][]byte
-	for len(data) > 0 {
+	var numbers []int // the line number of each of lines
+	torn := len(data) > 0 && data[len(data)-1] != '\n'
+	for n := 1; len(data) > 0; n++ {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			lines = append(lines, data)
+			lines, numbers = append(lines, data), append(numbers, n)
 			break
 		}
 		if i > 0 {
-			lines = append(lines, data[:i])
+			lines, numbers = append(lines, data[:i]), append(numbers, n)
 		}
 		data = data[i+1:]
 	}
@@ -439,6 +500,11 @@ func ReadMemory(r io.Reader) (*Replay, error) {
 	rp := &Replay{Ended: map[string]string{}}
 	for i := range recs {
 		if !ok[i] {
+			if i == len(lines)-1 && torn {
+				rp.Warnings = append(rp.Warnings, fmt.Sprintf("%s: the last record (line %d) is cut short, a write interrupted: left out", MemoryFile, numbers[i]))
+			} else {
+				rp.Warnings = append(rp.Warnings, fmt.Sprintf("%s: line %d is not a whole record: left out; records written after a failed write may be missing", MemoryFile, numbers[i]))
+			}
 			continue
 		}
 		// A resumed session's usage counts against the budgets: a

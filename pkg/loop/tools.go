@@ -55,6 +55,29 @@ func checkDefs(defs []protocol.ToolDef, source string) ([]protocol.ToolDef, erro
 	return defs, nil
 }
 
+// Bounds of a tool call's run by pg-tool's timeouts: bash's default
+// (its timeout_ms input sets another), and for any other tool the longest
+// any has (bash's maximum, an MCP call's --mcp-timeout default).
+const (
+	bashCallBound    = 2 * time.Minute
+	defaultCallBound = 10 * time.Minute
+)
+
+// callBound is how long a tool call may take by its own timeout: its
+// timeout_ms input when it has one, else the tool's default bound.
+func callBound(c protocol.ToolCall) time.Duration {
+	var in struct {
+		TimeoutMS float64 `json:"timeout_ms"`
+	}
+	if json.Unmarshal(c.Input, &in) == nil && in.TimeoutMS > 0 && in.TimeoutMS <= float64(24*time.Hour/time.Millisecond) {
+		return time.Duration(in.TimeoutMS) * time.Millisecond
+	}
+	if c.Name == "bash" {
+		return bashCallBound
+	}
+	return defaultCallBound
+}
+
 func failedResult(c protocol.ToolCall, msg string) protocol.ToolResult {
 	return protocol.ToolResult{Type: "result", ID: c.ID, Name: c.Name, OK: false, Error: &msg}
 }

@@ -33,7 +33,8 @@ type Options struct {
 	// Heartbeat: a heartbeat older than this is stale.
 	Heartbeat time.Duration
 	// Stall: a worker with a fresh heartbeat but no progress for this long
-	// is stuck. Zero disables the check.
+	// is stuck, unless it is in a call whose own deadline (busy_until) has
+	// not passed. Zero disables the check.
 	Stall time.Duration
 	// Grace is the time between SIGTERM and SIGKILL.
 	Grace time.Duration
@@ -98,8 +99,15 @@ func Classify(w *protocol.Worker, now time.Time, p Process, o Options) Verdict {
 			progress.UTC().Format(time.RFC3339), round(progress.Sub(now)))
 	case o.Heartbeat > 0 && v.HeartbeatAge > o.Heartbeat:
 		v.Liveness, v.Reason = Stale, fmt.Sprintf("last heartbeat %s ago, limit %s", round(v.HeartbeatAge), o.Heartbeat)
-	case o.Stall > 0 && !ended && !paused(w) && !progress.IsZero() && v.ProgressAge > o.Stall:
+	case o.Stall > 0 && !ended && !paused(w) && !progress.IsZero() && v.ProgressAge > o.Stall && !now.Before(w.BusyUntil):
 		v.Liveness, v.Reason = Stuck, fmt.Sprintf("no progress for %s, limit %s (heartbeat %s ago)", round(v.ProgressAge), o.Stall, round(v.HeartbeatAge))
+		if !w.BusyUntil.IsZero() {
+			v.Reason += fmt.Sprintf(", past the deadline of its call by %s", round(now.Sub(w.BusyUntil)))
+		}
+	case o.Stall > 0 && !ended && now.Before(w.BusyUntil):
+		// A verify or tool call within its own timeout is no stall, however
+		// long its timeout (a test suite of 20 minutes).
+		v.Liveness, v.Reason = Alive, fmt.Sprintf("heartbeat %s ago, in a call until %s", round(v.HeartbeatAge), w.BusyUntil.UTC().Format(time.RFC3339))
 	default:
 		v.Liveness, v.Reason = Alive, fmt.Sprintf("heartbeat %s ago", round(v.HeartbeatAge))
 	}

@@ -46,6 +46,12 @@ func TestClassify(t *testing.T) {
 		{"stale wins over stuck", rec("executing", ago(time.Hour), ago(time.Hour)), ProcRunning, o, Stale, ""},
 		{"unknown process judged by heartbeat", rec("executing", ago(time.Hour), ago(time.Hour)), ProcUnknown, o, Stale, ""},
 		{"unknown process, fresh", rec("executing", ago(time.Second), ago(time.Second)), ProcUnknown, o, Alive, ""},
+		// F13: a verify or tool call within its own timeout, longer than
+		// the stall limit, is no stall; past its deadline it is.
+		{"in a call within its deadline", &protocol.Worker{State: "verify", HeartbeatAt: ago(time.Second), ProgressAt: ago(15 * time.Minute), BusyUntil: now.Add(5 * time.Minute)}, ProcRunning, o, Alive, "in a call until 2026-11-22T10:05:00Z"},
+		{"in a call past its deadline", &protocol.Worker{State: "verify", HeartbeatAt: ago(time.Second), ProgressAt: ago(15 * time.Minute), BusyUntil: ago(2 * time.Minute)}, ProcRunning, o, Stuck, "no progress for 15m0s, limit 10m0s (heartbeat 1s ago), past the deadline of its call by 2m0s"},
+		{"a deadline does not hide a stale heartbeat", &protocol.Worker{State: "verify", HeartbeatAt: ago(time.Hour), ProgressAt: ago(time.Hour), BusyUntil: now.Add(time.Hour)}, ProcRunning, o, Stale, ""},
+		{"a deadline within the stall limit changes nothing", &protocol.Worker{State: "executing", HeartbeatAt: ago(time.Second), ProgressAt: ago(time.Minute), BusyUntil: now.Add(time.Minute)}, ProcRunning, o, Alive, ""},
 		{"clock skew: beat in the future", rec("executing", now.Add(time.Minute), now.Add(time.Minute)), ProcRunning, o, Alive, "heartbeat 0s ago"},
 	}
 	for _, tt := range tests {

@@ -104,14 +104,19 @@ type Worker struct {
 	// a watcher refuses a stale limit shorter than twice it.
 	HeartbeatIntervalMS int64     `json:"heartbeat_interval_ms,omitempty" jsonschema:"minimum=0,description=how often the worker refreshes heartbeat_at\\, in milliseconds (optional)"`
 	ProgressAt          time.Time `json:"progress_at"`
-	StartedAt           time.Time `json:"started_at"`
-	Usage               Usage     `json:"usage" jsonschema:"description=the usage of the worker's current process (a resumed session's earlier usage stays with the process that spent it)"`
-	Spent               *Usage    `json:"spent,omitempty" jsonschema:"description=the summed usage of the worker's earlier processes (carried over by each restart); the worker's total is spent plus usage"`
-	Velocity            float64   `json:"velocity"`
-	Paused              bool      `json:"paused,omitempty"`
-	LastTool            string    `json:"last_tool,omitempty"`
-	LastError           *string   `json:"last_error"`
-	LastResult          string    `json:"last_result,omitempty"`
+	// BusyUntil is the deadline of a bounded call in progress (a verify
+	// run, a turn's tool calls, within their own timeouts): a watcher
+	// calls the worker stuck only once both this and progress_at plus its
+	// stall limit have passed.
+	BusyUntil  time.Time `json:"busy_until,omitempty,omitzero" jsonschema:"description=the deadline of a bounded call in progress (verify\\, tool calls) by their own timeouts: a watcher does not call the worker stuck before it"`
+	StartedAt  time.Time `json:"started_at"`
+	Usage      Usage     `json:"usage" jsonschema:"description=the usage of the worker's current process (a resumed session's earlier usage stays with the process that spent it)"`
+	Spent      *Usage    `json:"spent,omitempty" jsonschema:"description=the summed usage of the worker's earlier processes (carried over by each restart); the worker's total is spent plus usage"`
+	Velocity   float64   `json:"velocity"`
+	Paused     bool      `json:"paused,omitempty"`
+	LastTool   string    `json:"last_tool,omitempty"`
+	LastError  *string   `json:"last_error"`
+	LastResult string    `json:"last_result,omitempty"`
 	// Approval is the tool call the worker waits on (pg-loop --ask).
 	Approval *PendingApproval `json:"approval,omitempty" jsonschema:"description=a tool call waiting for approval: pg-dash's key or pg-loop approve answers it"`
 }

@@ -47,7 +47,9 @@ func Spec() *cli.Spec {
 pg-monitor keeps a swarm honest. Each worker keeps worker-<n>.json in the team directory with a
 heartbeat (heartbeat_at), the time of its last progress (progress_at), its pid and the pid's start
 time. A worker is alive, stale (heartbeat older than --stale), stuck (heartbeat fresh but no
-progress for --stall), dead (its process is gone, or its pid was reused) or done (it ended).
+progress for --stall, and past the deadline of the call it is in, busy_until: pg-loop records one
+for a verify run or a turn's tool calls, by their own timeouts), dead (its process is gone, or its
+pid was reused) or done (it ended).
 Stale and stuck workers get SIGTERM, then SIGKILL of their process group after --grace; a pid is
 signalled only while its start time still matches the record, so a reused pid is never killed,
 and only when the process carries that worker's mark in this data root,
@@ -100,7 +102,7 @@ Examples (shell-llm.sh, a model in sh and jq, is in the repository: scripts/swap
 // Limits are the liveness limits shared by run, watch and status.
 type Limits struct {
 	Stale    string `name:"stale" aliases:"heartbeat" help:"A worker whose heartbeat is older than this is stale, and stopped (default 30s; pg-dash's --stale shows it). --heartbeat is its old name." config:"monitor_heartbeat" env:"POWERGLIDE_MONITOR_STALE,POWERGLIDE_MONITOR_HEARTBEAT" placeholder:"D"`
-	Stall    string `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables)." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
+	Stall    string `help:"A worker whose heartbeat is fresh but that made no progress for this long is stuck (default 10m; 0 disables); one in a call whose own deadline (busy_until: a verify run within --verify-timeout, tool calls within their timeouts) has not passed is not." config:"monitor_stall" env:"POWERGLIDE_MONITOR_STALL" placeholder:"D"`
 	Grace    string `help:"Time between SIGTERM and SIGKILL of a worker's process group (default 10s)." config:"monitor_grace" env:"POWERGLIDE_MONITOR_GRACE" placeholder:"D"`
 	Interval string `help:"Time between watch passes (default 5s)." config:"monitor_interval" env:"POWERGLIDE_MONITOR_INTERVAL" placeholder:"D"`
 }
