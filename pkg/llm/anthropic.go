@@ -357,8 +357,13 @@ type anthropicUsage struct {
 // call when its block stops (its input arrives as input_json_delta
 // fragments). A stream that ends before message_stop is cut off; an error
 // event is a failure even after HTTP 200.
-func decodeAnthropic(body io.Reader, em *Emitter) (*protocol.EndEvent, error) {
+func decodeAnthropic(body io.Reader, em *Emitter) (_ *protocol.EndEvent, err error) {
 	d := &anthropicStream{em: em, end: &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}}
+	defer func() {
+		if err != nil { // the input message_start counted is charged all the same
+			em.brokenUsage(d.end.Usage)
+		}
+	}()
 	sse := newSSEReader(body, em.limit(), em.wait)
 	for {
 		name, data, err := sse.Next()

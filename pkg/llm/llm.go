@@ -42,6 +42,20 @@ type Emitter struct {
 	max     int    // what one response may hold; 0 means MaxResponseBytes
 	held    int    // what this attempt's response holds so far
 	wait    func() // see Router.OnWait; nil: nothing
+	// broken is the usage a failed attempt's stream reported before it
+	// broke (message_start's input tokens): what the provider charges for
+	// the attempt, which the router adds to the call's usage.
+	broken protocol.Usage
+}
+
+// brokenUsage records what a failed attempt's stream had reported.
+func (e *Emitter) brokenUsage(u protocol.Usage) { e.broken = u }
+
+// takeBroken returns and forgets the usage a failed attempt reported.
+func (e *Emitter) takeBroken() protocol.Usage {
+	u := e.broken
+	e.broken = protocol.Usage{}
+	return u
 }
 
 // MaxResponseBytes bounds what one response may hold in memory: its text,
@@ -143,6 +157,9 @@ type Error struct {
 	RetryAfter time.Duration // what the server asked for, 0 when it did not
 	Model      string
 	Err        error
+	// Usage is what the call's failed attempts were charged (streams cut
+	// after the provider counted the input), priced when the model is.
+	Usage protocol.Usage
 
 	noRetry   bool // a replayed failure: report it as recorded, never retry
 	nextModel bool // not worth retrying, but the next model of a chain may answer (404)
@@ -153,8 +170,13 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Event returns the error as a model event.
 func (e *Error) Event(id string) *protocol.ErrorEvent {
-	return &protocol.ErrorEvent{Type: protocol.EventError, ID: id, Tool: "pg-llm", Kind: e.Kind,
+	ev := &protocol.ErrorEvent{Type: protocol.EventError, ID: id, Tool: "pg-llm", Kind: e.Kind,
 		Message: e.Message, Retryable: e.Retryable, Status: e.Status, Model: e.Model}
+	if e.Usage != (protocol.Usage{}) {
+		u := e.Usage
+		ev.Usage = &u
+	}
+	return ev
 }
 
 // badStream reports a stream that breaks its provider's protocol: an event

@@ -380,7 +380,7 @@ func (cs *openaiCalls) add(index *int, id, name, args string) {
 // counts as complete once both the finish_reason and the usage have
 // arrived, because then nothing was lost, for servers or proxies that
 // close the stream early.
-func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent, error) {
+func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (_ *protocol.EndEvent, err error) {
 	var (
 		text     strings.Builder
 		thinking strings.Builder
@@ -390,6 +390,11 @@ func decodeOpenAI(body io.Reader, em *Emitter, lenient bool) (*protocol.EndEvent
 		end      = &protocol.EndEvent{Message: protocol.Message{Role: protocol.RoleAssistant, Content: protocol.Content{}}}
 		sse      = newSSEReader(body, em.limit(), em.wait)
 	)
+	defer func() {
+		if err != nil { // a usage chunk that came before the break is charged all the same
+			em.brokenUsage(end.Usage)
+		}
+	}()
 	for {
 		_, data, err := sse.Next()
 		if err != nil {

@@ -343,11 +343,13 @@ func (r *Router) Call(ctx context.Context, req *protocol.Request, sink func(any)
 		defer cancel()
 	}
 	req = withDefaults(req, r.opts.MaxTokens)
+	// total is what the models of the chain that failed were charged
+	// (attempts cut after the provider counted the input): the call's
+	// usage, in its end or its error, includes it.
 	var total protocol.Usage
 	for i, id := range chain {
-		end, err := r.callModel(ctx, id, req, em)
+		end, err := r.callModel(ctx, id, req, em, total)
 		if err == nil {
-			end.Usage = total.Add(end.Usage)
 			return end, nil
 		}
 		var e *Error
@@ -357,6 +359,8 @@ func (r *Router) Call(ctx context.Context, req *protocol.Request, sink func(any)
 		if e.Model == "" {
 			e.Model = id
 		}
+		total = total.Add(e.Usage)
+		e.Usage = total
 		if (e.Retryable && !e.noRetry || e.nextModel) && !em.Content() && i+1 < len(chain) && ctx.Err() == nil {
 			em.Emit(&protocol.FallbackEvent{Type: protocol.EventFallback, ID: req.ID, From: id, To: chain[i+1], Reason: e.Kind + ": " + e.Message})
 			continue
@@ -369,8 +373,12 @@ func (r *Router) Call(ctx context.Context, req *protocol.Request, sink func(any)
 
 var errAttemptTimeout = errors.New("attempt timed out")
 
-// callModel runs the attempts of one model.
-func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request, em *Emitter) (*protocol.EndEvent, error) {
+// callModel runs the attempts of one model. carried is what the chain's
+// earlier models were charged; the end's usage adds it to this model's. An
+// attempt whose stream broke after the provider counted its input is
+// charged that input: a successful end's usage includes it, and an *Error
+// carries it in Usage (priced at this model's prices when known).
+func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request, em *Emitter, carried protocol.Usage) (*protocol.EndEvent, error) {
 	p, model, err := r.Resolve(id)
 	if err != nil {
 		if e, ok := err.(*Error); ok {
@@ -390,6 +398,17 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 		}
 		req = &clamped
 	}
+	var broken protocol.Usage // what this model's failed attempts were charged
+	charge := func(err error) error {
+		var e *Error
+		if errors.As(err, &e) && broken != (protocol.Usage{}) {
+			if priced {
+				broken.CostUSD = info.Cost(broken)
+			}
+			e.Usage = broken
+		}
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if r.opts.AttemptTimeout > 0 {
@@ -400,15 +419,22 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 		end, err := p.Stream(actx, model, req, em)
 		attemptDone := actx.Err() != nil
 		cancel()
+		if err != nil {
+			if u := em.takeBroken(); u.Check() == nil {
+				broken = broken.Add(u)
+			}
+		}
 		if err == nil {
 			if uerr := end.Usage.Check(); uerr != nil {
 				e := badUsage(uerr)
 				e.Model = id
-				return nil, e
+				return nil, charge(e)
 			}
+			end.Usage = broken.Add(end.Usage)
 			if priced {
 				end.Usage.CostUSD = info.Cost(end.Usage)
 			}
+			end.Usage = carried.Add(end.Usage)
 			end.Type, end.ID, end.Model = protocol.EventEnd, req.ID, id
 			em.Emit(&protocol.UsageEvent{Type: protocol.EventUsage, ID: req.ID, Model: id, Usage: end.Usage})
 			em.Emit(end)
@@ -416,8 +442,8 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-				return nil, &Error{Kind: protocol.KindTimeout, Model: id, Err: context.DeadlineExceeded,
-					Message: fmt.Sprintf("model call timed out after %s (--timeout)", r.opts.Timeout)}
+				return nil, charge(&Error{Kind: protocol.KindTimeout, Model: id, Err: context.DeadlineExceeded,
+					Message: fmt.Sprintf("model call timed out after %s (--timeout)", r.opts.Timeout)})
 			}
 			return nil, context.Cause(ctx)
 		}
@@ -428,19 +454,19 @@ func (r *Router) callModel(ctx context.Context, id string, req *protocol.Request
 		}
 		e.Model = id
 		if !e.Retryable || e.noRetry || em.Content() || attempt >= r.opts.Retries {
-			return nil, e
+			return nil, charge(e)
 		}
 		delay := r.opts.Backoff.Delay(attempt, e.RetryAfter)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
-			return nil, e // the wait would outlast the call: give up on this model now
+			return nil, charge(e) // the wait would outlast the call: give up on this model now
 		}
 		em.Emit(&protocol.RetryEvent{Type: protocol.EventRetry, ID: req.ID, Model: id, Attempt: attempt + 1,
 			DelayMS: delay.Milliseconds(), Reason: e.Kind + ": " + e.Message})
 		em.waiting()
 		if err := r.opts.Backoff.sleep(ctx, delay); err != nil {
 			if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-				return nil, &Error{Kind: protocol.KindTimeout, Model: id, Err: context.DeadlineExceeded,
-					Message: fmt.Sprintf("model call timed out after %s (--timeout)", r.opts.Timeout)}
+				return nil, charge(&Error{Kind: protocol.KindTimeout, Model: id, Err: context.DeadlineExceeded,
+					Message: fmt.Sprintf("model call timed out after %s (--timeout)", r.opts.Timeout)})
 			}
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/powerglide/powerglide/pkg/ledger"
 	"github.com/powerglide/powerglide/pkg/protocol"
 	"github.com/powerglide/powerglide/pkg/termtext"
 )
@@ -51,8 +52,10 @@ func (r *Runner) lookModelUp(ctx context.Context) {
 }
 
 // modelFound waits for the model table and takes the model's context
-// window and prices from it.
-func (r *Runner) modelFound() error {
+// window and prices from it. A dollar budget, the run's or the team's,
+// with a model the table has no prices for is refused (a *PricesError):
+// its calls would cost $0 and the budget would never stop them.
+func (r *Runner) modelFound(ctx context.Context) error {
 	if r.lookup == nil {
 		return nil
 	}
@@ -61,6 +64,9 @@ func (r *Runner) modelFound() error {
 	if res.err != nil {
 		fmt.Fprintf(r.o.Stderr, "pg-loop: warning: %v\n", res.err)
 		return nil
+	}
+	if err := r.checkPrices(ctx, res.table); err != nil {
+		return err
 	}
 	m, ok := ChainModel(res.table, r.o.Lookup.ID)
 	if !ok {
@@ -148,4 +154,43 @@ func ChainModel(table []ModelInfo, chain string) (ModelInfo, bool) {
 		out.InputPerMTok, out.OutputPerMTok, out.CacheReadPerMTok, out.CacheWritePerMTok = 0, 0, 0, 0
 	}
 	return out, found
+}
+
+// PricesError is a dollar budget the run cannot keep: the model table
+// (pg-llm models) has no prices for a model of the chain. It is bad input
+// (exit 2): the prices are configuration.
+type PricesError struct {
+	Budget string // which budget: --budget-usd, or the team's
+	Model  string // the first model of the chain without prices
+}
+
+func (e *PricesError) Error() string {
+	return fmt.Sprintf("%s cannot be kept: 'pg-llm models' has no prices for %s, so its calls would cost $0; give them in the config key models, e.g. {\"models\":{\"%s\":{\"input_per_mtok\":3,\"output_per_mtok\":15}}}, or use --budget-tokens", e.Budget, e.Model, e.Model)
+}
+
+// BadInput makes the refusal exit 2.
+func (e *PricesError) BadInput() bool { return true }
+
+// checkPrices refuses a dollar budget whose model has no prices in table.
+func (r *Runner) checkPrices(ctx context.Context, table []ModelInfo) error {
+	budget := ""
+	switch {
+	case r.o.Budget.USD > 0:
+		budget = "--budget-usd"
+	case r.o.Ledger != nil:
+		tb, err := ledger.Read(ctx, r.o.Ledger.Team)
+		if err != nil || tb.BudgetUSD <= 0 {
+			return nil // no team budget (or none readable yet: each call reads it)
+		}
+		budget = fmt.Sprintf("the team budget ($%.4f)", tb.BudgetUSD)
+	default:
+		return nil
+	}
+	for _, id := range strings.Split(r.o.Lookup.ID, ",") {
+		id = strings.TrimSpace(id)
+		if m, ok := FindModel(table, id); !ok || !m.Priced() {
+			return &PricesError{Budget: budget, Model: id}
+		}
+	}
+	return nil
 }

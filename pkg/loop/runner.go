@@ -422,9 +422,10 @@ func (r *Runner) Run(ctx context.Context) Result {
 }
 
 // Failure is how a failed run (State Failed) is reported, on stderr and in
-// JSON mode as its {"type":"error"} record: the exit code (4 for a limit, 1
-// otherwise), the kind (limit, or the model error's kind when no retry or
-// fallback can help) and the message on one line.
+// JSON mode as its {"type":"error"} record: the exit code (4 for a limit, 2
+// for bad input found as the run started, such as a dollar budget without
+// prices, 1 otherwise), the kind (limit, usage, or the model error's kind
+// when no retry or fallback can help) and the message on one line.
 func (res Result) Failure() (code int, kind, msg string) {
 	code, msg = cli.ExitFailure, "unknown failure"
 	if res.Err != nil {
@@ -432,9 +433,12 @@ func (res Result) Failure() (code int, kind, msg string) {
 	}
 	var le *LimitError
 	var me *ModelError
+	var bad cli.UsageError
 	switch {
 	case errors.As(res.Err, &le):
 		code, kind = cli.ExitLimit, "limit"
+	case errors.As(res.Err, &bad) && bad.BadInput():
+		code, kind = cli.ExitUsage, "usage"
 	case errors.As(res.Err, &me) && me.Unrecoverable():
 		msg, kind = "unrecoverable: "+msg, me.Event.Kind
 	}
@@ -616,7 +620,7 @@ func (r *Runner) loadTasks(ctx context.Context) (Input, string) {
 		return r.fatal(err)
 	}
 	start(r.o.Tools)
-	if err := r.modelFound(); err != nil {
+	if err := r.modelFound(ctx); err != nil {
 		return r.fatal(err)
 	}
 	r.tools = defs

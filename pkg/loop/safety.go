@@ -225,7 +225,8 @@ type Budget struct {
 // priced at in input tokens (at the cache-write price when dearer) and
 // maxOut output tokens. Without them (a model pg-llm does not know, a
 // script component) the estimate uses the cost per token seen so far, so
-// the first call runs unpriced.
+// the first call runs unpriced; and when calls were made that reported no
+// cost, the budget cannot be kept: that is a limit too.
 func (b Budget) Check(spent protocol.Usage, in, maxOut int) error {
 	if b.Tokens > 0 {
 		need := spent.Tokens() + in + maxOut
@@ -244,6 +245,10 @@ func (b Budget) Check(spent protocol.Usage, in, maxOut int) error {
 	}
 	if cost >= b.USD {
 		return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("$%.4f spent, the budget is $%.4f", cost, b.USD)}
+	}
+	if !priced && cost == 0 && spent.Tokens() > 0 {
+		// Neither prices nor a reported cost: every call would cost $0.
+		return &LimitError{Limit: LimitBudgetUSD, Reason: fmt.Sprintf("%d tokens spent and the model component reports no cost, nor are the model's prices known: the budget of $%.4f cannot be kept (give the prices in the config key models, or use --budget-tokens)", spent.Tokens(), b.USD)}
 	}
 	next, ok := b.nextCost(spent, in, maxOut)
 	if !ok {

@@ -67,6 +67,7 @@ const (
 	MemSummary = "summary" // messages 1..KeepFrom-1 were replaced by Summary
 	MemFresh   = "fresh"   // a Ralph iteration restarted the conversation
 	MemReplace = "replace" // message Index was replaced by Message (a long text cut to fit the window)
+	MemCharge  = "charge"  // a model call that failed was charged Usage all the same (attempts cut after the input was counted)
 )
 
 // MemoryRecord is one line of memory.jsonl.
@@ -554,6 +555,10 @@ func (rp *Replay) apply(rec *MemoryRecord) {
 		rp.Conv = pruneBefore(rp.Conv, rec.Before)
 	case MemSummary:
 		rp.Conv = applySummary(rp.Conv, rec.KeepFrom, rec.Summary)
+		if rec.Usage != nil {
+			rp.Usage = rp.Usage.Add(*rec.Usage)
+		}
+	case MemCharge:
 		if rec.Usage != nil {
 			rp.Usage = rp.Usage.Add(*rec.Usage)
 		}

@@ -19,8 +19,9 @@ const budgetRetry = 250 * time.Millisecond
 
 // call makes one model call within the team's budget: it reserves the
 // call's estimated cost in the team ledger first (waiting while only other
-// calls in flight stand in the way), and settles the real cost after (at
-// the loop's estimate when the provider reported no usage: see charged).
+// calls in flight stand in the way), and settles the real cost after: at
+// the loop's estimate when the provider reported no usage (charged), and
+// for a failed call what its cut attempts were charged (chargeFailed).
 // A call the budget refuses returns a *LimitError (LimitTeamBudget).
 func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) (*protocol.EndEvent, error) {
 	start := time.Now()
@@ -30,14 +31,15 @@ func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) 
 		return nil, err
 	}
 	end, err := r.o.LLM.Call(ctx, req, on)
-	if end != nil {
+	var cost float64
+	switch {
+	case end != nil:
 		end.Usage = r.charged(req, end)
+		cost = r.callCost(end.Usage)
+	case err != nil:
+		cost = r.chargeFailed(err)
 	}
 	if id != "" {
-		cost := 0.0
-		if end != nil {
-			cost = r.callCost(end.Usage)
-		}
 		if serr := r.o.Ledger.Settle(context.WithoutCancel(ctx), id, cost); serr != nil {
 			r.log("error", "team budget: settle $%.4f: %v", cost, serr)
 		}
@@ -49,7 +51,14 @@ func (r *Runner) reserve(ctx context.Context, req *protocol.Request) (string, er
 	if r.o.Ledger == nil {
 		return "", nil
 	}
-	est, _ := r.o.Budget.nextCost(r.usage, r.est.Request(req), req.MaxTokens)
+	est, ok := r.o.Budget.nextCost(r.usage, r.est.Request(req), req.MaxTokens)
+	if !ok && r.usage.Tokens() > 0 {
+		// Calls were made and none had a cost (no prices, none
+		// reported): a team budget would never stop these calls.
+		if tb, err := ledger.Read(ctx, r.o.Ledger.Team); err == nil && tb.BudgetUSD > 0 {
+			return "", &LimitError{Limit: LimitTeamBudget, Reason: fmt.Sprintf("%d tokens spent and the model component reports no cost, nor are the model's prices known: the team budget of $%.4f cannot be kept (give the prices in the config key models)", r.usage.Tokens(), tb.BudgetUSD)}
+		}
+	}
 	waited := false
 	defer func() {
 		if waited {

@@ -91,3 +91,115 @@ func TestNoUsageSettlesEstimatesInTheLedger(t *testing.T) {
 		t.Fatalf("ledger after %d calls: %+v", len(llm.reqs), tb)
 	}
 }
+
+// unpriced answers like call, with tokens but no cost: a component that
+// reports no cost for a model whose prices nobody knows.
+func unpriced(name, input string) func(*protocol.Request) (*protocol.EndEvent, error) {
+	return func(req *protocol.Request) (*protocol.EndEvent, error) {
+		end, err := call(name, input)(req)
+		end.Usage.CostUSD = 0
+		return end, err
+	}
+}
+
+// A dollar budget whose model has no prices in the table is refused as
+// the run starts: bad input (exit 2), and no call is made.
+func TestUSDBudgetWithoutPricesIsRefused(t *testing.T) {
+	table := []ModelInfo{{ID: "anthropic/claude-sonnet-4-5", ContextWindow: 200000, InputPerMTok: 3, OutputPerMTok: 15}, {ID: "custom/mine", ContextWindow: 8000}}
+	for _, model := range []string{"custom/mine", "custom/other", "anthropic/claude-sonnet-4-5,custom/mine"} {
+		llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}}
+		h := newHarness(t, llm, okTool("x"), "t")
+		h.opts.Budget.USD = 1
+		h.opts.Lookup = &ModelLookup{ID: model, Table: func(context.Context) ([]ModelInfo, error) { return table, nil }}
+		res := h.run(t)
+		code, kind, msg := res.Failure()
+		var pe *PricesError
+		if res.State != Failed || !errors.As(res.Err, &pe) || code != 2 || kind != "usage" || len(llm.reqs) != 0 {
+			t.Fatalf("%s: result %+v, failure %d %s %q, %d calls", model, res, code, kind, msg, len(llm.reqs))
+		}
+		if !strings.Contains(msg, "--budget-usd cannot be kept") || !strings.Contains(msg, "config key models") {
+			t.Fatalf("%s: %s", model, msg)
+		}
+	}
+	// with prices the run goes on
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){say("done")}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	h.opts.Budget.USD = 1
+	h.opts.Lookup = &ModelLookup{ID: "anthropic/claude-sonnet-4-5", Table: func(context.Context) ([]ModelInfo, error) { return table, nil }}
+	if res := h.run(t); res.State != Done {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// Without prices to look up (a script component, no --model), calls that
+// report no cost stop a dollar budget, the run's or the team's, after the
+// first: the budget could never stop them otherwise.
+func TestUSDBudgetStopsCallsWithoutCost(t *testing.T) {
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){unpriced("sh", `{"n":1}`)}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	h.opts.BreakerSame = 0
+	h.opts.Budget.USD = 1
+	res := h.run(t)
+	var le *LimitError
+	if !errors.As(res.Err, &le) || le.Limit != LimitBudgetUSD || !strings.Contains(le.Reason, "reports no cost") || len(llm.reqs) != 1 {
+		t.Fatalf("result %+v after %d calls", res, len(llm.reqs))
+	}
+
+	llm = &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){unpriced("sh", `{"n":1}`)}}
+	h = newHarness(t, llm, okTool("x"), "t")
+	h.opts.BreakerSame = 0
+	d := teamdir.Dir{Home: t.TempDir(), Team: "tm"}
+	if _, err := ledger.SetBudget(context.Background(), fileTeam(d), 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.opts.Ledger = ledger.New(fileTeam(d), "1", proc.ThisHost())
+	r, _ := NewRunner(h.opts)
+	res = r.Run(context.Background())
+	if !errors.As(res.Err, &le) || le.Limit != LimitTeamBudget || !strings.Contains(le.Reason, "reports no cost") || len(llm.reqs) != 1 {
+		t.Fatalf("team: result %+v after %d calls", res, len(llm.reqs))
+	}
+}
+
+// A model call that failed after its provider counted the input (pg-llm's
+// attempts cut after message_start: the error event's usage) is charged:
+// in the run's and the task's usage, in the team ledger, and in the
+// session's memory, so a resumed run counts it too.
+func TestFailedCallIsCharged(t *testing.T) {
+	charged := protocol.Usage{InputTokens: 3 * 2880, CostUSD: 0.026}
+	llm := &scriptLLM{answers: []func(*protocol.Request) (*protocol.EndEvent, error){func(*protocol.Request) (*protocol.EndEvent, error) {
+		return nil, &ModelError{Event: protocol.ErrorEvent{Type: "error", Kind: protocol.KindNetwork, Retryable: true, Message: "stream cut off", Usage: &charged}}
+	}}}
+	h := newHarness(t, llm, okTool("x"), "t")
+	d := teamdir.Dir{Home: t.TempDir(), Team: "tm"}
+	if _, err := ledger.SetBudget(context.Background(), fileTeam(d), 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.opts.Ledger = ledger.New(fileTeam(d), "1", proc.ThisHost())
+	res := h.run(t)
+	if res.Failed != 1 {
+		t.Fatalf("%+v", res)
+	}
+	var sum protocol.LoopSummaryEvent
+	for _, line := range strings.Split(h.out.String(), "\n") {
+		if strings.Contains(line, `"type":"summary"`) {
+			json.Unmarshal([]byte(line), &sum)
+		}
+	}
+	if sum.Usage != charged {
+		t.Fatalf("summary usage %+v, want %+v", sum.Usage, charged)
+	}
+	tb, err := ledger.Read(context.Background(), fileTeam(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Calls != 1 || tb.SpentUSD != charged.CostUSD {
+		t.Fatalf("ledger %+v", tb)
+	}
+	rp, err := h.sess.LoadReplay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Usage != charged {
+		t.Fatalf("replayed usage %+v, want %+v", rp.Usage, charged)
+	}
+}

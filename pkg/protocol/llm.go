@@ -363,6 +363,9 @@ type ErrorEvent struct {
 	Model     string `json:"model,omitempty"`
 	Line      int    `json:"line,omitempty" jsonschema:"description=input line the error is about"`
 	ExitCode  int    `json:"exit_code,omitempty"`
+	// Usage is what a failed model call was charged all the same: its
+	// attempts whose streams broke after the provider counted the input.
+	Usage *Usage `json:"usage,omitempty" jsonschema:"description=a model call's: what its failed attempts were charged (streams cut after the provider counted the input)\\, which budgets count"`
 }
 
 // EndEvent closes a successful model call.

@@ -38,7 +38,7 @@ type SessionRecord struct {
 type SessionEntry struct {
 	Type      string    `json:"type" jsonschema:"enum=session_entry"`
 	TS        time.Time `json:"ts"`
-	Kind      string    `json:"kind" jsonschema:"enum=task,enum=message,enum=prune,enum=summary,enum=fresh"`
+	Kind      string    `json:"kind" jsonschema:"enum=task,enum=message,enum=prune,enum=summary,enum=fresh,enum=charge"`
 	Task      string    `json:"task,omitempty"`
 	Status    string    `json:"status,omitempty" jsonschema:"description=kind task: started or done or failed"`
 	Title     string    `json:"title,omitempty" jsonschema:"description=kind task when started: the task's title"`

@@ -166,6 +166,10 @@ func showText(w io.Writer, r protocol.SessionRecord, s *loop.Session) error {
 			_, err = fmt.Fprintf(w, "%s (older tool outputs pruned)\n", ts)
 		case loop.MemFresh:
 			_, err = fmt.Fprintf(w, "%s fresh start, iteration %d\n", ts, e.Iteration+1)
+		case loop.MemCharge:
+			if e.Usage != nil {
+				_, err = fmt.Fprintf(w, "%s a failed model call charged %d tokens, $%.4f\n", ts, e.Usage.Tokens(), e.Usage.CostUSD)
+			}
 		}
 		return err
 	})
