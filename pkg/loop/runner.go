@@ -544,7 +544,9 @@ func (r *Runner) busyFor(to State) time.Duration {
 }
 
 // callSlack is the time past a call's own timeout for ending it (a
-// process group's grace) and reporting it.
+// process group's grace) and reporting it. busy_until is written like
+// progress_at: within workerWriteEvery, or at the next heartbeat, long
+// before any stall limit; an fsync more per step it is not worth.
 const callSlack = time.Minute
 
 func (r *Runner) log(level, format string, args ...any) {
@@ -1644,7 +1646,7 @@ func (r *Runner) updateWorker(f func(w *protocol.Worker)) {
 	before := *r.worker
 	f(r.worker)
 	w := r.worker
-	important := before.Task != w.Task || before.Paused != w.Paused || before.Velocity != w.Velocity || !before.BusyUntil.Equal(w.BusyUntil) ||
+	important := before.Task != w.Task || before.Paused != w.Paused || before.Velocity != w.Velocity ||
 		State(w.State).Terminal() || State(before.State).InTask() != State(w.State).InTask()
 	due := important || time.Since(r.lastWrite) >= workerWriteEvery
 	r.wmu.Unlock()

@@ -141,7 +141,7 @@ func (t *ServeTools) listInband(ctx context.Context) ([]protocol.ToolDef, error)
 
 // DiedResult is the error result of a call whose tools coprocess died
 // before it answered: the call may have run in part, in whole or not at all.
-const DiedResult = "the tool server died during this call; its effects are unknown: check the state before running it again (a fresh tool server takes the next call)"
+const DiedResult = "the tool server died during this call; its effects are unknown: check the state before running it again. A fresh tool server takes the next call: bash starts again in the workspace root"
 
 // Call writes every call, then waits for all their results. When the
 // coprocess dies, Call returns a *DiedError with the results: those it

@@ -2,6 +2,7 @@
 package pgloop
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -972,8 +973,7 @@ func (c *RunCmd) openSession(home, workdir string, base *loop.Session, now time.
 	return sess, nil
 }
 
-func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) (loop.LLM, loop.Tools) {
-	var llm loop.LLM
+func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) (llm loop.LLM, tools loop.Tools) {
 	if c.LLM != "" {
 		llm = &loop.CommandLLM{Cmdline: callerPath(c.LLM), Dir: workdir, Stderr: rt.IO.Err}
 	} else {
@@ -983,25 +983,17 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		}
 		llm = loop.NewServeLLM(cmd, rt.IO.Err)
 	}
-	var tools loop.Tools
 	// The tools (and the model's bash) find the velocity file here.
 	env := append(toolsEnv(rt), loop.VelocityEnv+"="+velocity)
 	if c.NoSkills {
 		env = append(env, "POWERGLIDE_NO_SKILLS=1")
 	}
+	env, scope := c.toolsScope(rt, env)
 	if c.Tools != "" {
 		// A pg-tool per call reaches only the terminal sessions of its term
 		// scope: one scope for the run keeps the model's sessions its own
 		// from one call to the next.
-		ct := &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
-		tools = ct
-		if _, set := rt.IO.LookupEnv("POWERGLIDE_TERM_SCOPE"); !set {
-			// The run's sessions end with it (scopedTools); a scope
-			// given on purpose shares them.
-			scope := runTermScope()
-			ct.Env = append(ct.Env, "POWERGLIDE_TERM_SCOPE="+scope)
-			tools = &scopedTools{CommandTools: ct, scope: scope}
-		}
+		tools = &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
 		// pg-tool serve, started by pg-loop, answers a list request itself:
@@ -1025,7 +1017,27 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		st.Inband = inband
 		tools = st
 	}
+	if scope != "" {
+		tools = &scopedTools{Tools: tools, scope: scope, env: env, dir: workdir, stderr: rt.IO.Err}
+	}
 	return llm, tools
+}
+
+// toolsScope gives the run's tools one term scope, when they are pg-tool
+// and no scope was given (POWERGLIDE_TERM_SCOPE, shared on purpose): a
+// pg-tool per call (--tools) then reaches from one call to the next the
+// terminal sessions the model started, a pg-tool serve restarted after it
+// died those of the one before, and the sessions end with the run
+// (scopedTools). It returns env with the scope.
+func (c *RunCmd) toolsScope(rt *cli.Runtime, env []string) ([]string, string) {
+	if _, set := rt.IO.LookupEnv("POWERGLIDE_TERM_SCOPE"); set {
+		return env, ""
+	}
+	if cmd := cmp.Or(c.Tools, c.ToolsServe); cmd != "" && !isPgTool(cmd) {
+		return env, ""
+	}
+	scope := runTermScope()
+	return append(env, "POWERGLIDE_TERM_SCOPE="+scope), scope
 }
 
 // verifier runs the verify commands (--verify, a task's, a pipeline

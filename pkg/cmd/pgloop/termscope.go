@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,22 +16,27 @@ import (
 	"github.com/powerglide/powerglide/pkg/loop"
 )
 
-// scopedTools are one-shot tools commands whose terminal sessions live in
-// a term scope pg-loop made for the run (runTermScope): nothing reaches
-// them once the run is over, so Close ends them (pg-tool serve ends those
-// of its own scope itself).
+// scopedTools is a tools component whose terminal sessions live in a term
+// scope pg-loop made for the run (runTermScope): the one-shot commands of
+// --tools share it from call to call, and a pg-tool serve restarted after
+// it died reaches the sessions of the one before. Nothing reaches them
+// once the run is over, so Close ends them, after the component.
 type scopedTools struct {
-	*loop.CommandTools
-	scope string
+	loop.Tools
+	scope  string
+	env    []string // the tools' environment (their POWERGLIDE_HOME)
+	dir    string
+	stderr io.Writer
 }
 
-// Close ends the scope's terminal sessions and removes their files; a
-// failure is a warning.
+// Close closes the component, then ends the scope's terminal sessions and
+// removes their files; a failure there is a warning.
 func (t *scopedTools) Close() error {
-	if err := endTermScope(t.scope, t.Env, t.Dir); err != nil {
-		fmt.Fprintf(t.Stderr, "pg-loop: warning: %v\n", err)
+	err := t.Tools.Close()
+	if eerr := endTermScope(t.scope, t.env, t.dir); eerr != nil {
+		fmt.Fprintf(t.stderr, "pg-loop: warning: %v\n", eerr)
 	}
-	return t.CommandTools.Close()
+	return err
 }
 
 // endTermScope runs pg-pty clean --force on the sessions of scope, found
