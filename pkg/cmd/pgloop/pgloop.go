@@ -115,7 +115,7 @@ type RunCmd struct {
 	LLM            string `name:"llm" help:"One-shot model command: run per turn in -C, the request on stdin, model events on stdout. A relative path to its program is read from the current directory, as with --tools." placeholder:"CMD" group:"Components"`
 	Tools          string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
 	Model          string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
-	MaxTokens      int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
+	MaxTokens      int    `help:"max_tokens of each request (at least 1); budgets and the context window count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
 	System         string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
 	NoContextFiles bool   `help:"Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt." group:"Components"`
 	NoSkills       bool   `name:"no-skills" help:"Offer no Agent Skills: their names and descriptions stay out of the system prompt, and the tools component gets POWERGLIDE_NO_SKILLS=1 (pg-tool then offers no skill tool)." env:"POWERGLIDE_NO_SKILLS" group:"Components"`
@@ -388,7 +388,7 @@ func (c *RunCmd) options(rt *cli.Runtime, workdir string) (loop.Options, error) 
 	o.Guard = guard.New(mode)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
-		if err != nil || v < 0 {
+		if err != nil || teamdir.CheckVelocity(v) != nil { // NaN and +Inf too
 			return o, cli.Usagef("--velocity: expected a number ≥ 0, got %q", c.Velocity)
 		}
 		o.Velocity, o.VelocitySet = v, true
@@ -750,6 +750,11 @@ func (c *RunCmd) check(o *loop.Options) error {
 		if v < 0 {
 			return cli.Usagef("%s must not be negative", name)
 		}
+	}
+	if o.MaxTokens == 0 {
+		// Requests would go out with pg-llm's default while the budgets
+		// and the context window counted no output at all.
+		return cli.Usagef("--max-tokens must be at least 1: the budgets and the context window count it")
 	}
 	if o.Budget.USD < 0 {
 		return cli.Usagef("--budget-usd must not be negative")
