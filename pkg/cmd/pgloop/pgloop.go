@@ -998,10 +998,15 @@ func (c *RunCmd) components(rt *cli.Runtime, workdir, outputs, velocity string) 
 		// A pg-tool per call reaches only the terminal sessions of its term
 		// scope: one scope for the run keeps the model's sessions its own
 		// from one call to the next.
+		ct := &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
+		tools = ct
 		if _, set := rt.IO.LookupEnv("POWERGLIDE_TERM_SCOPE"); !set {
-			env = append(env, "POWERGLIDE_TERM_SCOPE="+runTermScope())
+			// The run's sessions end with it (scopedTools); a scope
+			// given on purpose shares them.
+			scope := runTermScope()
+			ct.Env = append(ct.Env, "POWERGLIDE_TERM_SCOPE="+scope)
+			tools = &scopedTools{CommandTools: ct, scope: scope}
 		}
-		tools = &loop.CommandTools{Cmdline: callerPath(c.Tools), Dir: workdir, Env: env, Stderr: rt.IO.Err}
 	} else {
 		cmd, list := c.ToolsServe, c.ToolsList
 		// pg-tool serve, started by pg-loop, answers a list request itself:
