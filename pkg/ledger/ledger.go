@@ -12,11 +12,15 @@
 // by no more than the estimates' error.
 //
 // A reservation of a worker that died does not hold the budget forever: it
-// is dropped by the next ledger change once its process is gone (same
+// is reclaimed by the next ledger change once its process is gone (same
 // host: pid and start time no longer match), and in any case at its until
 // time, TTL after it was made (another host's process cannot be checked,
 // nor, on a store several hosts share, one of a reservation without a
-// host_id, nor one whose pid_start is malformed).
+// host_id, nor one whose pid_start is malformed). A reclaimed reservation
+// is settled at its estimate, since the call it stood for was most likely
+// made and paid for (a worker killed mid-call): the ledger errs on the
+// side of the budget. A process that settles after its reservation
+// expired adds its cost too, so such a call counts twice.
 package ledger
 
 import (
@@ -167,7 +171,8 @@ func (l *Ledger) Reserve(ctx context.Context, usd float64) (string, error) {
 }
 
 // Settle ends reservation id with the call's real cost. A reservation that
-// expired in the meantime is gone; its cost still counts.
+// expired in the meantime was settled at its estimate; the cost is added
+// all the same.
 func (l *Ledger) Settle(ctx context.Context, id string, usd float64) error {
 	if id == "" {
 		return nil
@@ -193,10 +198,11 @@ func (l *Ledger) Settle(ctx context.Context, id string, usd float64) error {
 	return err
 }
 
-// Expire drops the reservations of processes of host (this one) that are
-// gone and those past their until time (another host's dead process is
-// only known by that), and reports how many it dropped. Reserve and Settle
-// do it on their own; pg-monitor does it before it reports.
+// Expire reclaims the reservations of processes of host (this one) that
+// are gone and those past their until time (another host's dead process is
+// only known by that), settling each at its estimate, and reports how many
+// it reclaimed. Reserve and Settle do it on their own; pg-monitor does it
+// before it reports.
 func Expire(ctx context.Context, t store.Team, host proc.Host, now time.Time) (int, error) {
 	l := &Ledger{Team: t, Host: host}
 	n := 0
@@ -214,7 +220,9 @@ func Expire(ctx context.Context, t store.Team, host proc.Host, now time.Time) (i
 	return n, err
 }
 
-// expire drops dead and expired reservations from tb.
+// expire reclaims dead and expired reservations from tb, each settled at
+// its estimate (a call whose worker was killed mid-call was paid for all
+// the same).
 func (l *Ledger) expire(tb *protocol.TeamBudget, now time.Time) int {
 	kept := tb.Reservations[:0]
 	n := 0
@@ -222,6 +230,8 @@ func (l *Ledger) expire(tb *protocol.TeamBudget, now time.Time) int {
 		gone := l.Host.Owns(r.Host, r.HostID) && proc.ValidStart(r.PIDStart) && !proc.Matches(r.PID, r.PIDStart)
 		if gone || !now.Before(r.Until) {
 			n++
+			tb.SpentUSD += r.USD
+			tb.Calls++
 			continue
 		}
 		kept = append(kept, r)

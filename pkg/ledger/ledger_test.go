@@ -208,8 +208,10 @@ func TestNoLedgerAndSeed(t *testing.T) {
 	}
 }
 
-// The reservation of a worker that died is dropped at the next change; one
-// that outlives its TTL too (another host's, which cannot be checked).
+// The reservation of a worker that died is reclaimed at the next change;
+// one that outlives its TTL too (another host's, which cannot be checked).
+// A reclaimed reservation is settled at its estimate: the call it stood for
+// was made (kill -9 mid-call) and its cost must not be lost.
 func TestDeadAndExpiredReservations(t *testing.T) {
 	home := t.TempDir()
 	d := fileTeam(home)
@@ -224,7 +226,7 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 	now := time.Now()
 	dead := New(d, "1", proc.ThisHost())
 	dead.PID, dead.PIDStart = cmd.Process.Pid, "1"
-	if _, err := dead.Reserve(ctx, 0.9); err != nil {
+	if _, err := dead.Reserve(ctx, 0.09); err != nil {
 		t.Fatal(err)
 	}
 	other := New(d, "2", proc.ThisHost())
@@ -235,19 +237,23 @@ func TestDeadAndExpiredReservations(t *testing.T) {
 	}
 	live := New(d, "3", proc.ThisHost())
 	live.Now = func() time.Time { return now }
-	if _, err := live.Reserve(ctx, 0.9); err != nil {
+	// 0.09 settled + 0.05 reserved + 0.86 fits; 0.87 would not
+	if _, err := live.Reserve(ctx, 0.87); err == nil {
+		t.Fatal("the dead worker's call was not settled")
+	}
+	if _, err := live.Reserve(ctx, 0.86); err != nil {
 		t.Fatalf("the dead worker's reservation still holds the budget: %v", err)
 	}
 	tb, _ := Read(ctx, d)
-	if len(tb.Reservations) != 2 || math.Abs(tb.ReservedUSD-0.95) > 1e-9 {
-		t.Fatalf("reservations: %+v", tb.Reservations)
+	if len(tb.Reservations) != 2 || math.Abs(tb.ReservedUSD-0.91) > 1e-9 || math.Abs(tb.SpentUSD-0.09) > 1e-9 || tb.Calls != 1 {
+		t.Fatalf("ledger: %+v", tb)
 	}
 	if n, err := Expire(ctx, d, proc.ThisHost(), now.Add(2*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("expire after the TTL: %d %v", n, err)
 	}
 	tb, _ = Read(ctx, d)
-	if len(tb.Reservations) != 1 || tb.Reservations[0].Worker != "3" {
-		t.Fatalf("reservations after the TTL: %+v", tb.Reservations)
+	if len(tb.Reservations) != 1 || tb.Reservations[0].Worker != "3" || math.Abs(tb.SpentUSD-0.14) > 1e-9 || tb.Calls != 2 {
+		t.Fatalf("ledger after the TTL: %+v", tb)
 	}
 }
 

@@ -20,8 +20,9 @@ const budgetRetry = 250 * time.Millisecond
 // call makes one model call within the team's budget: it reserves the
 // call's estimated cost in the team ledger first (waiting while only other
 // calls in flight stand in the way), and settles the real cost after: at
-// the loop's estimate when the provider reported no usage (charged), and
-// for a failed call what its cut attempts were charged (chargeFailed).
+// the loop's estimate when the provider reported no usage (charged), for a
+// failed call what its cut attempts were charged (chargeFailed), and for a
+// call interrupted mid-way the estimate of its input.
 // A call the budget refuses returns a *LimitError (LimitTeamBudget).
 func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) (*protocol.EndEvent, error) {
 	start := time.Now()
@@ -38,6 +39,12 @@ func (r *Runner) call(ctx context.Context, req *protocol.Request, on func(any)) 
 		cost = r.callCost(end.Usage)
 	case err != nil:
 		cost = r.chargeFailed(err)
+		if cost == 0 && ctx.Err() != nil && id != "" {
+			// Interrupted mid-call (SIGTERM, a lost lease): the request
+			// was most likely sent and its input paid for. The ledger
+			// errs on the side of the budget.
+			cost, _ = r.o.Budget.nextCost(r.usage, r.est.Request(req), 0)
+		}
 	}
 	if id != "" {
 		if serr := r.o.Ledger.Settle(context.WithoutCancel(ctx), id, cost); serr != nil {

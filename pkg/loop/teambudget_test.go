@@ -118,3 +118,28 @@ func TestStoreVelocityWins(t *testing.T) {
 
 // opaqueTeam hides the file store behind the interface alone.
 type opaqueTeam struct{ store.Team }
+
+// A call interrupted mid-way (SIGTERM) is settled at the estimate of its
+// input, not at $0: its request was most likely sent and paid for.
+func TestInterruptedCallSettlesItsInput(t *testing.T) {
+	h := newHarness(t, blockingLLM{}, okTool("x"), "t")
+	d := teamdir.Dir{Home: t.TempDir(), Team: "tm"}
+	if _, err := ledger.SetBudget(context.Background(), fileTeam(d), 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.opts.Ledger = ledger.New(fileTeam(d), "1", proc.ThisHost())
+	h.opts.Budget.Prices = &ModelInfo{ID: "m", InputPerMTok: 3, OutputPerMTok: 15}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	r, _ := NewRunner(h.opts)
+	if res := r.Run(ctx); !res.Signal {
+		t.Fatalf("%+v", res)
+	}
+	tb, err := ledger.Read(context.Background(), fileTeam(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Calls != 1 || tb.SpentUSD <= 0 || tb.SpentUSD > 0.01 || len(tb.Reservations) != 0 {
+		t.Fatalf("ledger %+v, want the call settled at its input's estimate", tb)
+	}
+}

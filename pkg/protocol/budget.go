@@ -22,7 +22,8 @@ type TeamBudget struct {
 
 // Reservation is the estimated cost of one model call in flight. It ends
 // when the worker settles the call, when its process is gone (same host),
-// or at Until, whichever comes first.
+// or at Until, whichever comes first; in the last two cases it is settled
+// at USD.
 type Reservation struct {
 	ID       string    `json:"id"`
 	Worker   string    `json:"worker"`

@@ -116,7 +116,7 @@ type RunCmd struct {
 	LLM            string `name:"llm" help:"One-shot model command: run per turn in -C, the request on stdin, model events on stdout. A relative path to its program is read from the current directory, as with --tools." placeholder:"CMD" group:"Components"`
 	Tools          string `help:"One-shot tools command: 'CMD list' and 'CMD call NAME INPUT' per call." placeholder:"CMD" group:"Components"`
 	Model          string `help:"Model id or fallback chain passed in each request (default: pg-llm's configured model)." group:"Components"`
-	MaxTokens      int    `help:"max_tokens of each request; budgets count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
+	MaxTokens      int    `help:"max_tokens of each request (at least 1); budgets and the context window count it." config:"max_tokens" env:"POWERGLIDE_MAX_TOKENS" default:"8192" group:"Components"`
 	System         string `help:"The system prompt, or @FILE to read it (default: a short coding-agent prompt). AGENTS.md and CLAUDE.md from the workdir up to the repository root are added." group:"Components"`
 	NoContextFiles bool   `help:"Do not add AGENTS.md and CLAUDE.md (from the workdir up to the repository root) to the system prompt." group:"Components"`
 	NoSkills       bool   `name:"no-skills" help:"Offer no Agent Skills: their names and descriptions stay out of the system prompt, and the tools component gets POWERGLIDE_NO_SKILLS=1 (pg-tool then offers no skill tool)." env:"POWERGLIDE_NO_SKILLS" group:"Components"`
@@ -137,8 +137,8 @@ type RunCmd struct {
 	BreakerFailures int           `help:"Circuit breaker: the same tool failing this many times in a row, whatever its input (0: off)." config:"loop_breaker_failures" env:"POWERGLIDE_BREAKER_FAILURES" default:"5" group:"Safety"`
 	BreakerOutput   int           `help:"Circuit breaker: the same tool returning the same output this many times in a row, whatever its inputs (0: off). New outputs never trip it." config:"loop_breaker_output" env:"POWERGLIDE_BREAKER_OUTPUT" default:"5" group:"Safety"`
 	BreakerCycle    int           `help:"Circuit breaker: a cycle of 2 to 4 calls (A B A B ..., A B C A B C ...) with the same inputs and the same outputs repeated this many times (0: off)." config:"loop_breaker_cycle" env:"POWERGLIDE_BREAKER_CYCLE" default:"3" group:"Safety"`
-	BudgetTokens    int           `help:"Token budget of the run: halt before a call that could pass it (0: none)." config:"loop_budget_tokens" env:"POWERGLIDE_BUDGET_TOKENS" default:"0" group:"Safety"`
-	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run: halt before a call that could pass it (0: none). Each call, the first included, is priced at the model's prices from 'pg-llm models' (its estimated input and its max_tokens of output). A model without prices there (a custom or local model) is refused as the run starts, exit 2: give its prices in the config key models (input_per_mtok, output_per_mtok) or use --budget-tokens. With a component of your own and no --model the price per token it reports is used, so the first call runs unpriced, and a call that reports no cost stops the run (limit)." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
+	BudgetTokens    int           `help:"Token budget of the run: halt before a call that could pass it (0: none). A run is this process and the session it works in (--continue and --resume carry the session's usage); a team worker restarted in a new process (pg-monitor's restarts) starts from 0: for a cap across restarts and workers use --team-budget-usd or pg-monitor run --budget-usd." config:"loop_budget_tokens" env:"POWERGLIDE_BUDGET_TOKENS" default:"0" group:"Safety"`
+	BudgetUSD       float64       `name:"budget-usd" help:"Dollar budget of the run, as --budget-tokens counts it (this process and its session, not a team worker's earlier processes): halt before a call that could pass it (0: none). Each call, the first included, is priced at the model's prices from 'pg-llm models' (its estimated input and its max_tokens of output). A model without prices there (a custom or local model) is refused as the run starts, exit 2: give its prices in the config key models (input_per_mtok, output_per_mtok) or use --budget-tokens. With a component of your own and no --model the price per token it reports is used, so the first call runs unpriced, and a call that reports no cost stops the run (limit)." config:"loop_budget_usd" env:"POWERGLIDE_BUDGET_USD" default:"0" group:"Safety"`
 	TeamBudgetUSD   *float64      `name:"team-budget-usd" help:"Team mode: set the team's dollar budget in its ledger (budget.json in the team directory; 0 removes the budget), as pg-monitor run --budget-usd does. Whatever sets it, every worker of the team reserves each call's estimated cost in the ledger before the call and settles the real cost after; a call that could take the team past its budget is not made: the task is released and the run exits 4. A worker whose model has no prices in 'pg-llm models' is refused as it starts (exit 2) when the team has a budget, as with --budget-usd. For cron workers started without pg-monitor." env:"POWERGLIDE_TEAM_BUDGET_USD" placeholder:"X" group:"Safety"`
 	Velocity        string        `help:"Steps per second: a delay of 1000/velocity ms before each step; 0 pauses (default: full speed)." placeholder:"N" group:"Safety"`
 	VelocityFile    string        `help:"File holding the velocity, re-read every iteration (team mode default: worker-<n>.velocity in the team directory)." placeholder:"FILE" group:"Safety"`
@@ -389,7 +389,7 @@ func (c *RunCmd) options(rt *cli.Runtime, workdir string) (loop.Options, error) 
 	o.Guard = guard.New(mode)
 	if c.Velocity != "" {
 		v, err := strconv.ParseFloat(c.Velocity, 64)
-		if err != nil || v < 0 {
+		if err != nil || teamdir.CheckVelocity(v) != nil { // NaN and +Inf too
 			return o, cli.Usagef("--velocity: expected a number ≥ 0, got %q", c.Velocity)
 		}
 		o.Velocity, o.VelocitySet = v, true
@@ -751,6 +751,11 @@ func (c *RunCmd) check(o *loop.Options) error {
 		if v < 0 {
 			return cli.Usagef("%s must not be negative", name)
 		}
+	}
+	if o.MaxTokens == 0 {
+		// Requests would go out with pg-llm's default while the budgets
+		// and the context window counted no output at all.
+		return cli.Usagef("--max-tokens must be at least 1: the budgets and the context window count it")
 	}
 	if o.Budget.USD < 0 {
 		return cli.Usagef("--budget-usd must not be negative")
