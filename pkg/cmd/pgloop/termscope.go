@@ -11,9 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/powerglide/powerglide/pkg/loop"
+	"github.com/powerglide/powerglide/pkg/protocol"
 )
 
 // scopedTools is a tools component whose terminal sessions live in a term
@@ -27,12 +29,47 @@ type scopedTools struct {
 	env    []string // the tools' environment (their POWERGLIDE_HOME)
 	dir    string
 	stderr io.Writer
+	// started: the model asked for a terminal session (term_start), so
+	// the scope may hold one. A run that never did pays no pg-pty at its
+	// end.
+	started atomic.Bool
+}
+
+// Call notes a term_start, then passes the calls on.
+func (t *scopedTools) Call(ctx context.Context, calls []protocol.ToolCall) ([]protocol.ToolResult, error) {
+	for _, c := range calls {
+		if c.Name == "term_start" {
+			t.started.Store(true)
+		}
+	}
+	return t.Tools.Call(ctx, calls)
+}
+
+// Start and Usage are the component's own (a pg-tool serve coprocess is
+// started ahead of its first call, and its CPU and peak memory go into
+// the run's summary).
+func (t *scopedTools) Start() {
+	if s, ok := t.Tools.(interface{ Start() }); ok {
+		s.Start()
+	}
+}
+
+func (t *scopedTools) Usage() (protocol.ProcessUsage, bool) {
+	if u, ok := t.Tools.(interface {
+		Usage() (protocol.ProcessUsage, bool)
+	}); ok {
+		return u.Usage()
+	}
+	return protocol.ProcessUsage{}, false
 }
 
 // Close closes the component, then ends the scope's terminal sessions and
 // removes their files; a failure there is a warning.
 func (t *scopedTools) Close() error {
 	err := t.Tools.Close()
+	if !t.started.Load() {
+		return err
+	}
 	if eerr := endTermScope(t.scope, t.env, t.dir); eerr != nil {
 		fmt.Fprintf(t.stderr, "pg-loop: warning: %v\n", eerr)
 	}
