@@ -70,7 +70,62 @@ func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 	}
 	r.GitDir, r.CommonDir, r.WorkTree = lines[0], lines[1], lines[2]
 	r.watched = r.snapshot()
+	// What the repository's own configuration says now is no more to be
+	// trusted than what it says later: an earlier run's model may have
+	// written it.
+	if err := r.noCommands(ctx); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// CommandKeyError is a setting of the repository's own configuration (or
+// a file it includes) that makes git run a program in the commands
+// pg-loop runs: a filter's clean or smudge command, a signing program.
+// The model's tools can write that configuration, so pg-loop runs no git
+// command while one is there; the user's global and system settings are
+// theirs and stay in force.
+type CommandKeyError struct{ Scope, Key string }
+
+func (e *CommandKeyError) Error() string {
+	return fmt.Sprintf("the repository's %s git configuration sets %s, which makes git run a program (the model's tools can write that configuration): no git command run; move the setting to your global git configuration (git config --global) if you trust it, or remove it", e.Scope, e.Key)
+}
+
+// commandKey reports whether a configuration key makes add, status or
+// commit run a program that -c cannot turn off for good.
+func commandKey(key string) bool {
+	key = strings.ToLower(key)
+	section, rest, _ := strings.Cut(key, ".")
+	name := rest
+	if i := strings.LastIndex(rest, "."); i >= 0 {
+		name = rest[i+1:]
+	}
+	switch section {
+	case "filter":
+		return name == "clean" || name == "smudge" || name == "process"
+	case "gpg":
+		return name == "program" || key == "gpg.ssh.defaultkeycommand"
+	}
+	return false
+}
+
+// noCommands refuses a repository whose own configuration (local or
+// worktree scope, with the files they include) sets a command key.
+func (r *Repo) noCommands(ctx context.Context) error {
+	out, err := r.run(ctx, "", true, "config", "--list", "--show-scope", "--name-only", "--includes")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		scope, key, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if !ok || (scope != "local" && scope != "worktree") {
+			continue
+		}
+		if commandKey(key) {
+			return &CommandKeyError{Scope: scope, Key: key}
+		}
+	}
+	return nil
 }
 
 // snapshot is the state of every watched file now.
@@ -154,6 +209,11 @@ func (r *Repo) git(ctx context.Context, stdin string, args ...string) (string, e
 	if err := r.Changed(); err != nil {
 		return "", err
 	}
+	// A file the configuration includes may lie in the work tree, which
+	// the watched files do not cover.
+	if err := r.noCommands(ctx); err != nil {
+		return "", err
+	}
 	return r.run(ctx, stdin, true, args...)
 }
 
@@ -207,7 +267,8 @@ func (r *Repo) Commit(ctx context.Context, message string) (string, error) {
 	args := []string{"commit", "-q", "--no-verify", "-F", "-"}
 	if _, err := r.git(ctx, "", "config", "user.email"); err != nil {
 		var ce *ChangedError
-		if errors.As(err, &ce) {
+		var ke *CommandKeyError
+		if errors.As(err, &ce) || errors.As(err, &ke) {
 			return "", err
 		}
 		// No identity configured: commit as pg-loop rather than fail.

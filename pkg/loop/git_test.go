@@ -228,3 +228,66 @@ func TestOpenRepoOutsideRepository(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A filter or signing program the repository's own configuration names
+// runs git commands' programs outside the sandbox; a run cannot tell it
+// from one an earlier run's model planted, so it is refused at the start
+// (nothing to trust as the baseline), and before every git command when a
+// file the configuration includes (which may lie in the work tree)
+// brings one in later. The user's global configuration is theirs.
+func TestRepoRefusesCommandKeys(t *testing.T) {
+	for _, tc := range []struct{ key, value string }{
+		{"filter.x.clean", "PROG"},
+		{"filter.x.process", "PROG"},
+		{"gpg.program", "PROG"},
+		{"gpg.ssh.program", "PROG"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			dir, marks := newRepo(t), t.TempDir()
+			prog := filepath.Join(dir, ".git", "planted.sh")
+			plantScript(t, prog, marks, "planted")
+			gitT(t, dir, "config", tc.key, strings.ReplaceAll(tc.value, "PROG", prog))
+			gitT(t, dir, "config", "commit.gpgSign", "true")
+			writeT(t, filepath.Join(dir, ".gitattributes"), "* filter=x\n", 0o644)
+			_, err := OpenRepo(context.Background(), dir, nil)
+			var ke *CommandKeyError
+			if !errors.As(err, &ke) || ke.Key != tc.key || ke.Scope != "local" {
+				t.Fatalf("OpenRepo = %v, want a CommandKeyError naming %s (local)", err, tc.key)
+			}
+			noMarks(t, marks)
+		})
+	}
+	t.Run("included from the work tree during the run", func(t *testing.T) {
+		dir, marks := newRepo(t), t.TempDir()
+		writeT(t, filepath.Join(dir, "inc.cfg"), "", 0o644)
+		gitT(t, dir, "config", "include.path", filepath.Join(dir, "inc.cfg"))
+		r := openRepoT(t, dir)
+		prog := filepath.Join(dir, "planted.sh")
+		plantScript(t, prog, marks, "planted")
+		writeT(t, filepath.Join(dir, "inc.cfg"), "[filter \"x\"]\n\tclean = "+prog+"\n", 0o644)
+		writeT(t, filepath.Join(dir, ".gitattributes"), "* filter=x\n", 0o644)
+		before := headT(t, dir)
+		_, err := r.Commit(context.Background(), "work\n")
+		var ke *CommandKeyError
+		if !errors.As(err, &ke) || ke.Key != "filter.x.clean" {
+			t.Fatalf("Commit = %v, want a CommandKeyError naming filter.x.clean", err)
+		}
+		if headT(t, dir) != before {
+			t.Error("committed")
+		}
+		noMarks(t, marks)
+	})
+	t.Run("global settings are the user's", func(t *testing.T) {
+		dir := newRepo(t)
+		home := t.TempDir()
+		writeT(t, filepath.Join(home, ".gitconfig"), "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n", 0o644)
+		r, err := OpenRepo(context.Background(), dir, append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config")))
+		if err != nil {
+			t.Fatalf("a global filter refused: %v", err)
+		}
+		writeT(t, filepath.Join(dir, "work.txt"), "work\n", 0o644)
+		if h, err := r.Commit(context.Background(), "work\n"); err != nil || len(h) != 40 {
+			t.Fatalf("commit: %q %v", h, err)
+		}
+	})
+}
