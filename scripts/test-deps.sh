@@ -23,6 +23,8 @@ declare -A pkg_of=(
 	[zsh]=zsh           # completions: a real interactive zsh takes the first Tab (TestZshCompletesOnFirstTab)
 	[git]=git           # pg-loop's commit step
 	[mkfifo]=coreutils  # the irregular team-file scripts (also truncate, and timeout for their exits command)
+	[pgrep]=procps      # scripts that check no process is left (term_orphans, bash, pty session)
+	[prlimit]=util-linux # pg-loop's full-disk script (memory_full: a file size limit)
 )
 
 missing=()
